@@ -1,0 +1,204 @@
+"""Hidden checks of 01_processes_threads (cores, processes, threads)."""
+import multiprocessing
+import multiprocessing.process
+import os
+import random
+import sys
+import threading
+from contextlib import contextmanager
+
+import psutil
+import pytest
+
+from autograder.checks._support import exact_int, raises_value_error, timeout
+from helpers import workers
+
+
+@contextmanager
+def count_starts_and_joins():
+    """Spy on Thread and Process start/join calls made while the block runs."""
+    counts = {"thread start": 0, "thread join": 0, "process start": 0, "process join": 0}
+    originals = {
+        (threading.Thread, "start"): threading.Thread.start,
+        (threading.Thread, "join"): threading.Thread.join,
+        (multiprocessing.process.BaseProcess, "start"): multiprocessing.process.BaseProcess.start,
+        (multiprocessing.process.BaseProcess, "join"): multiprocessing.process.BaseProcess.join,
+    }
+
+    def spy(cls, name, key):
+        original = originals[(cls, name)]
+
+        def wrapper(self, *args, **kwargs):
+            counts[key] += 1
+            return original(self, *args, **kwargs)
+        return wrapper
+
+    threading.Thread.start = spy(threading.Thread, "start", "thread start")
+    threading.Thread.join = spy(threading.Thread, "join", "thread join")
+    multiprocessing.process.BaseProcess.start = spy(multiprocessing.process.BaseProcess, "start", "process start")
+    multiprocessing.process.BaseProcess.join = spy(multiprocessing.process.BaseProcess, "join", "process join")
+    try:
+        yield counts
+    finally:
+        for (cls, name), original in originals.items():
+            setattr(cls, name, original)
+
+
+# --- cpu_info ------------------------------------------------------------------
+def test_cpu_info_shape(cpu_info):
+    """cpu_info returns a dict with int counts under logical, physical, usable"""
+    info = cpu_info()
+    assert type(info) is dict, f"cpu_info() must return a dict, got {type(info).__name__}"
+    missing = {"logical", "physical", "usable"} - set(info)
+    assert not missing, f"the dict lacks the key(s) {sorted(missing)}"
+    exact_int(info["logical"], "logical")
+    exact_int(info["usable"], "usable")
+    assert info["physical"] is None or exact_int(info["physical"], "physical") >= 1, (
+        "physical must be a positive int or None")
+
+
+def test_cpu_info_counts(cpu_info):
+    """the three counts agree with what the operating system reports"""
+    info = cpu_info()
+    assert info["logical"] == os.cpu_count(), (
+        f"logical is {info['logical']} but this machine has {os.cpu_count()} logical CPUs")
+    expected_physical = psutil.cpu_count(logical=False)
+    assert info["physical"] in (None, expected_physical), (
+        f"physical is {info['physical']} but this machine has {expected_physical} physical cores")
+    allowed = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    assert 1 <= info["usable"] <= allowed, (
+        f"usable is {info['usable']}, but this process may run on {allowed} CPUs")
+
+
+@pytest.mark.skipif(not (sys.platform.startswith("linux") and len(os.sched_getaffinity(0)) >= 2),
+                    reason="needs Linux affinity masks and at least 2 usable CPUs")
+@timeout(30)
+def test_cpu_info_honours_affinity(cpu_info):
+    """usable follows the affinity mask when the process is pinned to one CPU"""
+    # A forked child pinned to one CPU: the whole process sees the smaller mask.
+    ctx = multiprocessing.get_context("fork")
+    receive, send = ctx.Pipe(duplex=False)
+    original = os.sched_getaffinity(0)
+    one_cpu = {min(original)}
+    child = ctx.Process(target=_pinned_child, args=(cpu_info, send, one_cpu))
+    child.start()
+    send.close()
+    assert receive.poll(25), "cpu_info() did not return in a process pinned to one CPU"
+    info = receive.recv()
+    child.join(5)
+    assert info["usable"] == 1, (
+        f"in a process pinned to one CPU, usable should be 1 but was {info['usable']}")
+    assert info["logical"] == os.cpu_count(), "pinning a process does not change the logical count"
+
+
+def _pinned_child(cpu_info, conn, cpus):
+    os.sched_setaffinity(0, cpus)
+    conn.send(cpu_info())
+    conn.close()
+
+
+def test_cpu_info_is_your_own(cpu_info):
+    """cpu_info computes the counts itself rather than asking the course helpers"""
+    import helpers.system as course_system
+
+    saved = course_system.usable_cores, course_system.cgroup_cpu_limit, course_system.summary
+
+    def refuse(*args, **kwargs):
+        raise RuntimeError("cpu_info should not call helpers.system: write the count yourself")
+
+    course_system.usable_cores = course_system.cgroup_cpu_limit = course_system.summary = refuse
+    try:
+        cpu_info()
+    finally:
+        course_system.usable_cores, course_system.cgroup_cpu_limit, course_system.summary = saved
+
+
+# --- run_in_child ----------------------------------------------------------------
+@timeout(60)
+def test_run_in_child_result(run_in_child):
+    """run_in_child returns (pid, fn(*args)) for the arguments given"""
+    a, b = random.randint(-1000, 1000), random.randint(-1000, 1000)
+    out = run_in_child(workers.add, a, b)
+    assert type(out) is tuple and len(out) == 2, "run_in_child must return a tuple (child_pid, result)"
+    pid, result = out
+    exact_int(pid, "child_pid")
+    assert type(result) is int and result == a + b, f"the result should be fn(*args) = {a + b}"
+
+
+@timeout(60)
+def test_run_in_child_new_process(run_in_child):
+    """fn runs in a new process, and the pid returned is the one that ran it"""
+    pid, (ran_in, parent, _thread) = run_in_child(workers.whoami)
+    assert ran_in != os.getpid(), "fn ran in the calling process (a thread, or a direct call?)"
+    assert pid == ran_in, (
+        f"the pid returned ({pid}) is not the pid of the process that ran fn ({ran_in})")
+
+
+# --- visible_appends -----------------------------------------------------------------
+@timeout(60)
+def test_visible_appends_threads(visible_appends):
+    """threads append to the parent's list: the length equals n_workers"""
+    for n in (1, 3, 2 * os.cpu_count() + 1):
+        with count_starts_and_joins() as counts:
+            got = visible_appends("thread", n)
+        assert exact_int(got, "the result") == n, f"with {n} threads the parent should see {n} items, got {got}"
+        assert counts["thread start"] >= n, f"{n} threads should have been started, saw {counts['thread start']}"
+    assert visible_appends("thread", 2) == 2, "a second call must start again from an empty list"
+
+
+@timeout(90)
+def test_visible_appends_processes(visible_appends):
+    """processes append to their own copy: the parent sees 0"""
+    for n in (1, 3):
+        with count_starts_and_joins() as counts:
+            got = visible_appends("process", n)
+        assert exact_int(got, "the result") == 0, f"with {n} processes the parent should see 0 items, got {got}"
+        assert counts["process start"] >= n, (
+            f"{n} processes should have been started, saw {counts['process start']}")
+        assert counts["process join"] >= n, "every process should be joined"
+
+
+def test_visible_appends_zero_and_errors(visible_appends):
+    """no workers gives 0; an unknown kind or a negative count raises ValueError"""
+    assert visible_appends("thread", 0) == 0, "with 0 workers the list stays empty"
+    with raises_value_error("visible_appends('fiber', 2)"):
+        visible_appends("fiber", 2)
+    with raises_value_error("visible_appends('thread', -1)"):
+        visible_appends("thread", -1)
+
+
+# --- creation_cost ----------------------------------------------------------------------
+def test_creation_cost_errors(creation_cost):
+    """an unknown kind, or n < 1, raises ValueError"""
+    for bad in (("coroutine", 3), ("thread", 0), ("process", -2)):
+        with raises_value_error(f"creation_cost{bad}"):
+            creation_cost(*bad)
+
+
+@timeout(120)
+def test_creation_cost_starts_and_joins(creation_cost):
+    """every trial creates, starts and joins a worker of the requested kind"""
+    n = random.randint(4, 8)
+    with count_starts_and_joins() as counts:
+        seconds = creation_cost("thread", n)
+    assert isinstance(seconds, float) and seconds > 0, "the mean cost must be a positive float"
+    assert counts["thread start"] >= n and counts["thread join"] >= n, (
+        f"{n} trials should start and join {n} threads; saw {counts['thread start']} starts, "
+        f"{counts['thread join']} joins")
+    with count_starts_and_joins() as counts:
+        creation_cost("process", n)
+    assert counts["process start"] >= n and counts["process join"] >= n, (
+        f"{n} trials should start and join {n} processes; saw {counts['process start']} starts, "
+        f"{counts['process join']} joins")
+
+
+@timeout(120)
+def test_creation_cost_process_dearer(creation_cost):
+    """a process costs clearly more than a thread (measured in the same run)"""
+    # Measured here: a thread about 0.1 ms, a forked process 2 ms or more: 20x.
+    # Asking for 2x leaves a wide margin for a busy machine.
+    thread = min(creation_cost("thread", 30) for _ in range(2))
+    process = creation_cost("process", 6)
+    assert process > 2 * thread, (
+        f"a process measured {process * 1e3:.3f} ms and a thread {thread * 1e3:.3f} ms; "
+        "a process should cost several times more")

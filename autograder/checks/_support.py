@@ -1,0 +1,71 @@
+"""Tools the hidden checks share: time limits and strict comparisons.
+
+Strict means an answer cannot pass by returning an object that merely claims
+to be equal (an `__eq__` that is always true) or the wrong type.
+"""
+import math
+
+import numpy as np
+
+
+def timeout(seconds):
+    """Give a check its own time limit (default: autograder.hidden.DEFAULT_TIMEOUT)."""
+    def mark(fn):
+        fn.timeout = seconds
+        return fn
+    return mark
+
+
+def exact_int(value, what):
+    assert type(value) is int or isinstance(value, np.integer) and not isinstance(value, bool), (
+        f"{what} must be an int, got {type(value).__name__}")
+    return int(value)
+
+
+def exact_float(value, what):
+    assert isinstance(value, (int, float, np.floating, np.integer)) and not isinstance(value, bool), (
+        f"{what} must be a number, got {type(value).__name__}")
+    value = float(value)
+    assert math.isfinite(value), f"{what} must be finite, got {value}"
+    return value
+
+
+def exact_list(value, what, length=None):
+    assert type(value) in (list, tuple), f"{what} must be a list, got {type(value).__name__}"
+    if length is not None:
+        assert len(value) == length, f"{what} must have {length} elements, got {len(value)}"
+    return list(value)
+
+
+def plain_array(value, what):
+    """A real numpy array (not a subclass, not a look-alike), as float64 or int."""
+    assert type(value) is np.ndarray, f"{what} must be a numpy.ndarray, got {type(value).__name__}"
+    return value
+
+
+def arrays_close(actual, expected, what, rtol=1e-7, atol=1e-9):
+    actual = plain_array(actual, what)
+    expected = np.asarray(expected)
+    assert actual.shape == expected.shape, f"{what} has shape {actual.shape}, expected {expected.shape}"
+    bad = ~(np.abs(actual.astype(float) - expected.astype(float))
+            <= atol + rtol * np.abs(expected.astype(float)))
+    assert not bad.any(), f"{what} differs from the expected values at {int(bad.sum())} position(s)"
+
+
+class raises_value_error:
+    """with raises_value_error("creation_cost('fiber', 3)"): ...  (a plain-words pytest.raises)."""
+
+    def __init__(self, what):
+        self.what = what
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, error, tb):
+        if kind is None:
+            raise AssertionError(f"{self.what} should raise ValueError, but returned normally")
+        if issubclass(kind, ValueError):
+            return True
+        if issubclass(kind, AssertionError):
+            return False
+        raise AssertionError(f"{self.what} should raise ValueError, but raised {kind.__name__}: {error}")

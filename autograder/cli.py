@@ -1,0 +1,67 @@
+"""python -m autograder <verb>: the instructor's commands, one module per verb."""
+import argparse
+import os
+import sys
+import time
+
+from . import author, course, feedback, grade, release, report, samples
+
+
+def _all(args):
+    """release -> samples -> grade -> feedback -> report, timing each step."""
+    steps = [("release", release.main), ("samples", samples.main), ("grade", grade.main),
+             ("feedback", feedback.main), ("report", report.main)]
+    status = 0
+    for name, step in steps:
+        start = time.perf_counter()
+        print(f"== {name}")
+        status |= step(args)
+        print(f"   ({name} took {time.perf_counter() - start:.1f} s)")
+    print("\nDone. Release: release/   Graded: autograded/   Feedback: feedback/   Reports: reports/")
+    return status
+
+
+def parser():
+    top = argparse.ArgumentParser(prog="python -m autograder", description=__doc__)
+    verbs = top.add_subparsers(dest="verb", required=True)
+    helps = {
+        "release": (release.main, "generate the student notebooks in release/ from source/"),
+        "samples": (samples.main, "write the sample submissions into submitted/"),
+        "grade": (grade.main, "autograde every submission in submitted/, in parallel"),
+        "feedback": (feedback.main, "write HTML feedback for every graded submission"),
+        "report": (report.main, "write grade CSVs and plots into reports/"),
+        "all": (_all, "the main job: release, samples, grade, feedback, report"),
+    }
+    for verb, (fn, text) in helps.items():
+        sub = verbs.add_parser(verb, help=text, description=text)
+        sub.add_argument("assignments", nargs="*", help="default: every assignment in source/")
+        sub.add_argument("--students", nargs="*", help="default: every student in submitted/")
+        sub.add_argument("--jobs", type=int, default=None,
+                         help="submissions at a time (default: the usable cores)")
+        sub.set_defaults(fn=fn)
+    auth = verbs.add_parser("author", help="notebook <-> text form (see autograder/author.py)")
+    auth.add_argument("rest", nargs=argparse.REMAINDER)
+    auth.set_defaults(fn=lambda a: author.main(a.rest))
+    return top
+
+
+def _environment():
+    """nbgrader calls `alembic` from PATH, and kernels import helpers/autograder:
+    make both work even when the environment was not activated."""
+    bin_dir = os.path.dirname(sys.executable)
+    if bin_dir not in os.environ.get("PATH", "").split(os.pathsep):
+        os.environ["PATH"] = bin_dir + os.pathsep + os.environ.get("PATH", "")
+    paths = os.environ.get("PYTHONPATH", "").split(os.pathsep)
+    if str(course.ROOT) not in paths:
+        os.environ["PYTHONPATH"] = os.pathsep.join([str(course.ROOT), *filter(None, paths)])
+    os.environ.setdefault("MPLBACKEND", "Agg")
+
+
+def main(argv=None):
+    _environment()
+    args = parser().parse_args(argv)
+    unknown = [a for a in getattr(args, "assignments", []) or [] if a not in course.assignments()]
+    if unknown:
+        raise SystemExit(f"unknown assignment(s): {', '.join(unknown)}; "
+                         f"known: {', '.join(course.assignments())}")
+    return args.fn(args)

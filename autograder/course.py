@@ -1,0 +1,54 @@
+"""Where things are in the course, and the nbgrader configuration that goes with them."""
+import json
+import os
+from functools import lru_cache
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SOURCE = ROOT / "source"
+RELEASE = ROOT / "release"
+# Submissions, grades, feedback, reports and the gradebook: the course root
+# unless COURSE_WORKDIR says otherwise (nbgrader_config.py reads it too).
+WORKDIR = Path(os.environ.get("COURSE_WORKDIR", ROOT))
+SUBMITTED = WORKDIR / "submitted"
+AUTOGRADED = WORKDIR / "autograded"
+FEEDBACK = WORKDIR / "feedback"
+REPORTS = WORKDIR / "reports"
+CONTRACT_FILE = Path(__file__).resolve().parent / "contract.json"
+
+
+def assignments():
+    """Names of the assignments present in source/, in course order."""
+    return sorted(p.name for p in SOURCE.iterdir() if (p / f"{p.name}.ipynb").is_file())
+
+
+def source_notebook(assignment):
+    return SOURCE / assignment / f"{assignment}.ipynb"
+
+
+def release_notebook(assignment):
+    return RELEASE / assignment / f"{assignment}.ipynb"
+
+
+@lru_cache(maxsize=None)
+def contract():
+    """{assignment: [graded exercise names]} as fixed by the course spec."""
+    return json.loads(CONTRACT_FILE.read_text())
+
+
+def load_config(**overrides):
+    """The course's nbgrader_config.py as a traitlets Config, plus overrides.
+
+    NbGraderAPI() does not read nbgrader_config.py by itself, so every entry
+    point goes through here. Overrides look like {"CourseDirectory": {"root": ...}}.
+    """
+    from traitlets.config.loader import Config, PyFileConfigLoader
+
+    config = PyFileConfigLoader("nbgrader_config.py", path=str(ROOT)).load_config()
+    config.merge(Config(overrides))
+    return config
+
+
+def api(**overrides):
+    from nbgrader.apps import NbGraderAPI
+    return NbGraderAPI(config=load_config(**overrides))

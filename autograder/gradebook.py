@@ -1,0 +1,46 @@
+"""Reading scores back out of nbgrader's gradebook."""
+from . import course
+
+
+def _exercise_of(grade_id, exercises):
+    """The exercise a test cell belongs to: the longest name with test_<name> as prefix."""
+    matches = [e for e in exercises if grade_id.startswith(f"test_{e}")]
+    return max(matches, key=len) if matches else grade_id
+
+
+def cell_scores(assignments=None):
+    """One row per graded cell of every autograded submission."""
+    from nbgrader.api import Gradebook
+
+    config = course.load_config()
+    rows = []
+    with Gradebook(config.CourseDirectory.db_url) as gb:
+        for assignment in gb.assignments:
+            if assignments and assignment.name not in assignments:
+                continue
+            exercises = course.contract().get(assignment.name, [])
+            for submission in gb.assignment_submissions(assignment.name):
+                for nb in submission.notebooks:
+                    for grade in nb.grades:
+                        if grade.cell_type != "code" or grade.max_score == 0:
+                            continue
+                        rows.append({
+                            "student": submission.student_id,
+                            "assignment": assignment.name,
+                            "exercise": _exercise_of(grade.name, exercises),
+                            "cell": grade.name,
+                            "score": float(grade.score),
+                            "max_score": float(grade.max_score),
+                        })
+    return rows
+
+
+def scores(assignments=None):
+    """One row per (student, assignment): total score and maximum."""
+    totals = {}
+    for row in cell_scores(assignments):
+        key = (row["student"], row["assignment"])
+        total = totals.setdefault(key, {"student": key[0], "assignment": key[1], "score": 0.0, "max_score": 0.0})
+        total["score"] += row["score"]
+        total["max_score"] += row["max_score"]
+    return [totals[k] for k in sorted(totals)]

@@ -1,0 +1,167 @@
+"""The runner behind the hidden tests.
+
+Each assignment's hidden checks are pytest test functions in
+`autograder/checks/<assignment>.py`. A check belongs to the exercise named by
+its first parameter; every parameter is filled by name, from the student's
+namespace (the exercise itself, other exercises it needs) or from the small set
+of fixtures below. The same functions run under pytest in `tests/` against the
+reference solutions (see `autograder/checks/conftest.py`).
+
+The hidden block of a test cell is one line:
+
+    check("01_processes_threads", "cpu_info", globals())
+
+A failure raises an AssertionError whose message says, in plain words, which
+checks failed and why, without showing the checks' code or inputs.
+"""
+import importlib.util
+import inspect
+import shutil
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+CHECKS_DIR = Path(__file__).resolve().parent / "checks"
+DEFAULT_TIMEOUT = 60.0
+
+
+@dataclass
+class Outcome:
+    check: str
+    description: str
+    passed: bool
+    message: str = ""
+    seconds: float = 0.0
+
+
+def load_checks(assignment):
+    """Import autograder/checks/<assignment>.py (names start with digits, so by path)."""
+    name = f"autograder.checks._{assignment}"
+    if name not in sys.modules:
+        path = CHECKS_DIR / f"{assignment}.py"
+        if not path.is_file():
+            raise LookupError(f"no hidden checks for assignment {assignment!r} ({path} is missing)")
+        spec = importlib.util.spec_from_file_location(name, path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[name]
+
+
+def checks_for(assignment, exercise):
+    """The check functions of one exercise, in file order."""
+    module = load_checks(assignment)
+    found = []
+    for name, fn in vars(module).items():
+        if name.startswith("test_") and inspect.isfunction(fn) and fn.__module__ == module.__name__:
+            params = list(inspect.signature(fn).parameters)
+            if params and params[0] == exercise:
+                found.append(fn)
+    found.sort(key=lambda f: f.__code__.co_firstlineno)
+    return found
+
+
+def describe(fn):
+    doc = inspect.getdoc(fn)
+    return doc.splitlines()[0].rstrip(".") if doc else fn.__name__.removeprefix("test_").replace("_", " ")
+
+
+class _Fixtures:
+    """The fixtures a check may ask for besides names from the student's namespace."""
+
+    def __init__(self):
+        self._dirs = []
+
+    def tmp_path(self):
+        path = Path(tempfile.mkdtemp(prefix="course-check-"))
+        self._dirs.append(path)
+        return path
+
+    def cleanup(self):
+        for path in self._dirs:
+            shutil.rmtree(path, ignore_errors=True)
+
+
+def _arguments(fn, namespace, fixtures):
+    args = {}
+    for name in inspect.signature(fn).parameters:
+        if name in namespace:
+            args[name] = namespace[name]
+        elif hasattr(fixtures, name) and not name.startswith("_"):
+            args[name] = getattr(fixtures, name)()
+        else:
+            raise NameError(f"the notebook does not define `{name}`; run its answer cell first")
+    return args
+
+
+def _call_with_timeout(fn, kwargs, timeout):
+    """Run fn(**kwargs) in a daemon thread so that a hang fails one check, not the cell."""
+    box = {}
+
+    def target():
+        try:
+            box["value"] = fn(**kwargs)
+        except BaseException as err:  # noqa: BLE001 (reported as the check's failure)
+            box["error"] = err
+
+    worker = threading.Thread(target=target, name=f"check:{fn.__name__}", daemon=True)
+    worker.start()
+    worker.join(timeout)
+    if worker.is_alive():
+        raise TimeoutError(f"did not finish within {timeout:g} s (a hang or a deadlock?)")
+    if "error" in box:
+        raise box["error"]
+    return box.get("value")
+
+
+def _failure_message(err):
+    if isinstance(err, AssertionError):
+        text = str(err).split("\nassert ")[0].strip()  # drop pytest's rewritten expression
+        return text or "the result is not what the exercise asks for"
+    if isinstance(err, (TimeoutError, NameError)) or type(err).__name__ == "Failed":
+        return str(err)  # our own wording, or pytest.fail()/pytest.raises()
+    return f"your code raised {type(err).__name__}: {err}"
+
+
+def run(assignment, exercise, namespace):
+    """Run every hidden check of `exercise` against `namespace`; a list of Outcomes."""
+    checks = checks_for(assignment, exercise)
+    if not checks:
+        raise LookupError(f"no hidden checks for {assignment}/{exercise}")
+    outcomes = []
+    for fn in checks:
+        fixtures = _Fixtures()
+        start = time.perf_counter()
+        try:
+            kwargs = _arguments(fn, namespace, fixtures)
+            _call_with_timeout(fn, kwargs, getattr(fn, "timeout", DEFAULT_TIMEOUT))
+        except BaseException as err:  # noqa: BLE001
+            if type(err).__name__ == "Skipped":  # pytest.skip(): not applicable here
+                outcomes.append(Outcome(fn.__name__, describe(fn), True, "skipped: " + str(err)))
+                continue
+            outcomes.append(Outcome(fn.__name__, describe(fn), False, _failure_message(err),
+                                    time.perf_counter() - start))
+        else:
+            outcomes.append(Outcome(fn.__name__, describe(fn), True, "", time.perf_counter() - start))
+        finally:
+            fixtures.cleanup()
+    return outcomes
+
+
+def report(exercise, outcomes):
+    failed = [o for o in outcomes if not o.passed]
+    lines = [f"{exercise}: {len(failed)} of {len(outcomes)} hidden checks failed"]
+    lines += [f"  - {o.description}: {o.message}" for o in failed]
+    return "\n".join(lines)
+
+
+def check(assignment, exercise, namespace):
+    """The hidden block's entry point: raise AssertionError unless every check passes."""
+    __tracebackhide__ = True  # IPython and pytest hide this frame from the traceback
+    outcomes = run(assignment, exercise, namespace)
+    if not all(o.passed for o in outcomes):
+        raise AssertionError(report(exercise, outcomes)) from None
+    print(f"{exercise}: all {len(outcomes)} hidden checks passed")

@@ -1,0 +1,76 @@
+"""Reading nbgrader notebooks: answer cells, test cells, solutions."""
+import re
+import sys
+import types
+from pathlib import Path
+
+import nbformat
+
+SOLUTION_MARKERS = re.compile(r"^[ \t]*### (BEGIN|END) SOLUTION[ \t]*\n?", re.M)
+HIDDEN_BLOCK = re.compile(r"^[ \t]*### BEGIN HIDDEN TESTS.*?### END HIDDEN TESTS[ \t]*\n?", re.M | re.S)
+
+
+def read(path):
+    return nbformat.read(str(path), as_version=4)
+
+
+def nbgrader_meta(cell):
+    return cell.get("metadata", {}).get("nbgrader", {})
+
+
+def is_answer_cell(cell):
+    meta = nbgrader_meta(cell)
+    return cell.cell_type == "code" and meta.get("solution", False) and not meta.get("grade", False)
+
+
+def is_test_cell(cell):
+    meta = nbgrader_meta(cell)
+    return cell.cell_type == "code" and meta.get("grade", False) and not meta.get("solution", False)
+
+
+def answer_cells(nb):
+    """{grade_id: source} of the autograded answer cells, in notebook order."""
+    return {nbgrader_meta(c)["grade_id"]: c.source for c in nb.cells if is_answer_cell(c)}
+
+
+def test_cells(nb):
+    """{grade_id: source} of the autograder test cells, in notebook order."""
+    return {nbgrader_meta(c)["grade_id"]: c.source for c in nb.cells if is_test_cell(c)}
+
+
+def solution_code(source):
+    """An answer cell's source with the solution markers removed (the reference answer)."""
+    return SOLUTION_MARKERS.sub("", source)
+
+
+def visible_code(source):
+    """A test cell's source without its hidden block (what students see)."""
+    return HIDDEN_BLOCK.sub("", source)
+
+
+def exec_answers(answers, module_name, workdir=None):
+    """Execute answer-cell sources in order into a fresh module and return it.
+
+    The module is registered in sys.modules so that, under `fork`, functions
+    defined in it can be pickled by reference, as they can from a kernel's
+    __main__. `workdir` (the assignment folder) goes on sys.path, as the
+    notebook's own folder does for a kernel.
+    """
+    module = types.ModuleType(module_name)
+    module.__file__ = str(Path(workdir or ".") / f"{module_name}.py")
+    sys.modules[module_name] = module
+    if workdir is not None and str(workdir) not in sys.path:
+        sys.path.insert(0, str(workdir))
+    for grade_id, source in answers.items():
+        code = compile(source, f"<answer cell {grade_id}>", "exec")
+        exec(code, module.__dict__)
+    return module
+
+
+def reference_module(assignment, root=None):
+    """The reference solutions of an assignment, executed from its source notebook."""
+    from . import course
+    root = Path(root) if root else course.SOURCE
+    nb = read(root / assignment / f"{assignment}.ipynb")
+    answers = {gid: solution_code(src) for gid, src in answer_cells(nb).items()}
+    return exec_answers(answers, f"reference_{assignment}", workdir=root / assignment)

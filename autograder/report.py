@@ -1,0 +1,115 @@
+"""`report`: grade tables for the LMS and plots of how the class did."""
+import csv
+from collections import defaultdict
+
+from . import course
+from .gradebook import cell_scores
+
+
+def _write_csv(path, rows, fields):
+    with open(path, "w", newline="") as out:
+        writer = csv.DictWriter(out, fieldnames=fields)
+        writer.writeheader()
+        writer.writerows(rows)
+
+
+def exercise_table(rows):
+    """{(student, assignment, exercise): [score, max]} summed over an exercise's test cells."""
+    table = defaultdict(lambda: [0.0, 0.0])
+    for row in rows:
+        entry = table[(row["student"], row["assignment"], row["exercise"])]
+        entry[0] += row["score"]
+        entry[1] += row["max_score"]
+    return table
+
+
+def plot_points(table, path):
+    """Heat map: points per exercise (columns) and student (rows), as a fraction of the maximum."""
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    students = sorted({k[0] for k in table})
+    exercises = sorted({(k[1], k[2]) for k in table})
+    grid = np.full((len(students), len(exercises)), np.nan)
+    for (student, assignment, exercise), (score, top) in table.items():
+        grid[students.index(student), exercises.index((assignment, exercise))] = score / top if top else np.nan
+    width = max(6, 0.35 * len(exercises) + 2)
+    fig, ax = plt.subplots(figsize=(width, 1.0 + 0.45 * len(students)))
+    image = ax.imshow(grid, cmap="RdYlGn", vmin=0, vmax=1, aspect="auto")
+    ax.set_xticks(range(len(exercises)), [f"{a[:2]}·{e}" for a, e in exercises], rotation=75, fontsize=7)
+    ax.set_yticks(range(len(students)), students, fontsize=8)
+    ax.set_title("Points per exercise (fraction of the maximum)")
+    fig.colorbar(image, ax=ax, fraction=0.02, pad=0.01)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def plot_summary(table, totals, path):
+    """Pass rate per exercise and the histogram of total scores (percent)."""
+    import matplotlib.pyplot as plt
+
+    by_exercise = defaultdict(list)
+    for (student, assignment, exercise), (score, top) in table.items():
+        by_exercise[(assignment, exercise)].append(score >= top > 0)
+    keys = sorted(by_exercise)
+    rates = [100 * sum(v) / len(v) for v in (by_exercise[k] for k in keys)]
+    fig, (left, right) = plt.subplots(1, 2, figsize=(max(8, 0.3 * len(keys) + 4), 4),
+                                      gridspec_kw={"width_ratios": [3, 1]})
+    left.bar(range(len(keys)), rates, color="tab:blue")
+    left.set_xticks(range(len(keys)), [f"{a[:2]}·{e}" for a, e in keys], rotation=75, fontsize=7)
+    left.set_ylabel("students with full marks (%)")
+    left.set_ylim(0, 100)
+    left.set_title("Pass rate per exercise")
+    percents = [100 * t["score"] / t["max_score"] for t in totals if t["max_score"]]
+    right.hist(percents, bins=range(0, 101, 10), color="tab:green", edgecolor="white")
+    right.set_xlabel("score (%)")
+    right.set_ylabel("submissions")
+    right.set_title("Scores")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def write(assignments=None, out_dir=None):
+    out_dir = out_dir or course.REPORTS
+    out_dir.mkdir(parents=True, exist_ok=True)
+    rows = cell_scores(assignments)
+    if not rows:
+        raise SystemExit("report: the gradebook holds no graded submission yet (run `grade` first)")
+    table = exercise_table(rows)
+    exercise_rows = [{"student": s, "assignment": a, "exercise": e, "score": v[0], "max_score": v[1]}
+                     for (s, a, e), v in sorted(table.items())]
+    totals = defaultdict(lambda: {"score": 0.0, "max_score": 0.0})
+    for row in exercise_rows:
+        totals[(row["student"], row["assignment"])]["score"] += row["score"]
+        totals[(row["student"], row["assignment"])]["max_score"] += row["max_score"]
+    grade_rows = [{"student": s, "assignment": a, **v} for (s, a), v in sorted(totals.items())]
+    # One line per student, one column per assignment: what an LMS imports.
+    assignments_seen = sorted({a for _, a in totals})
+    lms = []
+    for student in sorted({s for s, _ in totals}):
+        line = {"student": student}
+        for a in assignments_seen:
+            line[a] = totals[(student, a)]["score"] if (student, a) in totals else ""
+        line["total"] = sum(v for k, v in line.items() if k in assignments_seen and v != "")
+        lms.append(line)
+    paths = {
+        "exercise scores": out_dir / "scores_by_exercise.csv",
+        "grades (one row per submission)": out_dir / "grades.csv",
+        "grades for the LMS": out_dir / "grades_lms.csv",
+        "points per exercise and student": out_dir / "points_per_exercise.png",
+        "pass rates and score histogram": out_dir / "summary.png",
+    }
+    _write_csv(paths["exercise scores"], exercise_rows, ["student", "assignment", "exercise", "score", "max_score"])
+    _write_csv(paths["grades (one row per submission)"], grade_rows, ["student", "assignment", "score", "max_score"])
+    _write_csv(paths["grades for the LMS"], lms, ["student", *assignments_seen, "total"])
+    plot_points(table, paths["points per exercise and student"])
+    plot_summary(table, grade_rows, paths["pass rates and score histogram"])
+    return paths
+
+
+def main(args):
+    for what, path in write(args.assignments or None).items():
+        print(f"report: {what}: {path}")
+    return 0

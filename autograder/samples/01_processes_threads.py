@@ -1,0 +1,211 @@
+"""Wrong and alternative answers of 01_processes_threads (see autograder/samples/__init__.py)."""
+
+WRONG = {
+    "cpu_info": {
+        "usable is just the logical count": '''
+import os, psutil
+def cpu_info():
+    return {"logical": os.cpu_count(), "physical": psutil.cpu_count(logical=False),
+            "usable": os.cpu_count()}
+''',
+        "physical guessed as twice the logical count": '''
+import os
+def cpu_info():
+    n = os.cpu_count()
+    return {"logical": n, "physical": n * 2, "usable": len(os.sched_getaffinity(0))}
+''',
+        "borrows the course helpers": '''
+import os, psutil
+from helpers import system
+def cpu_info():
+    return {"logical": os.cpu_count(), "physical": psutil.cpu_count(logical=False),
+            "usable": system.usable_cores()}
+''',
+    },
+    "run_in_child": {
+        "runs fn in a thread": '''
+import os
+from concurrent.futures import ThreadPoolExecutor
+def run_in_child(fn, *args):
+    with ThreadPoolExecutor(1) as pool:
+        return os.getpid(), pool.submit(fn, *args).result()
+''',
+        "runs fn in the caller": '''
+import os
+def run_in_child(fn, *args):
+    return os.getpid(), fn(*args)
+''',
+        "reports the parent's pid": '''
+import os
+from concurrent.futures import ProcessPoolExecutor
+from helpers.workers import mp_context
+def run_in_child(fn, *args):
+    with ProcessPoolExecutor(1, mp_context=mp_context()) as pool:
+        return os.getppid(), pool.submit(fn, *args).result()
+''',
+    },
+    "visible_appends": {
+        "returns n_workers for both kinds": '''
+def visible_appends(kind, n_workers):
+    if kind not in ("thread", "process") or n_workers < 0:
+        raise ValueError(kind)
+    return n_workers
+''',
+        "hard-coded 0 without starting processes": '''
+import threading
+SEEN = []
+def visible_appends(kind, n_workers):
+    if kind not in ("thread", "process") or n_workers < 0:
+        raise ValueError(kind)
+    if kind == "process":
+        return 0
+    SEEN.clear()
+    ts = [threading.Thread(target=SEEN.append, args=(i,)) for i in range(n_workers)]
+    for t in ts: t.start()
+    for t in ts: t.join()
+    return len(SEEN)
+''',
+        "list never cleared": '''
+import threading
+from helpers.workers import mp_context
+SEEN = []
+def visible_appends(kind, n_workers):
+    if kind not in ("thread", "process") or n_workers < 0:
+        raise ValueError(kind)
+    make = threading.Thread if kind == "thread" else mp_context().Process
+    ws = [make(target=SEEN.append, args=(i,)) for i in range(n_workers)]
+    for w in ws: w.start()
+    for w in ws: w.join()
+    return len(SEEN)
+''',
+        "accepts an unknown kind": '''
+import threading
+from helpers.workers import mp_context
+SEEN = []
+def visible_appends(kind, n_workers):
+    SEEN.clear()
+    make = threading.Thread if kind == "thread" else mp_context().Process
+    ws = [make(target=SEEN.append, args=(i,)) for i in range(max(n_workers, 0))]
+    for w in ws: w.start()
+    for w in ws: w.join()
+    return len(SEEN)
+''',
+    },
+    "creation_cost": {
+        "creates but never starts": '''
+import threading, time
+from helpers.workers import mp_context, noop
+def creation_cost(kind, n):
+    if kind not in ("thread", "process") or n < 1:
+        raise ValueError(kind)
+    make = threading.Thread if kind == "thread" else mp_context().Process
+    t0 = time.perf_counter()
+    for _ in range(n):
+        make(target=noop)
+    return (time.perf_counter() - t0) / n
+''',
+        "accepts an unknown kind": '''
+import threading, time
+from helpers.workers import mp_context, noop
+def creation_cost(kind, n):
+    make = mp_context().Process if kind == "process" else threading.Thread
+    t0 = time.perf_counter()
+    for _ in range(max(n, 1)):
+        w = make(target=noop); w.start(); w.join()
+    return (time.perf_counter() - t0) / max(n, 1)
+''',
+        "one pool for all trials": '''
+import time
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+from helpers.workers import mp_context, noop
+def creation_cost(kind, n):
+    if kind not in ("thread", "process") or n < 1:
+        raise ValueError(kind)
+    t0 = time.perf_counter()
+    pool = ThreadPoolExecutor(1) if kind == "thread" else ProcessPoolExecutor(1, mp_context=mp_context())
+    with pool:
+        for _ in range(n):
+            pool.submit(noop).result()
+    return (time.perf_counter() - t0) / n
+''',
+    },
+}
+
+ALTERNATIVE = {
+    "cpu_info": {
+        "process_cpu_count with a cgroup v1 fallback": '''
+import math, os, psutil
+def cpu_info():
+    usable = os.process_cpu_count() if hasattr(os, "process_cpu_count") else len(os.sched_getaffinity(0))
+    for q, p in (("/sys/fs/cgroup/cpu.max", None),
+                 ("/sys/fs/cgroup/cpu/cpu.cfs_quota_us", "/sys/fs/cgroup/cpu/cpu.cfs_period_us")):
+        try:
+            if p is None:
+                quota, period = open(q).read().split()
+            else:
+                quota, period = open(q).read().strip(), open(p).read().strip()
+        except OSError:
+            continue
+        if quota not in ("max", "-1"):
+            usable = min(usable, max(1, math.ceil(int(quota) / int(period))))
+        break
+    return {"logical": os.cpu_count(), "physical": psutil.cpu_count(logical=False), "usable": usable}
+''',
+    },
+    "run_in_child": {
+        "multiprocessing.Pool with traced": '''
+from helpers.workers import mp_context, traced
+def run_in_child(fn, *args):
+    with mp_context().Pool(1) as pool:
+        record = pool.apply(traced, (fn, *args))
+    return record["pid"], record["result"]
+''',
+    },
+    "visible_appends": {
+        "Process and Thread subclasses chosen by a dict": '''
+import threading
+import helpers.workers as w
+BOX = []
+def visible_appends(kind, n_workers):
+    kinds = {"thread": threading.Thread, "process": w.mp_context().Process}
+    if kind not in kinds:
+        raise ValueError(f"unknown kind {kind}")
+    if n_workers < 0:
+        raise ValueError("negative")
+    del BOX[:]
+    started = []
+    for i in range(n_workers):
+        worker = kinds[kind](target=BOX.append, args=(i,))
+        worker.start()
+        started.append(worker)
+    for worker in started:
+        worker.join()
+    return len(BOX)
+''',
+    },
+    "creation_cost": {
+        "timing each trial separately": '''
+import threading, time, statistics
+from helpers.workers import mp_context, noop
+def creation_cost(kind, n):
+    if kind not in {"thread", "process"}:
+        raise ValueError("kind")
+    if n < 1:
+        raise ValueError("n")
+    durations = []
+    for _ in range(n):
+        t0 = time.perf_counter()
+        worker = threading.Thread(target=noop) if kind == "thread" else mp_context().Process(target=noop)
+        worker.start()
+        worker.join()
+        durations.append(time.perf_counter() - t0)
+    return statistics.fmean(durations)
+''',
+    },
+}
+
+# The "partly wrong" sample student: these answers wrong (or left blank), the rest right.
+PARTIAL = {
+    "run_in_child": "runs fn in a thread",
+    "creation_cost": None,
+}

@@ -1,0 +1,89 @@
+"""Sample submissions, and the catalogue of wrong and alternative answers.
+
+`autograder/samples/<assignment>.py` lists, per exercise, plausible WRONG answers
+(which the hidden checks must score zero), correct ALTERNATIVE answers (which
+they must accept), and PARTIAL: which wrong answers (or blanks) make up the
+"partly wrong" sample student. tests/ holds the checks to that catalogue; the
+main job turns it into three sample submissions per assignment:
+
+    sample_perfect  the reference answers typed into the release notebook
+    sample_blank    the release notebook untouched
+    sample_partial  some answers right, some wrong, some blank
+"""
+import importlib.util
+import shutil
+import sys
+from pathlib import Path
+
+import nbformat
+
+from .. import course, notebooks
+
+HERE = Path(__file__).resolve().parent
+STUDENTS = ("sample_perfect", "sample_blank", "sample_partial")
+
+
+def catalogue(assignment):
+    """The WRONG/ALTERNATIVE/PARTIAL catalogue module of an assignment."""
+    name = f"autograder.samples._{assignment}"
+    if name not in sys.modules:
+        path = HERE / f"{assignment}.py"
+        if not path.is_file():
+            raise LookupError(f"no answer catalogue for {assignment} ({path} is missing)")
+        spec = importlib.util.spec_from_file_location(name, path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[name]
+
+
+def fill(release_nb, answers):
+    """A copy of a release notebook with the given answer cells' sources replaced."""
+    nb = nbformat.from_dict(release_nb)
+    for cell in nb.cells:
+        if notebooks.is_answer_cell(cell):
+            grade_id = notebooks.nbgrader_meta(cell)["grade_id"]
+            if grade_id in answers:
+                cell.source = answers[grade_id]
+    return nb
+
+
+def submissions(assignment):
+    """{student: notebook} for the three sample students of an assignment."""
+    release_nb = notebooks.read(course.release_notebook(assignment))
+    source_nb = notebooks.read(course.source_notebook(assignment))
+    perfect = {gid: notebooks.solution_code(src) for gid, src in notebooks.answer_cells(source_nb).items()}
+    partial = dict(perfect)
+    cat = catalogue(assignment)
+    for exercise, label in cat.PARTIAL.items():
+        if label is None:
+            partial.pop(exercise)
+        else:
+            partial[exercise] = cat.WRONG[exercise][label]
+    return {
+        "sample_perfect": fill(release_nb, perfect),
+        "sample_blank": fill(release_nb, {}),
+        "sample_partial": fill(release_nb, partial),
+    }
+
+
+def write(assignments=None, submitted=None):
+    """Write the sample submissions into submitted/<student>/<assignment>/."""
+    submitted = Path(submitted or course.SUBMITTED)
+    written = []
+    for assignment in assignments or course.assignments():
+        for student, nb in submissions(assignment).items():
+            folder = submitted / student / assignment
+            if folder.exists():
+                shutil.rmtree(folder)
+            shutil.copytree(course.RELEASE / assignment, folder,
+                            ignore=shutil.ignore_patterns("*.ipynb", "__pycache__"))
+            nbformat.write(nb, str(folder / f"{assignment}.ipynb"))
+            written.append((student, assignment))
+    return written
+
+
+def main(args):
+    written = write(args.assignments or None)
+    print(f"samples: {len(written)} submissions in {course.SUBMITTED}")
+    return 0

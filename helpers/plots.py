@@ -1,0 +1,80 @@
+"""The course's plots: speedup curves, worker timelines, bar charts."""
+import matplotlib.pyplot as plt
+import numpy as np
+
+
+def amdahl(parallel_fraction, workers):
+    """Amdahl's law: speedup with n workers when a fraction p of the work parallelises."""
+    workers = np.asarray(workers, dtype=float)
+    return 1.0 / ((1.0 - parallel_fraction) + parallel_fraction / workers)
+
+
+def speedup_plot(workers, speedups, *, parallel_fraction=None, usable=None, label="measured",
+                 title="Speedup against one worker", ax=None):
+    """Measured speedup vs workers, with the ideal line and (optionally) Amdahl's curve."""
+    ax = ax or plt.subplots(figsize=(6, 4))[1]
+    workers = np.asarray(workers, dtype=float)
+    ax.plot(workers, speedups, "o-", label=label)
+    ax.plot(workers, workers, "--", color="grey", label="ideal (speedup = workers)")
+    if parallel_fraction is not None:
+        dense = np.linspace(workers.min(), workers.max(), 100)
+        ax.plot(dense, amdahl(parallel_fraction, dense), ":", color="tab:red",
+                label=f"Amdahl, parallel fraction {parallel_fraction:.2f}")
+    if usable:
+        ax.axvline(usable, color="tab:green", alpha=0.4, label=f"usable cores ({usable})")
+    ax.set_xlabel("workers")
+    ax.set_ylabel("speedup")
+    ax.set_title(title)
+    ax.legend()
+    return ax
+
+
+def times_plot(workers, seconds, *, title="Time against workers", ax=None):
+    """Measured time vs workers, with the ideal 1/x line through the first point."""
+    ax = ax or plt.subplots(figsize=(6, 4))[1]
+    workers = np.asarray(workers, dtype=float)
+    ax.plot(workers, seconds, "o-", label="measured")
+    ax.plot(workers, seconds[0] * workers[0] / workers, "--", color="grey", label="ideal (1/x)")
+    ax.set_xlabel("workers")
+    ax.set_ylabel("seconds")
+    ax.set_title(title)
+    ax.legend()
+    return ax
+
+
+def timeline_plot(events, *, title="Who ran what, and when", ax=None):
+    """Gantt chart of work items. events: dicts with lane, start, end and optional label.
+
+    `lane` is what ran the item (a PID, a thread name, a device); times are in
+    seconds and are shown relative to the earliest start.
+    """
+    ax = ax or plt.subplots(figsize=(8, 0.6 + 0.45 * len({e["lane"] for e in events})))[1]
+    lanes = sorted({e["lane"] for e in events}, key=str)
+    origin = min(e["start"] for e in events)
+    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for event in events:
+        row = lanes.index(event["lane"])
+        start = event["start"] - origin
+        ax.broken_barh([(start, event["end"] - event["start"])], (row - 0.4, 0.8),
+                       color=colours[hash(str(event.get("label", row))) % len(colours)], alpha=0.85)
+        if event.get("label") is not None:
+            ax.text(start + (event["end"] - event["start"]) / 2, row, str(event["label"]),
+                    ha="center", va="center", fontsize=7)
+    ax.set_yticks(range(len(lanes)), [str(lane) for lane in lanes])
+    ax.set_xlabel("seconds since the first start")
+    ax.set_title(title)
+    return ax
+
+
+def bar_chart(values, *, ylabel="seconds", title="", log=False, ax=None):
+    """Bars for {name: value}, labelled with the values."""
+    ax = ax or plt.subplots(figsize=(max(5, 0.9 * len(values)), 4))[1]
+    names = list(values)
+    bars = ax.bar(names, [values[n] for n in names], color="tab:blue")
+    ax.bar_label(bars, fmt="%.3g", fontsize=8)
+    if log:
+        ax.set_yscale("log")
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.tick_params(axis="x", labelrotation=30)
+    return ax

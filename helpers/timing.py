@@ -1,0 +1,72 @@
+"""Timing that survives a busy laptop: compare candidates within one run.
+
+Absolute seconds change from run to run; the ratio between two candidates
+measured side by side, in interleaved rounds, is far steadier. Every speed
+claim in the course is such a ratio.
+"""
+import statistics
+import time
+from contextlib import contextmanager
+
+
+class Stopwatch:
+    seconds = float("nan")
+
+
+@contextmanager
+def stopwatch():
+    """with stopwatch() as sw: ...   then sw.seconds."""
+    sw = Stopwatch()
+    start = time.perf_counter()
+    try:
+        yield sw
+    finally:
+        sw.seconds = time.perf_counter() - start
+
+
+def measure(fn, *args, repeat=3, **kwargs):
+    """Best (minimum) wall time of fn(*args, **kwargs) over `repeat` runs."""
+    best = float("inf")
+    for _ in range(max(1, repeat)):
+        start = time.perf_counter()
+        fn(*args, **kwargs)
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+class Comparison(dict):
+    """{name: best seconds}, plus ratios against a baseline."""
+
+    def speedups(self, baseline):
+        return {name: self[baseline] / seconds for name, seconds in self.items()}
+
+    def table(self, baseline=None):
+        baseline = baseline or next(iter(self))
+        rows = [f"{'candidate':<28}{'seconds':>10}{'speedup':>10}"]
+        for name, seconds in self.items():
+            rows.append(f"{name:<28}{seconds:>10.4f}{self[baseline] / seconds:>9.2f}x")
+        return "\n".join(rows)
+
+
+def compare(candidates, repeat=3):
+    """Time several zero-argument callables in interleaved rounds; best time of each.
+
+    Interleaving (A, B, C, A, B, C, ...) means a burst of background load hits
+    every candidate alike instead of spoiling one of them.
+    """
+    samples = {name: [] for name in candidates}
+    for _ in range(max(1, repeat)):
+        for name, fn in candidates.items():
+            start = time.perf_counter()
+            fn()
+            samples[name].append(time.perf_counter() - start)
+    return Comparison({name: min(values) for name, values in samples.items()})
+
+
+def median_time(fn, repeat=5):
+    values = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        values.append(time.perf_counter() - start)
+    return statistics.median(values)

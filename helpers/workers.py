@@ -1,0 +1,94 @@
+"""Worker functions for threads and processes, importable under every start method.
+
+A function defined in a notebook lives in the kernel's __main__, which a
+process started with `spawn` or `forkserver` cannot import: the pool then hangs
+or breaks. Functions here are importable, so they work under all three.
+
+The start method the course uses comes from the COURSE_START_METHOD
+environment variable (fork, spawn or forkserver), else the platform default.
+"""
+import multiprocessing
+import os
+import threading
+import time
+
+START_METHOD_VARIABLE = "COURSE_START_METHOD"
+
+
+def start_method():
+    chosen = os.environ.get(START_METHOD_VARIABLE, "").strip()
+    if chosen:
+        if chosen not in multiprocessing.get_all_start_methods():
+            raise ValueError(f"{START_METHOD_VARIABLE}={chosen!r} is not available here; "
+                             f"choose one of {multiprocessing.get_all_start_methods()}")
+        return chosen
+    return multiprocessing.get_context().get_start_method()
+
+
+def mp_context(method=None):
+    """The multiprocessing context to create processes, pools and queues from."""
+    return multiprocessing.get_context(method or start_method())
+
+
+# --- tiny tasks --------------------------------------------------------------------
+def square(x):
+    return x * x
+
+
+def add(a, b):
+    return a + b
+
+
+def identity(x):
+    return x
+
+
+def slow_square(x, delay=0.02):
+    """square(x) after a short sleep, so that every worker of a pool gets a task."""
+    time.sleep(delay)
+    return x * x
+
+
+def sleep_for(seconds):
+    """An I/O-bound stand-in: waits, uses no CPU, returns what it waited."""
+    time.sleep(seconds)
+    return seconds
+
+
+def busy_loop(n):
+    """A CPU-bound pure-Python loop (holds the GIL the whole time)."""
+    total = 0
+    for i in range(n):
+        total += i * i % 7
+    return total
+
+
+def fail_on(x, bad=3):
+    """Returns x, but raises ValueError for x == bad (for error-handling demos)."""
+    if x == bad:
+        raise ValueError(f"cannot process {x}")
+    return x
+
+
+def noop():
+    """Does nothing: the cost of a worker is then all overhead."""
+
+
+# --- who ran it --------------------------------------------------------------------
+def whoami(_=None):
+    """(pid, parent pid, thread ident) of whoever runs this."""
+    return os.getpid(), os.getppid(), threading.get_ident()
+
+
+def traced(fn, *args):
+    """Run fn(*args) and record where and when: for timeline plots.
+
+    Returns a dict with lane (pid:thread), pid, thread, start, end (wall-clock
+    seconds, comparable across processes) and result.
+    """
+    start = time.time()
+    result = fn(*args)
+    end = time.time()
+    pid, thread = os.getpid(), threading.current_thread().name
+    return {"lane": f"pid {pid} / {thread}", "pid": pid, "thread": thread,
+            "start": start, "end": end, "result": result}

@@ -1,0 +1,52 @@
+"""nbgrader configuration of the course (the repository root is the course root).
+
+Grading-specific steps are small nbgrader preprocessors from `autograder.grade`,
+plugged in here through traitlets rather than wrapped in scripts.
+"""
+import os
+
+c = get_config()  # noqa: F821 (provided by traitlets when nbgrader loads this file)
+
+COURSE_ROOT = os.path.dirname(os.path.abspath(__file__))
+# Where submissions, grades, feedback and the gradebook live. Defaults to the
+# course root; COURSE_WORKDIR moves them elsewhere (tests grade in a temp folder).
+WORKDIR = os.environ.get("COURSE_WORKDIR", COURSE_ROOT)
+
+c.CourseDirectory.course_id = "parallel-python-pytorch"
+c.CourseDirectory.root = WORKDIR
+c.CourseDirectory.source_directory = os.path.join(COURSE_ROOT, "source")
+c.CourseDirectory.release_directory = os.path.join(COURSE_ROOT, "release")
+# sqlite by default; for a class of hundreds point this at Postgres, e.g.
+# COURSE_DB_URL=postgresql://grader@dbhost/parallel_course (see course/instructor_guide.md).
+c.CourseDirectory.db_url = os.environ.get(
+    "COURSE_DB_URL", "sqlite:///" + os.path.join(WORKDIR, "gradebook.db"))
+c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedback", ".pytest_cache"]
+
+# What students see in place of a solution.
+c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
+c.ClearSolutions.text_stub = "YOUR ANSWER HERE"
+
+# A deleted test cell is put back from the gradebook, not silently dropped.
+c.OverwriteCells.add_missing_cells = True
+
+# Execution limits while grading (seconds). COURSE_CELL_TIMEOUT and
+# COURSE_NOTEBOOK_TIMEOUT override them (see course/instructor_guide.md).
+c.Execute.timeout = int(os.environ.get("COURSE_CELL_TIMEOUT", "180"))
+c.Execute.interrupt_on_timeout = True
+c.ResilientExecute.notebook_timeout = int(os.environ.get("COURSE_NOTEBOOK_TIMEOUT", "900"))
+
+from autograder.grade.preprocessors import ResilientExecute, StderrToStdout  # noqa: E402
+from nbconvert.preprocessors import ClearMetadataPreprocessor  # noqa: E402
+from nbgrader.preprocessors import (  # noqa: E402
+    AssignLatePenalties, CheckCellMetadata, LimitOutput, SaveAutoGrades,
+)
+
+c.Autograde.autograde_preprocessors = [
+    ResilientExecute,   # a dead or hung kernel keeps the scores of the cells that ran
+    StderrToStdout,     # a warning on stderr must not zero a passing test cell
+    ClearMetadataPreprocessor,
+    LimitOutput,
+    SaveAutoGrades,
+    AssignLatePenalties,
+    CheckCellMetadata,
+]

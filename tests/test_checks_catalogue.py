@@ -1,0 +1,59 @@
+"""The hidden checks against the catalogue of wrong and alternative answers.
+
+Every plausible wrong answer the catalogue names must fail at least one check
+of its exercise; every correct alternative must pass them all. The answers run
+in this process, on top of the reference solutions of the other exercises.
+"""
+import pytest
+
+from autograder import course, hidden, notebooks, samples
+
+
+def _cases(kind):
+    for assignment in course.assignments():
+        catalogue = samples.catalogue(assignment)
+        for exercise, answers in getattr(catalogue, kind).items():
+            for label in answers:
+                yield pytest.param(assignment, exercise, label, id=f"{assignment}:{exercise}:{label}")
+
+
+def _namespace(assignment, exercise, code):
+    reference = notebooks.reference_module(assignment)
+    module = notebooks.exec_answers({exercise: code}, f"candidate_{assignment}_{exercise}",
+                                    workdir=course.SOURCE / assignment)
+    namespace = dict(vars(reference))
+    namespace.update({k: v for k, v in vars(module).items() if not k.startswith("__")})
+    return namespace
+
+
+@pytest.mark.parametrize("assignment,exercise,label", list(_cases("WRONG")))
+def test_wrong_answer_fails(assignment, exercise, label):
+    code = samples.catalogue(assignment).WRONG[exercise][label]
+    outcomes = hidden.run(assignment, exercise, _namespace(assignment, exercise, code))
+    assert not all(o.passed for o in outcomes), f"the wrong answer '{label}' passes every hidden check"
+
+
+@pytest.mark.parametrize("assignment,exercise,label", list(_cases("ALTERNATIVE")))
+def test_alternative_answer_passes(assignment, exercise, label):
+    code = samples.catalogue(assignment).ALTERNATIVE[exercise][label]
+    outcomes = hidden.run(assignment, exercise, _namespace(assignment, exercise, code))
+    failed = [f"{o.description}: {o.message}" for o in outcomes if not o.passed]
+    assert not failed, f"the correct alternative '{label}' fails: {failed}"
+
+
+def test_catalogue_covers_every_exercise(assignment):
+    catalogue = samples.catalogue(assignment)
+    nb = notebooks.read(course.source_notebook(assignment))
+    for exercise in notebooks.answer_cells(nb):
+        assert catalogue.WRONG.get(exercise), f"{exercise}: no wrong answer in the catalogue"
+    for exercise, label in catalogue.PARTIAL.items():
+        assert label is None or label in catalogue.WRONG[exercise], f"PARTIAL names an unknown answer {label}"
+
+
+def test_reference_passes_through_the_runner(assignment):
+    """The same checks, through the in-kernel runner, accept the reference solutions."""
+    namespace = vars(notebooks.reference_module(assignment))
+    for exercise in notebooks.answer_cells(notebooks.read(course.source_notebook(assignment))):
+        outcomes = hidden.run(assignment, exercise, namespace)
+        failed = [f"{o.description}: {o.message}" for o in outcomes if not o.passed]
+        assert not failed, f"{exercise}: {failed}"

@@ -1,0 +1,63 @@
+"""Grading end to end, on every assignment, in a temporary course work folder.
+
+The source notebook graded as a submission scores full marks; the blank
+release scores zero on every test cell; the partly wrong sample lands between.
+"""
+import os
+import shutil
+
+import pytest
+
+from autograder import course, gradebook, jobs, release, samples
+
+
+@pytest.fixture(scope="session")
+def graded(tmp_path_factory):
+    work = tmp_path_factory.mktemp("course-work")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("COURSE_WORKDIR", str(work))
+        release.generate(release_dir=work / "release-check", db_url=f"sqlite:///{work / 'gradebook.db'}")
+        samples.write(submitted=work / "submitted")
+        for assignment in course.assignments():
+            folder = work / "submitted" / "source_as_submission" / assignment
+            shutil.copytree(course.SOURCE / assignment, folder,
+                            ignore=shutil.ignore_patterns("__pycache__", ".ipynb_checkpoints"))
+        pairs = jobs.submitted_pairs(root=work / "submitted")
+        results = jobs.run_all("autograde", pairs, workdir=work)
+        rows = gradebook.cell_scores()
+    return {"work": work, "results": results, "rows": rows}
+
+
+def _cells(graded, student, assignment):
+    return [r for r in graded["rows"] if r["student"] == student and r["assignment"] == assignment]
+
+
+def test_every_submission_was_graded(graded):
+    failed = [f"{r.student}/{r.assignment} ({r.log.read_text()[-2000:]})" for r in graded["results"] if not r.ok]
+    assert not failed, "autograde failed for: " + "\n".join(failed)
+
+
+@pytest.mark.parametrize("student", ["source_as_submission", "sample_perfect"])
+def test_reference_answers_score_full_marks(graded, student, assignment):
+    cells = _cells(graded, student, assignment)
+    assert cells, f"{student}/{assignment} has no graded cell"
+    lost = [f"{r['cell']} ({r['score']}/{r['max_score']})" for r in cells if r["score"] < r["max_score"]]
+    assert not lost, f"{student}/{assignment} lost points in: {', '.join(lost)}; see {graded['work']}/autograded"
+
+
+def test_blank_release_scores_zero_on_every_test_cell(graded, assignment):
+    cells = _cells(graded, "sample_blank", assignment)
+    assert cells
+    scored = [r["cell"] for r in cells if r["score"] > 0]
+    assert not scored, f"the blank release scores points in {scored}: a test that cannot fail"
+
+
+def test_partial_sample_lands_in_between(graded, assignment):
+    cells = _cells(graded, "sample_partial", assignment)
+    total = sum(r["score"] for r in cells)
+    top = sum(r["max_score"] for r in cells)
+    assert 0 < total < top, f"sample_partial scored {total}/{top}"
+    catalogue = samples.catalogue(assignment)
+    for exercise in catalogue.PARTIAL:
+        lost = [r for r in cells if r["exercise"] == exercise]
+        assert lost and all(r["score"] == 0 for r in lost), f"{exercise} should have scored 0 in sample_partial"

@@ -1,0 +1,77 @@
+"""helpers/: fast to import, no torch, no solutions, workers usable under every start method."""
+import multiprocessing
+import subprocess
+import sys
+import time
+
+import pytest
+
+from autograder import course, notebooks
+from helpers import plots, reference, system, timing, workers
+
+
+def test_import_is_fast_and_light():
+    code = ("import time, sys; t = time.perf_counter(); import helpers; "
+            "print(time.perf_counter() - t, 'torch' in sys.modules, 'matplotlib' in sys.modules)")
+    runs = [subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                           cwd=course.ROOT).stdout.split() for _ in range(3)]
+    seconds = min(float(r[0]) for r in runs)
+    assert seconds < 0.3, f"import helpers took {seconds:.3f} s"
+    assert runs[0][1] == "False", "import helpers imports torch"
+    assert runs[0][2] == "False", "import helpers imports matplotlib"
+
+
+def test_helpers_define_no_exercise():
+    """helpers/ is shipped to students: no function may carry an exercise's name."""
+    exercises = {e for names in course.contract().values() for e in names}
+    for path in (course.ROOT / "helpers").glob("*.py"):
+        text = path.read_text()
+        for name in exercises:
+            assert f"def {name}(" not in text, f"{path.name} defines {name}, an exercise"
+        assert "autograder" not in text, f"{path.name} mentions the autograder"
+
+
+@pytest.mark.parametrize("method", multiprocessing.get_all_start_methods())
+def test_workers_run_under_every_start_method(method):
+    with workers.mp_context(method).Pool(2) as pool:
+        assert pool.map(workers.square, range(6)) == [x * x for x in range(6)]
+        records = pool.starmap(workers.traced, [(workers.add, i, 1) for i in range(3)])
+    assert [r["result"] for r in records] == [1, 2, 3]
+
+
+def test_start_method_from_environment(monkeypatch):
+    monkeypatch.setenv(workers.START_METHOD_VARIABLE, "spawn")
+    assert workers.mp_context().get_start_method() == "spawn"
+    monkeypatch.setenv(workers.START_METHOD_VARIABLE, "teleport")
+    with pytest.raises(ValueError, match="teleport"):
+        workers.start_method()
+
+
+def test_system_summary_is_consistent():
+    info = system.summary()
+    assert 1 <= info["usable cores"] <= info["logical cores"]
+
+
+def test_compare_interleaves_and_reports_ratios():
+    result = timing.compare({"fast": lambda: None, "slow": lambda: time.sleep(0.01)}, repeat=2)
+    assert result["slow"] > result["fast"]
+    assert result.speedups("slow")["fast"] > 1
+    assert "speedup" in result.table()
+
+
+def test_plots_draw(tmp_path):
+    import matplotlib.pyplot as plt
+
+    plots.speedup_plot([1, 2, 4], [1, 1.8, 3.0], parallel_fraction=0.9, usable=2)
+    plots.timeline_plot([{"lane": "a", "start": 0, "end": 1, "label": 1},
+                         {"lane": "b", "start": 0.5, "end": 2}])
+    plots.bar_chart({"x": 1.0, "y": 2.0}, log=True)
+    plots.times_plot([1, 2], [2.0, 1.1])
+    plt.savefig(tmp_path / "p.png")
+    plt.close("all")
+    assert (tmp_path / "p.png").stat().st_size > 1000
+    assert plots.amdahl(0.5, 2) == pytest.approx(4 / 3)
+
+
+def test_reference_map():
+    assert reference.serial_map(workers.square, [1, 2]) == [1, 4]

@@ -1,0 +1,116 @@
+"""The hidden-test runner: plain messages, bounded time, strict comparisons."""
+import sys
+import textwrap
+import time
+
+import numpy as np
+import pytest
+
+from autograder import hidden
+from autograder.checks import _support
+
+
+@pytest.fixture
+def fake_assignment(tmp_path, monkeypatch):
+    checks = tmp_path / "99_fake.py"
+    checks.write_text(textwrap.dedent('''
+        import time
+        from autograder.checks._support import timeout
+
+        SECRET_INPUT = 12345
+
+        def test_double_value(double):
+            """double doubles its input"""
+            assert double(SECRET_INPUT) == 2 * SECRET_INPUT, "double(x) should be 2*x"
+
+        def test_double_is_quick(double):
+            """double returns at once"""
+            double(1)
+
+        @timeout(0.5)
+        def test_double_no_hang(double):
+            """double never hangs"""
+            double(-1)
+
+        def test_other_uses_double(other, double):
+            """other adds one to double"""
+            assert other(1) == double(1) + 1
+    '''))
+    monkeypatch.setattr(hidden, "CHECKS_DIR", tmp_path)
+    sys.modules.pop("autograder.checks._99_fake", None)
+    yield "99_fake"
+    sys.modules.pop("autograder.checks._99_fake", None)
+
+
+def test_passing_answer(fake_assignment, capsys):
+    hidden.check(fake_assignment, "double", {"double": lambda x: 2 * x})
+    assert "all 3 hidden checks passed" in capsys.readouterr().out
+
+
+def test_failure_message_is_plain_and_hides_inputs(fake_assignment):
+    with pytest.raises(AssertionError) as err:
+        hidden.check(fake_assignment, "double", {"double": lambda x: x + x + 1 if x > 0 else 2 * x})
+    text = str(err.value)
+    assert "1 of 3 hidden checks failed" in text
+    assert "double doubles its input: double(x) should be 2*x" in text
+    assert "12345" not in text and "SECRET_INPUT" not in text
+
+
+def test_hang_fails_one_check_in_bounded_time(fake_assignment):
+    def double(x):
+        if x < 0:
+            time.sleep(30)
+        return 2 * x
+    start = time.perf_counter()
+    outcomes = hidden.run(fake_assignment, "double", {"double": double})
+    assert time.perf_counter() - start < 5
+    assert [o.passed for o in outcomes] == [True, True, False]
+    assert "did not finish within 0.5 s" in outcomes[2].message
+
+
+def test_exceptions_are_reported_by_type(fake_assignment):
+    def double(x):
+        raise KeyError("oops")
+    outcomes = hidden.run(fake_assignment, "double", {"double": double})
+    assert all("your code raised KeyError" in o.message for o in outcomes)
+
+
+def test_missing_definition(fake_assignment):
+    outcomes = hidden.run(fake_assignment, "other", {"other": lambda x: x})
+    assert "does not define `double`" in outcomes[0].message
+
+
+def test_unknown_exercise_is_an_error(fake_assignment):
+    with pytest.raises(LookupError):
+        hidden.run(fake_assignment, "triple", {})
+
+
+class AlwaysEqual:
+    def __eq__(self, other):
+        return True
+
+    def __int__(self):
+        return 1
+
+
+def test_strict_comparisons_reject_look_alikes():
+    with pytest.raises(AssertionError):
+        _support.exact_int(AlwaysEqual(), "x")
+    with pytest.raises(AssertionError):
+        _support.exact_int(True, "x")
+    with pytest.raises(AssertionError):
+        _support.arrays_close(np.ones(3).view(np.matrix), np.ones(3), "x")
+    with pytest.raises(AssertionError):
+        _support.arrays_close([1.0, 2.0], np.array([1.0, 2.0]), "x")
+    _support.arrays_close(np.array([1.0, 2.0]), np.array([1.0, 2.0 + 1e-12]), "x")
+
+
+def test_raises_value_error_helper():
+    with _support.raises_value_error("f()"):
+        raise ValueError("bad")
+    with pytest.raises(AssertionError, match="returned normally"):
+        with _support.raises_value_error("f()"):
+            pass
+    with pytest.raises(AssertionError, match="raised KeyError"):
+        with _support.raises_value_error("f()"):
+            raise KeyError("k")
