@@ -50,3 +50,13 @@ c.Autograde.autograde_preprocessors = [
     AssignLatePenalties,
     CheckCellMetadata,
 ]
+
+# Feedback: hidden blocks are cut from the test cells shown to students; the
+# failure messages of the hidden checks (plain words, no code) stay.
+from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor  # noqa: E402
+from nbgrader.preprocessors import ClearHiddenTests, GetGrades  # noqa: E402
+
+from autograder.feedback import HideHiddenTraceback  # noqa: E402
+
+c.GenerateFeedback.preprocessors = [GetGrades, ClearHiddenTests, HideHiddenTraceback,
+                                    CSSHTMLHeaderPreprocessor]

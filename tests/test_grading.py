@@ -61,3 +61,14 @@ def test_partial_sample_lands_in_between(graded, assignment):
     for exercise in catalogue.PARTIAL:
         lost = [r for r in cells if r["exercise"] == exercise]
         assert lost and all(r["score"] == 0 for r in lost), f"{exercise} should have scored 0 in sample_partial"
+
+
+def test_feedback_explains_without_revealing_hidden_tests(graded):
+    work = graded["work"]
+    pairs = [(a, "sample_partial") for a in course.assignments()]
+    results = jobs.run_all("generate_feedback", pairs, workdir=work)
+    assert all(r.ok for r in results), [r.log.read_text()[-1500:] for r in results if not r.ok]
+    for assignment in course.assignments():
+        html = (work / "feedback" / "sample_partial" / assignment / f"{assignment}.html").read_text()
+        assert "HIDDEN TESTS" not in html and "autograder" not in html
+        assert "Score:" in html
