@@ -32,10 +32,18 @@ c.OverwriteCells.add_missing_cells = True
 # Execution limits while grading (seconds). COURSE_CELL_TIMEOUT and
 # COURSE_NOTEBOOK_TIMEOUT override them (see course/instructor_guide.md).
 c.Execute.timeout = int(os.environ.get("COURSE_CELL_TIMEOUT", "180"))
+c.VerifyHiddenChecks.cell_timeout = c.Execute.timeout
 c.Execute.interrupt_on_timeout = True
 c.ResilientExecute.notebook_timeout = int(os.environ.get("COURSE_NOTEBOOK_TIMEOUT", "900"))
+# Per-submission sandbox (autograder/grade/sandbox.py): memory and process caps,
+# no network, private files. COURSE_SANDBOX_OFF=1 switches it off (debugging only).
+c.GradingLimits.enabled = os.environ.get("COURSE_SANDBOX_OFF", "") != "1"
+c.GradingLimits.memory_mb = int(os.environ.get("COURSE_MEMORY_MB", "6144"))
+c.GradingLimits.max_processes = int(os.environ.get("COURSE_MAX_PROCESSES", "256"))
 
-from autograder.grade.preprocessors import ResilientExecute, StderrToStdout  # noqa: E402
+from autograder.grade.preprocessors import (  # noqa: E402
+    ResilientExecute, StderrToStdout, VerifyHiddenChecks,
+)
 from nbconvert.preprocessors import ClearMetadataPreprocessor  # noqa: E402
 from nbgrader.preprocessors import (  # noqa: E402
     AssignLatePenalties, CheckCellMetadata, LimitOutput, SaveAutoGrades,
@@ -44,6 +52,7 @@ from nbgrader.preprocessors import (  # noqa: E402
 c.Autograde.autograde_preprocessors = [
     ResilientExecute,   # a dead or hung kernel keeps the scores of the cells that ran
     StderrToStdout,     # a warning on stderr must not zero a passing test cell
+    VerifyHiddenChecks, # hidden checks again, outside the student's kernel
     ClearMetadataPreprocessor,
     LimitOutput,
     SaveAutoGrades,

@@ -3,29 +3,20 @@
 The source notebook graded as a submission scores full marks; the blank
 release scores zero on every test cell; the partly wrong sample lands between.
 """
-import os
-import shutil
-
 import pytest
 
-from autograder import course, gradebook, jobs, release, samples
+from autograder import course, jobs, samples
 
 
 @pytest.fixture(scope="session")
-def graded(tmp_path_factory):
-    work = tmp_path_factory.mktemp("course-work")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("COURSE_WORKDIR", str(work))
-        release.generate(release_dir=work / "release-check", db_url=f"sqlite:///{work / 'gradebook.db'}")
-        samples.write(submitted=work / "submitted")
-        for assignment in course.assignments():
-            folder = work / "submitted" / "source_as_submission" / assignment
-            shutil.copytree(course.SOURCE / assignment, folder,
-                            ignore=shutil.ignore_patterns("__pycache__", ".ipynb_checkpoints"))
-        pairs = jobs.submitted_pairs(root=work / "submitted")
-        results = jobs.run_all("autograde", pairs, workdir=work)
-        rows = gradebook.cell_scores()
-    return {"work": work, "results": results, "rows": rows}
+def graded(workdir_factory):
+    work = workdir_factory("course-work")
+    for assignment in course.assignments():
+        for student, nb in samples.submissions(assignment).items():
+            work.submit(student, assignment, nb)
+        work.submit("source_as_submission", assignment, course.SOURCE / assignment)
+    results = work.grade()
+    return {"work": work, "results": results, "rows": work.scores()}
 
 
 def _cells(graded, student, assignment):
@@ -42,7 +33,7 @@ def test_reference_answers_score_full_marks(graded, student, assignment):
     cells = _cells(graded, student, assignment)
     assert cells, f"{student}/{assignment} has no graded cell"
     lost = [f"{r['cell']} ({r['score']}/{r['max_score']})" for r in cells if r["score"] < r["max_score"]]
-    assert not lost, f"{student}/{assignment} lost points in: {', '.join(lost)}; see {graded['work']}/autograded"
+    assert not lost, f"{student}/{assignment} lost points in: {', '.join(lost)}; see {graded['work'].path}/autograded"
 
 
 def test_blank_release_scores_zero_on_every_test_cell(graded, assignment):
@@ -64,7 +55,7 @@ def test_partial_sample_lands_in_between(graded, assignment):
 
 
 def test_feedback_explains_without_revealing_hidden_tests(graded):
-    work = graded["work"]
+    work = graded["work"].path
     pairs = [(a, "sample_partial") for a in course.assignments()]
     results = jobs.run_all("generate_feedback", pairs, workdir=work)
     assert all(r.ok for r in results), [r.log.read_text()[-1500:] for r in results if not r.ok]

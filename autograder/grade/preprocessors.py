@@ -1,16 +1,48 @@
 """nbgrader preprocessors used by `python -m autograder grade` (see nbgrader_config.py)."""
+import os
 import time
 
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from nbformat.notebooknode import NotebookNode
 from nbgrader.preprocessors import Execute, NbGraderPreprocessor
 from nbgrader.utils import is_grade
-from traitlets import Integer
+from jupyter_client.manager import AsyncKernelManager
+from traitlets import Bool, Integer
+from traitlets.config import Configurable
+
+from . import sandbox
 
 
 def _error_output(ename, evalue):
     return NotebookNode(output_type="error", ename=ename, evalue=evalue,
                         traceback=[f"{ename}: {evalue}"])
+
+
+class GradingLimits(Configurable):
+    """Limits for each submission's processes (see autograder/grade/sandbox.py)."""
+
+    enabled = Bool(True, help="Run kernels and verifiers inside the sandbox").tag(config=True)
+    memory_mb = Integer(6144, help="Memory cap per process tree, MiB").tag(config=True)
+    max_processes = Integer(256, help="Processes and threads at once, per process tree").tag(config=True)
+    network = Bool(False, help="Allow network access beyond loopback").tag(config=True)
+    protect_files = Bool(True, help="Hide the gradebook, solutions and other students' files").tag(config=True)
+
+    def sandbox(self, own_folder):
+        if not self.enabled:
+            return None
+        limits = sandbox.Limits(memory_mb=self.memory_mb, max_processes=self.max_processes,
+                                network=self.network, protect_files=self.protect_files)
+        return sandbox.Sandbox(limits, own_folder)
+
+
+class SandboxedKernelManager(AsyncKernelManager):
+    """Starts the kernel through autograder.grade.sandbox instead of ipykernel_launcher."""
+
+    def format_kernel_cmd(self, extra_arguments=None):
+        cmd = super().format_kernel_cmd(extra_arguments)
+        if "ipykernel_launcher" in cmd:
+            cmd[cmd.index("ipykernel_launcher")] = "autograder.grade.sandbox"
+        return cmd
 
 
 class ResilientExecute(Execute):
@@ -27,9 +59,17 @@ class ResilientExecute(Execute):
         900, help="Wall-clock limit in seconds for a whole notebook; later cells are not run."
     ).tag(config=True)
 
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("kernel_manager_class", SandboxedKernelManager)
+        super().__init__(*args, **kwargs)
+
     def preprocess(self, nb, resources=None, km=None):
         self._stopped_because = None
         self._started = time.monotonic()
+        own_folder = (resources or {}).get("metadata", {}).get("path") or os.getcwd()
+        box = GradingLimits(parent=self).sandbox(own_folder)
+        if box is not None:
+            os.environ[sandbox.ENV] = box.limits.to_env()  # the kernel inherits it
         try:
             return super().preprocess(nb, resources, km)
         except (DeadKernelError, RuntimeError) as err:
@@ -39,6 +79,10 @@ class ResilientExecute(Execute):
                 raise
             self.log.warning("kernel could not be shut down cleanly: %s", err)
             return self.nb, self.resources
+        finally:
+            os.environ.pop(sandbox.ENV, None)
+            if box is not None:
+                box.close()  # whatever the submission left running goes too
 
     def preprocess_cell(self, cell, resources, index):
         if cell.cell_type != "code":
@@ -76,3 +120,47 @@ class StderrToStdout(NbGraderPreprocessor):
                 if output.output_type == "stream" and output.name == "stderr":
                     output.name = "stdout"
         return cell, resources
+
+
+class VerifyHiddenChecks(NbGraderPreprocessor):
+    """Re-run every hidden check in a clean process; a test cell scores only if both pass.
+
+    See autograder/grade/verify.py for what the clean process runs and why.
+    """
+
+    enabled = Bool(True, help="Verify hidden checks outside the kernel").tag(config=True)
+    cell_timeout = Integer(180, help="Seconds one student cell may take to load in the verifier").tag(config=True)
+
+    def preprocess(self, nb, resources):
+        if not self.enabled:
+            return nb, resources
+        from .. import course, notebooks
+        from . import verify
+
+        assignment = resources["nbgrader"]["assignment"]
+        source_path = course.source_notebook(assignment)
+        if not source_path.is_file():
+            self.log.warning("no source notebook for %s: hidden checks not verified", assignment)
+            return nb, resources
+        payload = verify.payload_for(nb, notebooks.read(source_path))
+        if not payload["exercises"]:
+            return nb, resources
+        workdir = resources.get("metadata", {}).get("path") or "."
+        box = GradingLimits(parent=self).sandbox(workdir)
+        try:
+            verdicts = verify.verify(payload, workdir, env=box.environment() if box else None,
+                                     log=os.path.join(workdir, ".verify.log"), cell_timeout=self.cell_timeout)
+        finally:
+            if box is not None:
+                box.close()
+        for cell in nb.cells:
+            if cell.cell_type != "code" or not is_grade(cell):
+                continue
+            failed = [verdicts[e][1] for _, e in verify.hidden_exercises(cell.source)
+                      if e in verdicts and not verdicts[e][0]]
+            already = any(o.output_type == "error" for o in cell.get("outputs", []))
+            if failed and not already:
+                self.log.warning("hidden checks failed outside the kernel: %s", "; ".join(failed))
+                cell.outputs.append(_error_output(
+                    "HiddenCheckFailed", "checked again in a clean process:\n" + "\n".join(failed)))
+        return nb, resources

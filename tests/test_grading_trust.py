@@ -1,0 +1,189 @@
+"""Grading that survives dead kernels and cheating: each exploit a student could try scores zero.
+
+All cases grade variants of assignment 01 in one temporary course, in parallel.
+Plain nbgrader gives full marks to the first two cheats (measured); here the
+hidden checks run again in a clean process, so they cannot.
+"""
+import copy
+
+import nbformat
+import pytest
+
+from autograder import course, notebooks, samples
+
+A = "01_processes_threads"
+EXERCISES = course.contract()[A]
+
+
+def _perfect():
+    return samples.submissions(A)["sample_perfect"]
+
+
+def _blank():
+    return samples.submissions(A)["sample_blank"]
+
+
+def _with_cell_after(nb, grade_id, source):
+    """Insert a student-added code cell right after the cell `grade_id` (or first)."""
+    nb = copy.deepcopy(nb)
+    cell = nbformat.v4.new_code_cell(source)
+    index = 0
+    for i, c in enumerate(nb.cells):
+        if notebooks.nbgrader_meta(c).get("grade_id") == grade_id:
+            index = i + 1
+    nb.cells.insert(index, cell)
+    return nb
+
+
+def _replace_answer(nb, exercise, code):
+    nb = copy.deepcopy(nb)
+    for c in nb.cells:
+        if notebooks.nbgrader_meta(c).get("grade_id") == exercise:
+            c.source = code
+    return nb
+
+
+TRANSFORMER = '''
+def _skip_tests(lines):
+    text = "".join(lines)
+    return ["pass\\n"] if ("assert" in text or "check(" in text) else lines
+get_ipython().input_transformers_cleanup.append(_skip_tests)
+'''
+CUSTOM_EXC = '''
+get_ipython().set_custom_exc((BaseException,), lambda shell, etype, value, tb, tb_offset=None: None)
+'''
+SHOWTRACEBACK = '''
+get_ipython().showtraceback = lambda *args, **kwargs: None
+'''
+NUMPY_PATCH = '''
+import numpy as np
+np.allclose = lambda *args, **kwargs: True
+'''
+GETPID_PATCH = '''
+import os
+_real = os.getpid
+os.getpid = lambda: -1
+'''
+FAKE_WHEN_GRADED = '''
+import os
+if os.environ.get("NBGRADER_EXECUTION"):
+    def run_in_child(fn, *args):
+        return os.getpid() + 1, fn(*args)
+'''
+ALWAYS_EQUAL = '''
+class Anything(int):
+    def __eq__(self, other): return True
+    def __le__(self, other): return True
+    def __ge__(self, other): return True
+    def __hash__(self): return 1
+def cpu_info():
+    return {"logical": Anything(), "physical": None, "usable": Anything(1)}
+'''
+WRITE_GRADEBOOK = '''
+import os, pathlib
+work = pathlib.Path(os.environ.get("COURSE_WORKDIR", "../../.."))
+for path in [work / "gradebook.db", work / "submitted" / "victim" / "01_processes_threads" / "01_processes_threads.ipynb"]:
+    try:
+        path.write_text("overwritten by another student")
+    except OSError as err:
+        print("blocked:", err)
+'''
+EXIT = "import os\nos._exit(1)\n"
+SEGFAULT = "import ctypes\nctypes.string_at(0)\n"
+STUBBORN = '''
+import time
+while True:
+    try:
+        time.sleep(0.2)
+    except KeyboardInterrupt:
+        pass
+'''
+
+
+def _cases():
+    blank = _blank()
+    perfect = _perfect()
+    wrong_child = _replace_answer(perfect, "run_in_child",
+                                  "import os\ndef run_in_child(fn, *args):\n    return os.getpid(), fn(*args)\n")
+    deleted = copy.deepcopy(blank)
+    deleted.cells = [c for c in deleted.cells if not notebooks.nbgrader_meta(c).get("grade_id", "").startswith("test_")]
+    edited = copy.deepcopy(blank)
+    for c in edited.cells:
+        if notebooks.nbgrader_meta(c).get("grade_id", "").startswith("test_"):
+            c.source = "pass"
+    return {
+        # student: (notebook, what the exercises must score)
+        "input_transformer": (_with_cell_after(blank, None, TRANSFORMER), "zero"),
+        "custom_exc": (_with_cell_after(blank, None, CUSTOM_EXC), "zero"),
+        "showtraceback": (_with_cell_after(blank, None, SHOWTRACEBACK), "zero"),
+        "numpy_allclose": (_with_cell_after(perfect, None, NUMPY_PATCH), "zero"),
+        "getpid_patch": (_with_cell_after(wrong_child, None, GETPID_PATCH), "zero"),
+        "fake_when_graded": (_with_cell_after(_replace_answer(perfect, "run_in_child", "def run_in_child(fn, *args):\n    raise NotImplementedError\n"),
+                                              "run_in_child", FAKE_WHEN_GRADED), "run_in_child zero"),
+        "always_equal": (_replace_answer(perfect, "cpu_info", ALWAYS_EQUAL), "cpu_info zero"),
+        "deleted_tests": (deleted, "zero"),
+        "edited_tests": (edited, "zero"),
+        "os_exit_midway": (_with_cell_after(perfect, "test_cpu_info", EXIT), "cpu_info only"),
+        "segfault_midway": (_with_cell_after(perfect, "test_cpu_info", SEGFAULT), "cpu_info only"),
+        "ignores_interrupt": (_with_cell_after(perfect, "test_run_in_child", STUBBORN), "first two only"),
+        "writes_gradebook": (_with_cell_after(perfect, None, WRITE_GRADEBOOK), "full"),
+    }
+
+
+@pytest.fixture(scope="module")
+def trust(workdir_factory):
+    work = workdir_factory("trust", [A])
+    cases = _cases()
+    work.submit("victim", A, _perfect())
+    for student, (nb, _) in cases.items():
+        work.submit(student, A, nb)
+    results = work.grade(env={"COURSE_CELL_TIMEOUT": "20"})
+    return work, cases, results
+
+
+def _by_exercise(work, student):
+    scores = {}
+    for row in work.scores():
+        if row["student"] == student:
+            got, top = scores.get(row["exercise"], (0.0, 0.0))
+            scores[row["exercise"]] = (got + row["score"], top + row["max_score"])
+    return scores
+
+
+EXPECTED = {
+    "zero": lambda ex: 0,
+    "full": lambda ex: None,
+    "cpu_info zero": lambda ex: 0 if ex == "cpu_info" else None,
+    "run_in_child zero": lambda ex: 0 if ex == "run_in_child" else None,
+    "cpu_info only": lambda ex: None if ex == "cpu_info" else 0,
+    "first two only": lambda ex: None if ex in ("cpu_info", "run_in_child") else 0,
+}
+
+
+@pytest.mark.parametrize("student", list(_cases()))
+def test_exploit_or_crash_is_scored_as_expected(trust, student):
+    work, cases, results = trust
+    result = next(r for r in results if r.student == student)
+    assert result.ok, result.log.read_text()[-3000:]
+    scores = _by_exercise(work, student)
+    assert set(scores) == set(EXERCISES), f"graded exercises: {sorted(scores)}"
+    rule = EXPECTED[cases[student][1]]
+    for exercise, (got, top) in scores.items():
+        want = rule(exercise)
+        want = top if want is None else want
+        assert got == want, f"{student}: {exercise} scored {got}/{top}, expected {want}"
+
+
+def test_kernel_death_is_explained(trust):
+    work, _, _ = trust
+    nb = work.graded_notebook("os_exit_midway", A)
+    text = "\n".join(o.get("evalue", "") for c in nb.cells for o in c.get("outputs", []) if o.output_type == "error")
+    assert "kernel died" in text
+
+
+def test_victim_and_gradebook_untouched(trust):
+    work, _, _ = trust
+    victim = work.path / "submitted" / "victim" / A / f"{A}.ipynb"
+    assert "overwritten" not in victim.read_text()
+    got, top = work.total("victim", A)
+    assert got == top
