@@ -1,0 +1,218 @@
+"""Hidden checks of 09_data_parallel (sharded gradients, ring all-reduce, DDP)."""
+import importlib
+import os
+import random
+import shutil
+import socket
+import tempfile
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import nn
+
+from autograder.checks._support import exact_int, exact_list, raises_value_error, timeout
+
+
+# --- sharded_gradient --------------------------------------------------------------
+def _problem(n_samples):
+    model = nn.Sequential(nn.Linear(6, 7), nn.Tanh(), nn.Linear(7, 2))
+    X, y = torch.randn(n_samples, 6), torch.randn(n_samples, 2)
+    return model, X, y
+
+
+def _full_gradient(model, loss_fn, X, y):
+    model.zero_grad()
+    loss_fn(model(X), y).backward()
+    grads = [p.grad.detach().clone() for p in model.parameters()]
+    model.zero_grad()
+    return grads
+
+
+def _forward_sizes(model):
+    sizes = []
+    handle = model.register_forward_pre_hook(lambda module, args: sizes.append(len(args[0])))
+    return sizes, handle
+
+
+def test_sharded_gradient_equals_full(sharded_gradient):
+    """the combined gradient equals the full-batch gradient, also for uneven shards"""
+    for _ in range(4):
+        n_shards = random.randint(2, 5)
+        n = n_shards * random.randint(2, 6) + random.randint(1, n_shards - 1)   # not divisible
+        model, X, y = _problem(n)
+        loss_fn = random.choice([nn.MSELoss(), nn.L1Loss(), nn.SmoothL1Loss()])
+        expected = _full_gradient(model, loss_fn, X, y)
+        got = exact_list(sharded_gradient(model, loss_fn, X, y, n_shards), "the result", len(expected))
+        for g, e in zip(got, expected):
+            assert isinstance(g, torch.Tensor) and g.shape == e.shape, (
+                "each gradient must be a tensor shaped like its parameter")
+            assert torch.allclose(g.detach(), e, atol=1e-6, rtol=1e-5), (
+                "the combined gradient differs from the full-batch gradient "
+                "(are the shards weighted by their size, and is it a mean, not a sum?)")
+
+
+def test_sharded_gradient_really_shards(sharded_gradient):
+    """the model runs once per shard, on shards whose sizes differ by at most one"""
+    n_shards = random.randint(2, 4)
+    n = n_shards * random.randint(3, 5) + 1
+    model, X, y = _problem(n)
+    sizes, handle = _forward_sizes(model)
+    try:
+        sharded_gradient(model, nn.MSELoss(), X, y, n_shards)
+    finally:
+        handle.remove()
+    assert len(sizes) == n_shards, (
+        f"with n_shards={n_shards} the model should run {n_shards} forward passes, it ran {len(sizes)}")
+    assert sum(sizes) == n and max(sizes) - min(sizes) <= 1, (
+        "the shards should cover the batch once, with sizes differing by at most one")
+
+
+def test_sharded_gradient_one_shard_and_errors(sharded_gradient):
+    """one shard gives the full gradient; n_shards < 1 or > batch size raises ValueError"""
+    model, X, y = _problem(random.randint(3, 9))
+    expected = _full_gradient(model, nn.MSELoss(), X, y)
+    got = sharded_gradient(model, nn.MSELoss(), X, y, 1)
+    assert all(torch.allclose(g.detach(), e, atol=1e-6) for g, e in zip(got, expected)), (
+        "with one shard the result should be the full-batch gradient")
+    with raises_value_error("sharded_gradient(..., n_shards=0)"):
+        sharded_gradient(model, nn.MSELoss(), X, y, 0)
+    with raises_value_error("sharded_gradient with more shards than samples"):
+        sharded_gradient(model, nn.MSELoss(), X, y, len(X) + 1)
+
+
+# --- ring_allreduce ---------------------------------------------------------------------
+def test_ring_allreduce_sums(ring_allreduce):
+    """every rank ends with the element-wise sum, in the input shape, after 2(p-1) steps"""
+    for p, shape in [(1, (5,)), (2, (7,)), (3, (2, 5)), (random.randint(4, 7), (random.randint(1, 3),)),
+                     (random.randint(4, 7), (random.randint(10, 40), 3))]:
+        chunks = [np.random.randn(*shape) for _ in range(p)]
+        originals = [c.copy() for c in chunks]
+        out = ring_allreduce(chunks)
+        assert type(out) is tuple and len(out) == 2, "return a tuple (results, steps)"
+        results, steps = out
+        results = exact_list(results, "results", p)
+        assert exact_int(steps, "steps") == 2 * (p - 1), (
+            f"with {p} ranks a ring all-reduce takes {2 * (p - 1)} steps, not {steps}")
+        expected = np.sum(originals, axis=0)
+        for r in results:
+            assert type(r) is np.ndarray and r.shape == shape, "each rank's result has the input shape"
+            assert np.allclose(r, expected, rtol=1e-12, atol=1e-12), "a rank did not end with the sum"
+        assert all(np.array_equal(c, o) for c, o in zip(chunks, originals)), (
+            "the input arrays were modified")
+
+
+def test_ring_allreduce_is_a_ring(ring_allreduce):
+    """segments are summed in different orders, as in a ring (not one sum copied to all)"""
+    # 1e16 + 1 - 1e16 depends on the order of the additions: a ring starts each
+    # segment's chain at a different rank, so its segments do not all agree.
+    length = random.randint(6, 30)
+    chunks = [np.full(length, 1e16), np.full(length, 1.0), np.full(length, -1e16)]
+    results, _ = ring_allreduce(chunks)
+    values = set(np.asarray(results[0]).tolist())
+    assert len(values) > 1, (
+        "every element was added up in the same order: that is one sum shared out, not a ring "
+        "where each segment travels round the ring from a different rank")
+    assert all(np.array_equal(r, results[0]) for r in results), (
+        "after the all-gather every rank holds exactly the same values")
+
+
+def test_ring_allreduce_errors(ring_allreduce):
+    """an empty list, or arrays of different shapes, raise ValueError"""
+    with raises_value_error("ring_allreduce([])"):
+        ring_allreduce([])
+    with raises_value_error("ring_allreduce with arrays of different shapes"):
+        ring_allreduce([np.zeros(3), np.zeros(4)])
+
+
+# --- run_ddp ---------------------------------------------------------------------------------
+def _ddp_worker():
+    return importlib.import_module("ddp_worker")
+
+
+def _single_process(seed, epochs):
+    w = _ddp_worker()
+    net = w.make_model(seed)
+    data = w.make_dataset(seed)
+    X, y = data.X, data.y
+    optimiser = torch.optim.SGD(net.parameters(), lr=w.LR)
+    for epoch in range(epochs):
+        order = torch.randperm(len(X), generator=torch.Generator().manual_seed(seed + epoch))
+        for batch in order.split(w.GLOBAL_BATCH):
+            optimiser.zero_grad()
+            nn.functional.mse_loss(net(X[batch]), y[batch]).backward()
+            optimiser.step()
+    return net.state_dict()
+
+
+class _OccupiedPort:
+    """Listen on the tutorials' fixed port 29500 while the check runs (if it is free)."""
+
+    def __enter__(self):
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        try:
+            self.sock.bind(("0.0.0.0", 29500))
+            self.sock.listen(8)
+        except OSError:
+            self.sock.close()
+            self.sock = None
+        return self
+
+    def __exit__(self, *exc):
+        if self.sock is not None:
+            self.sock.close()
+
+
+@timeout(170)
+def test_run_ddp_processes_shards_and_weights(run_ddp):
+    """world_size processes each read their own share of the data, and the weights equal single-process training"""
+    w = _ddp_worker()
+    world_size = random.choice([2, 3])
+    epochs = 2
+    seed = random.randint(1000, 10**8)
+    trace = Path(tempfile.gettempdir()) / f"course-ddp-trace-{seed}"
+    shutil.rmtree(trace, ignore_errors=True)
+    trace.mkdir()
+    try:
+        with _OccupiedPort():
+            try:
+                weights = run_ddp(world_size, epochs, seed)
+            except Exception as err:  # noqa: BLE001
+                raise AssertionError(
+                    f"run_ddp raised {type(err).__name__}: {err} (a rendezvous port fixed in "
+                    "advance fails when another run is using it: choose a free one)") from None
+        reads = {}
+        for path in trace.glob("*.txt"):
+            reads[int(path.stem)] = Counter(int(line) for line in path.read_text().split())
+    finally:
+        shutil.rmtree(trace, ignore_errors=True)
+    assert reads, "no process read the data set through ddp_worker.make_dataset(seed)'s dataset"
+    assert os.getpid() not in reads or world_size == 1, (
+        "the data was read in the calling process: training must happen in the worker processes")
+    assert len(reads) >= world_size, (
+        f"with world_size={world_size} the data should be read by {world_size} processes, "
+        f"it was read by {len(reads)}")
+    total = Counter()
+    for counts in reads.values():
+        total.update(counts)
+    assert set(total) == set(range(w.N_SAMPLES)) and set(total.values()) == {epochs}, (
+        "every sample should be read exactly once per epoch in all: each rank reads only its own "
+        "share (DistributedSampler)")
+    assert type(weights) is dict or isinstance(weights, dict), "run_ddp must return a state dict (a dict)"
+    expected = _single_process(seed, epochs)
+    assert set(weights) == set(expected), (
+        "the keys should be the plain model's state_dict keys (no 'module.' prefix)")
+    for name, value in expected.items():
+        assert isinstance(weights[name], torch.Tensor) and weights[name].shape == value.shape, (
+            f"{name} must be a tensor shaped like the model's")
+        assert torch.allclose(weights[name].detach().cpu(), value, atol=2e-5, rtol=1e-4), (
+            "the final weights differ from single-process training on the global batch "
+            "(gradients averaged? per-rank batch GLOBAL_BATCH // world_size? set_epoch? lr?)")
+
+
+def test_run_ddp_errors(run_ddp):
+    """a world_size that is not a positive divisor of the global batch raises ValueError"""
+    for bad in (0, -2, 5, 7):
+        with raises_value_error(f"run_ddp(world_size={bad}, ...)"):
+            run_ddp(bad, 1, 0)

@@ -1,0 +1,161 @@
+"""Hidden checks of 10_model_pipeline_parallel (stages, micro-batches, GPipe, bubble)."""
+import itertools
+import random
+
+import torch
+from torch import nn
+
+from autograder.checks._support import exact_float, exact_list, raises_value_error
+
+
+def _random_model():
+    widths = [random.choice([2, 3, 8, 20, 40]) for _ in range(random.randint(5, 8))]
+    layers = []
+    for a, b in zip(widths, widths[1:]):
+        layers.append(nn.Linear(a, b))
+        if random.random() < 0.5:
+            layers.append(nn.Tanh())
+    return nn.Sequential(*layers), widths[0]
+
+
+def _counts(layers):
+    return [sum(p.numel() for p in layer.parameters()) for layer in layers]
+
+
+def _optimal_max(counts, k):
+    n, best = len(counts), float("inf")
+    for cuts in itertools.combinations(range(1, n), k - 1):
+        bounds = (0, *cuts, n)
+        best = min(best, max(sum(counts[a:b]) for a, b in zip(bounds, bounds[1:])))
+    return best
+
+
+# --- split_sequential -------------------------------------------------------------------
+def test_split_sequential_chained_equals_model(split_sequential):
+    """the stages are non-empty nn.Sequential holding the model's layers in order, and chained equal the model"""
+    for _ in range(3):
+        model, d_in = _random_model()
+        k = random.randint(1, min(4, len(model)))
+        stages = exact_list(split_sequential(model, k), "the result", k)
+        assert all(isinstance(s, nn.Sequential) and len(s) >= 1 for s in stages), (
+            "every stage must be a non-empty nn.Sequential")
+        flat = [layer for s in stages for layer in s]
+        assert len(flat) == len(model) and all(type(a) is type(b) for a, b in zip(flat, model)), (
+            "the stages must hold the model's layers, each once, in order")
+        x = torch.randn(5, d_in)
+        out = x
+        for s in stages:
+            out = s(out)
+        assert torch.allclose(out, model(x), atol=1e-6), "the chained stages do not compute what the model computes"
+
+
+def test_split_sequential_balanced(split_sequential):
+    """the largest stage's parameter count is the smallest possible"""
+    for _ in range(6):
+        model, _ = _random_model()
+        k = random.randint(2, min(4, len(model)))
+        stages = split_sequential(model, k)
+        got = max(sum(_counts(list(s))) for s in stages)
+        best = _optimal_max(_counts(list(model)), k)
+        assert got == best, (
+            f"the largest stage has {got} parameters; a better contiguous split has at most {best}")
+
+
+def test_split_sequential_errors(split_sequential):
+    """n_stages < 1 or more than the number of layers raises ValueError"""
+    model, _ = _random_model()
+    with raises_value_error("split_sequential(model, 0)"):
+        split_sequential(model, 0)
+    with raises_value_error("split_sequential with more stages than layers"):
+        split_sequential(model, len(model) + 1)
+
+
+# --- pipeline_forward -----------------------------------------------------------------------
+def test_pipeline_forward_equals_model(pipeline_forward):
+    """the output equals the model's, for batch sizes not divisible by the micro-batch count"""
+    for _ in range(3):
+        model, d_in = _random_model()
+        cut = random.randint(1, len(model) - 1)
+        stages = [model[:cut], model[cut:]]
+        m = random.randint(2, 5)
+        x = torch.randn(m * random.randint(2, 4) + random.randint(1, m - 1), d_in)
+        out = pipeline_forward(stages, x, m)
+        assert isinstance(out, torch.Tensor) and out.shape == model(x).shape, "the output has the wrong shape"
+        assert torch.allclose(out, model(x), atol=1e-5), "the output differs from the model's"
+
+
+def test_pipeline_forward_microbatches(pipeline_forward):
+    """every stage runs once per micro-batch, on micro-batches whose sizes differ by at most one"""
+    model, d_in = _random_model()
+    cut = random.randint(1, len(model) - 1)
+    stages = [model[:cut], model[cut:]]
+    m = random.randint(3, 5)
+    n = m * random.randint(2, 3) + 1
+    seen = [[] for _ in stages]
+    handles = [s.register_forward_pre_hook(lambda mod, args, i=i: seen[i].append(len(args[0])))
+               for i, s in enumerate(stages)]
+    try:
+        pipeline_forward(stages, torch.randn(n, d_in), m)
+    finally:
+        for h in handles:
+            h.remove()
+    for sizes in seen:
+        assert len(sizes) == m, f"with {m} micro-batches each stage should run {m} times, it ran {len(sizes)}"
+        assert sum(sizes) == n and max(sizes) - min(sizes) <= 1, (
+            "the micro-batches should cover the batch once, with sizes differing by at most one")
+
+
+def test_pipeline_forward_errors(pipeline_forward):
+    """n_microbatches < 1 or more than the batch size raises ValueError"""
+    model, d_in = _random_model()
+    x = torch.randn(4, d_in)
+    with raises_value_error("pipeline_forward(stages, x, 0)"):
+        pipeline_forward([model], x, 0)
+    with raises_value_error("pipeline_forward with more micro-batches than samples"):
+        pipeline_forward([model], x, 5)
+
+
+# --- gpipe_schedule ------------------------------------------------------------------------------
+def _expected_schedule(p, m):
+    out = []
+    for s in range(p):
+        for j in range(m):
+            out += [(s + j, s, j, "F"), ((m + p - 1) + (p - 1 - s) + j, s, j, "B")]
+    return sorted(out)
+
+
+def test_gpipe_schedule_exact(gpipe_schedule):
+    """the schedule has the GPipe step of every forward and backward pass, sorted"""
+    for p, m in [(1, 1), (1, 3), (3, 1), (random.randint(2, 6), random.randint(2, 9)),
+                 (random.randint(2, 6), random.randint(2, 9))]:
+        got = exact_list(gpipe_schedule(p, m), f"gpipe_schedule({p}, {m})", 2 * p * m)
+        for item in got:
+            assert type(item) is tuple and len(item) == 4, "each entry is a tuple (time_step, stage, microbatch, kind)"
+            assert all(type(v) is int for v in item[:3]) and item[3] in ("F", "B"), (
+                "time_step, stage and microbatch are ints, kind is 'F' or 'B'")
+        assert got == sorted(got), "the schedule must be sorted"
+        assert got == _expected_schedule(p, m), (
+            f"gpipe_schedule({p}, {m}) does not match GPipe's steps (F at s + j, "
+            "B at (m + p - 1) + (p - 1 - s) + j, counting from 0)")
+
+
+def test_gpipe_schedule_errors(gpipe_schedule):
+    """a stage or micro-batch count below 1 raises ValueError"""
+    for bad in ((0, 3), (2, 0), (-1, 2)):
+        with raises_value_error(f"gpipe_schedule{bad}"):
+            gpipe_schedule(*bad)
+
+
+# --- bubble_fraction ---------------------------------------------------------------------------
+def test_bubble_fraction_formula(bubble_fraction):
+    """the bubble fraction is (p - 1) / (m + p - 1)"""
+    for p, m in [(1, 1), (1, 7), (2, 1)] + [(random.randint(2, 16), random.randint(1, 64)) for _ in range(8)]:
+        got = exact_float(bubble_fraction(p, m), f"bubble_fraction({p}, {m})")
+        assert abs(got - (p - 1) / (m + p - 1)) < 1e-12, f"bubble_fraction({p}, {m}) is not (p - 1) / (m + p - 1)"
+
+
+def test_bubble_fraction_errors(bubble_fraction):
+    """a stage or micro-batch count below 1 raises ValueError"""
+    for bad in ((0, 4), (3, 0), (-2, -2)):
+        with raises_value_error(f"bubble_fraction{bad}"):
+            bubble_fraction(*bad)

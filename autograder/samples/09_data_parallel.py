@@ -1,0 +1,366 @@
+"""Wrong and alternative answers of 09_data_parallel (see autograder/samples/__init__.py)."""
+
+_DDP_IMPORTS = '''
+import os, shutil, tempfile, time
+import torch
+import torch.distributed as dist
+import torch.multiprocessing
+from torch.nn.parallel import DistributedDataParallel
+from torch.utils.data import DataLoader, DistributedSampler
+import ddp_worker
+'''
+
+_LAUNCH = '''
+def run_ddp(world_size, epochs, seed):
+    if world_size < 1 or ddp_worker.GLOBAL_BATCH % world_size:
+        raise ValueError("world_size")
+    out_dir = tempfile.mkdtemp()
+    ctx = torch.multiprocessing.start_processes(
+        ddp_worker.run_by_value,
+        args=(ddp_worker.by_value(train_rank), world_size, PORT(), epochs, seed, out_dir),
+        nprocs=world_size, join=False, start_method=ddp_worker.torch_start_method())
+    deadline = time.monotonic() + 100
+    try:
+        while not ctx.join(timeout=0.2):
+            if time.monotonic() > deadline:
+                raise TimeoutError("workers hang")
+        return torch.load(os.path.join(out_dir, "weights.pt"))
+    finally:
+        for p in ctx.processes:
+            if p.is_alive():
+                p.terminate()
+            p.join(5)
+        shutil.rmtree(out_dir, ignore_errors=True)
+'''
+
+
+def _rank(body, init="dist.init_process_group('gloo', init_method=f'tcp://127.0.0.1:{port}', rank=rank, world_size=world_size)"):
+    return f'''
+def train_rank(rank, world_size, port, epochs, seed, out_dir):
+    torch.set_num_threads(1)
+    {init}
+{body}
+'''
+
+
+_GOOD_BODY = '''    model = DistributedDataParallel(ddp_worker.make_model(seed))
+    data = ddp_worker.make_dataset(seed)
+    sampler = DistributedSampler(data, num_replicas=world_size, rank=rank, shuffle=True, seed=seed)
+    loader = DataLoader(data, batch_size=ddp_worker.GLOBAL_BATCH // world_size, sampler=sampler)
+    opt = torch.optim.SGD(model.parameters(), lr=ddp_worker.LR)
+    for epoch in range(epochs):
+        sampler.set_epoch(epoch)
+        for xb, yb in loader:
+            opt.zero_grad()
+            torch.nn.functional.mse_loss(model(xb), yb).backward()
+            opt.step()
+    if rank == 0:
+        torch.save(model.module.state_dict(), os.path.join(out_dir, "weights.pt"))
+'''
+
+
+def _ddp(body=_GOOD_BODY, port="ddp_worker.free_port", **kw):
+    return _DDP_IMPORTS + f"PORT = {port}\n" + _rank(body, **kw) + _LAUNCH
+
+
+WRONG = {
+    "sharded_gradient": {
+        "sums the shard gradients": '''
+import torch
+def sharded_gradient(model, loss_fn, X, y, n_shards):
+    if not 1 <= n_shards <= len(X):
+        raise ValueError("n_shards")
+    model.zero_grad()
+    for xs, ys in zip(torch.tensor_split(X, n_shards), torch.tensor_split(y, n_shards)):
+        loss_fn(model(xs), ys).backward()          # gradients accumulate: a sum
+    return [p.grad.clone() for p in model.parameters()]
+''',
+        "plain average, shards not weighted by size": '''
+import torch
+def sharded_gradient(model, loss_fn, X, y, n_shards):
+    if not 1 <= n_shards <= len(X):
+        raise ValueError("n_shards")
+    grads = []
+    for xs, ys in zip(torch.tensor_split(X, n_shards), torch.tensor_split(y, n_shards)):
+        model.zero_grad()
+        loss_fn(model(xs), ys).backward()
+        grads.append([p.grad.clone() for p in model.parameters()])
+    return [sum(g[i] for g in grads) / n_shards for i in range(len(grads[0]))]
+''',
+        "full batch, no shards at all": '''
+def sharded_gradient(model, loss_fn, X, y, n_shards):
+    if not 1 <= n_shards <= len(X):
+        raise ValueError("n_shards")
+    model.zero_grad()
+    loss_fn(model(X), y).backward()
+    return [p.grad.clone() for p in model.parameters()]
+''',
+        "torch.chunk, drops to fewer shards": '''
+import torch
+def sharded_gradient(model, loss_fn, X, y, n_shards):
+    if not 1 <= n_shards <= len(X):
+        raise ValueError("n_shards")
+    params = list(model.parameters())
+    total = [torch.zeros_like(p) for p in params]
+    for xs, ys in zip(X.chunk(n_shards), y.chunk(n_shards)):
+        model.zero_grad()
+        loss_fn(model(xs), ys).backward()
+        for t, p in zip(total, params):
+            t += len(xs) / len(X) * p.grad
+    return total
+''',
+        "no ValueError": '''
+import torch
+def sharded_gradient(model, loss_fn, X, y, n_shards):
+    n_shards = max(1, min(n_shards, len(X)))
+    params = list(model.parameters())
+    total = [torch.zeros_like(p) for p in params]
+    for xs, ys in zip(torch.tensor_split(X, n_shards), torch.tensor_split(y, n_shards)):
+        model.zero_grad()
+        loss_fn(model(xs), ys).backward()
+        for t, p in zip(total, params):
+            t += len(xs) / len(X) * p.grad
+    return total
+''',
+    },
+    "ring_allreduce": {
+        "one sum copied to every rank": '''
+import numpy as np
+def ring_allreduce(chunks):
+    if not chunks or any(np.shape(c) != np.shape(chunks[0]) for c in chunks):
+        raise ValueError("chunks")
+    total = np.sum(chunks, axis=0)
+    return [total.copy() for _ in chunks], 2 * (len(chunks) - 1)
+''',
+        "gather to rank 0 then broadcast, p - 1 additions in rank order": '''
+import numpy as np
+def ring_allreduce(chunks):
+    if not chunks or any(np.shape(c) != np.shape(chunks[0]) for c in chunks):
+        raise ValueError("chunks")
+    acc = np.array(chunks[0], copy=True)
+    for c in chunks[1:]:
+        acc = acc + c
+    return [acc.copy() for _ in chunks], 2 * (len(chunks) - 1)
+''',
+        "counts only the reduce-scatter steps": '''
+import numpy as np
+def ring_allreduce(chunks):
+    if not chunks or any(np.shape(c) != np.shape(chunks[0]) for c in chunks):
+        raise ValueError("chunks")
+    p, shape = len(chunks), np.shape(chunks[0])
+    buf = [np.array(c, copy=True).reshape(-1) for c in chunks]
+    idx = np.array_split(np.arange(buf[0].size), p)
+    for t in range(p - 1):
+        sent = [buf[r][idx[(r - t) % p]].copy() for r in range(p)]
+        for r in range(p):
+            buf[(r + 1) % p][idx[(r - t) % p]] += sent[r]
+    for t in range(p - 1):
+        sent = [buf[r][idx[(r + 1 - t) % p]].copy() for r in range(p)]
+        for r in range(p):
+            buf[(r + 1) % p][idx[(r + 1 - t) % p]] = sent[r]
+    return [b.reshape(shape) for b in buf], p - 1
+''',
+        "modifies the inputs in place": '''
+import numpy as np
+def ring_allreduce(chunks):
+    if not chunks or any(np.shape(c) != np.shape(chunks[0]) for c in chunks):
+        raise ValueError("chunks")
+    p, shape = len(chunks), np.shape(chunks[0])
+    buf = [c.reshape(-1) for c in chunks]            # views: writes go into the inputs
+    idx = np.array_split(np.arange(buf[0].size), p)
+    for t in range(p - 1):
+        sent = [buf[r][idx[(r - t) % p]].copy() for r in range(p)]
+        for r in range(p):
+            buf[(r + 1) % p][idx[(r - t) % p]] += sent[r]
+    for t in range(p - 1):
+        sent = [buf[r][idx[(r + 1 - t) % p]].copy() for r in range(p)]
+        for r in range(p):
+            buf[(r + 1) % p][idx[(r + 1 - t) % p]] = sent[r]
+    return [b.reshape(shape).copy() for b in buf], 2 * (p - 1)
+''',
+        "stops after the reduce-scatter": '''
+import numpy as np
+def ring_allreduce(chunks):
+    if not chunks or any(np.shape(c) != np.shape(chunks[0]) for c in chunks):
+        raise ValueError("chunks")
+    p, shape = len(chunks), np.shape(chunks[0])
+    buf = [np.array(c, copy=True).reshape(-1) for c in chunks]
+    idx = np.array_split(np.arange(buf[0].size), p)
+    for t in range(p - 1):
+        sent = [buf[r][idx[(r - t) % p]].copy() for r in range(p)]
+        for r in range(p):
+            buf[(r + 1) % p][idx[(r - t) % p]] += sent[r]
+    return [b.reshape(shape) for b in buf], 2 * (p - 1)
+''',
+    },
+    "run_ddp": {
+        "trains in the calling process (no DDP)": '''
+import torch
+import ddp_worker
+def run_ddp(world_size, epochs, seed):
+    if world_size < 1 or ddp_worker.GLOBAL_BATCH % world_size:
+        raise ValueError("world_size")
+    net = ddp_worker.make_model(seed)
+    data = ddp_worker.make_dataset(seed)
+    opt = torch.optim.SGD(net.parameters(), lr=ddp_worker.LR)
+    for epoch in range(epochs):
+        order = torch.randperm(len(data), generator=torch.Generator().manual_seed(seed + epoch))
+        for batch in order.split(ddp_worker.GLOBAL_BATCH):
+            xb = torch.stack([data[i][0] for i in batch]); yb = torch.stack([data[i][1] for i in batch])
+            opt.zero_grad(); torch.nn.functional.mse_loss(net(xb), yb).backward(); opt.step()
+    return net.state_dict()
+''',
+        "no DistributedSampler: every rank reads all the data": _ddp(_GOOD_BODY.replace(
+            "sampler = DistributedSampler(data, num_replicas=world_size, rank=rank, shuffle=True, seed=seed)",
+            "sampler = torch.utils.data.RandomSampler(data, generator=torch.Generator().manual_seed(seed))\n"
+            "    sampler.set_epoch = lambda e: sampler.generator.manual_seed(seed + e)").replace(
+            "batch_size=ddp_worker.GLOBAL_BATCH // world_size", "batch_size=ddp_worker.GLOBAL_BATCH")),
+        "never calls set_epoch": _ddp(_GOOD_BODY.replace("        sampler.set_epoch(epoch)\n", "")),
+        "per-rank batch is the global batch": _ddp(_GOOD_BODY.replace(
+            "batch_size=ddp_worker.GLOBAL_BATCH // world_size", "batch_size=ddp_worker.GLOBAL_BATCH")),
+        "sampler without shuffling": _ddp(_GOOD_BODY.replace("shuffle=True", "shuffle=False")),
+        "returns DDP's state dict (module. keys)": _ddp(_GOOD_BODY.replace(
+            "model.module.state_dict()", "model.state_dict()")),
+        "summed gradients by hand, no averaging": _ddp(_GOOD_BODY.replace(
+            "model = DistributedDataParallel(ddp_worker.make_model(seed))",
+            "model = ddp_worker.make_model(seed)").replace(
+            "            opt.step()",
+            "            for p in model.parameters():\n"
+            "                dist.all_reduce(p.grad)\n"
+            "            opt.step()").replace("model.module.state_dict()", "model.state_dict()")),
+        "fixed port 29500": _ddp(port="lambda: 29500"),
+    },
+}
+
+ALTERNATIVE = {
+    "sharded_gradient": {
+        "torch.func.grad per shard, shards from np.array_split": '''
+import numpy as np
+import torch
+from torch.func import functional_call, grad
+def sharded_gradient(model, loss_fn, X, y, n_shards):
+    if n_shards < 1 or n_shards > len(X):
+        raise ValueError(f"bad n_shards {n_shards}")
+    params = dict(model.named_parameters())
+    detached = {k: v.detach() for k, v in params.items()}
+    def loss(p, xs, ys):
+        return loss_fn(functional_call(model, p, (xs,)), ys)
+    out = {k: torch.zeros_like(v) for k, v in detached.items()}
+    for idx in np.array_split(np.arange(len(X)), n_shards):
+        idx = torch.as_tensor(idx)
+        g = grad(loss)(detached, X[idx], y[idx])
+        for k in out:
+            out[k] += g[k] * (len(idx) / len(X))
+    return [out[k] for k in params]
+''',
+        "loss scaled by shard size, gradients accumulated": '''
+import torch
+def sharded_gradient(model, loss_fn, X, y, n_shards):
+    if not 1 <= n_shards <= len(X):
+        raise ValueError("n_shards out of range")
+    model.zero_grad()
+    for xs, ys in zip(torch.tensor_split(X, n_shards), torch.tensor_split(y, n_shards)):
+        (loss_fn(model(xs), ys) * (len(xs) / len(X))).backward()
+    grads = [p.grad.detach().clone() for p in model.parameters()]
+    model.zero_grad()
+    return grads
+''',
+    },
+    "ring_allreduce": {
+        "explicit send/recv mailboxes, ring direction to the right": '''
+import numpy as np
+def ring_allreduce(chunks):
+    if len(chunks) == 0:
+        raise ValueError("no ranks")
+    shape = chunks[0].shape
+    if any(c.shape != shape for c in chunks):
+        raise ValueError("shapes differ")
+    p = len(chunks)
+    segs = [list(np.array_split(c.ravel().copy(), p)) for c in chunks]
+    steps = 0
+    for t in range(p - 1):
+        mail = {}
+        for r in range(p):
+            k = (r - t) % p
+            mail[(r + 1) % p] = (k, segs[r][k].copy())
+        for dst, (k, data) in mail.items():
+            segs[dst][k] = segs[dst][k] + data
+        steps += 1
+    for t in range(p - 1):
+        mail = {}
+        for r in range(p):
+            k = (r + 1 - t) % p
+            mail[(r + 1) % p] = (k, segs[r][k].copy())
+        for dst, (k, data) in mail.items():
+            segs[dst][k] = data
+        steps += 1
+    return [np.concatenate(s).reshape(shape) for s in segs], steps
+''',
+    },
+    "run_ddp": {
+        "hand-made all-reduce of averaged gradients, results through a queue": '''
+import time
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as tmp
+from torch.utils.data import DataLoader, DistributedSampler
+import ddp_worker
+
+def train_rank(rank, world_size, port, epochs, seed, queue):
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world_size)
+    model = ddp_worker.make_model(seed)
+    data = ddp_worker.make_dataset(seed)
+    sampler = DistributedSampler(data, num_replicas=world_size, rank=rank, seed=seed)
+    loader = DataLoader(data, batch_size=ddp_worker.GLOBAL_BATCH // world_size, sampler=sampler)
+    opt = torch.optim.SGD(model.parameters(), lr=ddp_worker.LR)
+    for epoch in range(epochs):
+        sampler.set_epoch(epoch)
+        for xb, yb in loader:
+            opt.zero_grad()
+            torch.nn.functional.mse_loss(model(xb), yb).backward()
+            for p in model.parameters():
+                dist.all_reduce(p.grad)
+                p.grad /= world_size
+            opt.step()
+    if rank == 0:
+        # plain arrays: a tensor sent through a queue is shared memory that dies with this process
+        queue.put({k: v.numpy().copy() for k, v in model.state_dict().items()})
+
+def run_ddp(world_size, epochs, seed):
+    if world_size <= 0 or 24 % world_size != 0:
+        raise ValueError("world_size must divide 24")
+    ctx = tmp.get_context(ddp_worker.torch_start_method())
+    queue = ctx.SimpleQueue()
+    port = ddp_worker.free_port()
+    payload = ddp_worker.by_value(train_rank)
+    procs = [ctx.Process(target=ddp_worker.run_by_value,
+                         args=(r, payload, world_size, port, epochs, seed, queue)) for r in range(world_size)]
+    for p in procs:
+        p.start()
+    try:
+        deadline = time.monotonic() + 100
+        result = None
+        while result is None:
+            if not queue.empty():
+                result = queue.get()
+            elif time.monotonic() > deadline or any(p.exitcode not in (None, 0) for p in procs):
+                raise RuntimeError("the workers failed or hung")
+            else:
+                time.sleep(0.05)
+        for p in procs:
+            p.join(30)
+        return {k: torch.from_numpy(v) for k, v in result.items()}
+    finally:
+        for p in procs:
+            if p.is_alive():
+                p.terminate()
+                p.join(5)
+''',
+    },
+}
+
+PARTIAL = {
+    "ring_allreduce": "one sum copied to every rank",
+    "sharded_gradient": None,
+}

@@ -1,0 +1,241 @@
+"""Wrong and alternative answers of 10_model_pipeline_parallel (see autograder/samples/__init__.py)."""
+
+WRONG = {
+    "split_sequential": {
+        "equal numbers of layers per stage": '''
+import numpy as np
+from torch import nn
+def split_sequential(model, n_stages):
+    layers = list(model)
+    if not 1 <= n_stages <= len(layers):
+        raise ValueError("n_stages")
+    return [nn.Sequential(*[layers[i] for i in idx]) for idx in np.array_split(np.arange(len(layers)), n_stages)]
+''',
+        "greedy cut at the average": '''
+from torch import nn
+def split_sequential(model, n_stages):
+    layers = list(model)
+    if not 1 <= n_stages <= len(layers):
+        raise ValueError("n_stages")
+    counts = [sum(p.numel() for p in l.parameters()) for l in layers]
+    target = sum(counts) / n_stages
+    stages, current, acc = [], [], 0
+    for i, (layer, c) in enumerate(zip(layers, counts)):
+        left = len(layers) - i
+        if current and (acc + c > target or left <= n_stages - len(stages) - 1) and len(stages) < n_stages - 1:
+            stages.append(nn.Sequential(*current)); current, acc = [], 0
+        current.append(layer); acc += c
+    stages.append(nn.Sequential(*current))
+    while len(stages) < n_stages:
+        big = max(range(len(stages)), key=lambda k: len(stages[k]))
+        ls = list(stages[big]); stages[big:big + 1] = [nn.Sequential(*ls[:1]), nn.Sequential(*ls[1:])]
+    return stages
+''',
+    },
+    "pipeline_forward": {
+        "whole batch in one pass": '''
+def pipeline_forward(stages, x, n_microbatches):
+    if not 1 <= n_microbatches <= len(x):
+        raise ValueError("n_microbatches")
+    for s in stages:
+        x = s(x)
+    return x
+''',
+        "torch.chunk (fewer micro-batches when sizes do not divide)": '''
+import torch
+def pipeline_forward(stages, x, n_microbatches):
+    if not 1 <= n_microbatches <= len(x):
+        raise ValueError("n_microbatches")
+    outs = []
+    for mb in torch.chunk(x, n_microbatches):
+        for s in stages:
+            mb = s(mb)
+        outs.append(mb)
+    return torch.cat(outs)
+''',
+        "no ValueError": '''
+import torch
+def pipeline_forward(stages, x, n_microbatches):
+    outs = []
+    for mb in torch.tensor_split(x, max(1, min(n_microbatches, len(x)))):
+        for s in stages:
+            mb = s(mb)
+        outs.append(mb)
+    return torch.cat(outs)
+''',
+    },
+    "gpipe_schedule": {
+        "backward starts on stage 0": '''
+def gpipe_schedule(p, m):
+    if p < 1 or m < 1:
+        raise ValueError("counts")
+    return sorted([(s + j, s, j, "F") for s in range(p) for j in range(m)] +
+                  [((m + p - 1) + s + j, s, j, "B") for s in range(p) for j in range(m)])
+''',
+        "steps counted from 1": '''
+def gpipe_schedule(p, m):
+    if p < 1 or m < 1:
+        raise ValueError("counts")
+    return sorted([(s + j + 1, s, j, "F") for s in range(p) for j in range(m)] +
+                  [((m + p - 1) + (p - 1 - s) + j + 1, s, j, "B") for s in range(p) for j in range(m)])
+''',
+        "not sorted": '''
+def gpipe_schedule(p, m):
+    if p < 1 or m < 1:
+        raise ValueError("counts")
+    out = []
+    for s in range(p):
+        for j in range(m):
+            out += [(s + j, s, j, "F"), ((m + p - 1) + (p - 1 - s) + j, s, j, "B")]
+    return out
+''',
+        "no gap between forward and backward (B at m + p - 2 + ...)": '''
+def gpipe_schedule(p, m):
+    if p < 1 or m < 1:
+        raise ValueError("counts")
+    return sorted([(s + j, s, j, "F") for s in range(p) for j in range(m)] +
+                  [((m + p - 2) + (p - 1 - s) + j, s, j, "B") for s in range(p) for j in range(m)])
+''',
+        "no ValueError": '''
+def gpipe_schedule(p, m):
+    return sorted([(s + j, s, j, "F") for s in range(p) for j in range(m)] +
+                  [((m + p - 1) + (p - 1 - s) + j, s, j, "B") for s in range(p) for j in range(m)])
+''',
+    },
+    "bubble_fraction": {
+        "(p - 1) / m": '''
+def bubble_fraction(p, m):
+    if p < 1 or m < 1:
+        raise ValueError("counts")
+    return (p - 1) / m
+''',
+        "(p - 1) / p, ignores micro-batches": '''
+def bubble_fraction(p, m):
+    if p < 1 or m < 1:
+        raise ValueError("counts")
+    return (p - 1) / p
+''',
+        "no ValueError": '''
+def bubble_fraction(p, m):
+    return (p - 1) / (m + p - 1)
+''',
+    },
+}
+
+ALTERNATIVE = {
+    "split_sequential": {
+        "brute force over every set of cut positions": '''
+import itertools
+import torch
+def split_sequential(model, n_stages):
+    layers = list(model)
+    if n_stages < 1 or n_stages > len(layers):
+        raise ValueError(f"cannot make {n_stages} stages from {len(layers)} layers")
+    sizes = [sum(p.numel() for p in layer.parameters()) for layer in layers]
+    best = None
+    for cuts in itertools.combinations(range(1, len(layers)), n_stages - 1):
+        bounds = (0, *cuts, len(layers))
+        worst = max(sum(sizes[a:b]) for a, b in zip(bounds, bounds[1:]))
+        if best is None or worst < best[0]:
+            best = (worst, bounds)
+    bounds = best[1]
+    return [torch.nn.Sequential(*layers[a:b]) for a, b in zip(bounds, bounds[1:])]
+''',
+        "binary search on the largest stage, greedy packing": '''
+from torch import nn
+def split_sequential(model, n_stages):
+    layers = list(model)
+    n = len(layers)
+    if not 1 <= n_stages <= n:
+        raise ValueError("bad n_stages")
+    c = [sum(p.numel() for p in l.parameters()) for l in layers]
+    def pack(limit):
+        # cut greedily, but leave at least one layer for each remaining stage
+        bounds, acc, start = [0], 0, 0
+        for i in range(n):
+            stages_left = n_stages - (len(bounds) - 1)
+            must_cut = n - i == stages_left - 1 + 1 and i > start and stages_left > 1
+            if i > start and (acc + c[i] > limit or n - i < stages_left) and stages_left > 1:
+                bounds.append(i); acc, start = 0, i
+            acc += c[i]
+            if acc > limit:
+                return None
+        while len(bounds) - 1 < n_stages:
+            return None
+        bounds.append(n)
+        return bounds
+    lo, hi = max(c), sum(c)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if pack(mid) is None:
+            lo = mid + 1
+        else:
+            hi = mid
+    bounds = pack(lo)
+    if bounds is None:  # fewer parameterised layers than stages: split by count
+        import itertools
+        best = min(itertools.combinations(range(1, n), n_stages - 1),
+                   key=lambda cuts: max(sum(c[a:b]) for a, b in zip((0, *cuts), (*cuts, n))))
+        bounds = [0, *best, n]
+    return [nn.Sequential(*layers[a:b]) for a, b in zip(bounds, bounds[1:])]
+''',
+    },
+    "pipeline_forward": {
+        "index ranges by hand, outputs written into a preallocated list": '''
+import torch
+def pipeline_forward(stages, x, n_microbatches):
+    n = len(x)
+    if n_microbatches < 1 or n_microbatches > n:
+        raise ValueError("n_microbatches out of range")
+    base, extra = divmod(n, n_microbatches)
+    outs, start = [], 0
+    for k in range(n_microbatches):
+        size = base + (1 if k < extra else 0)
+        h = x[start:start + size]
+        start += size
+        for stage in stages:
+            h = stage(h)
+        outs.append(h)
+    return torch.cat(outs, dim=0)
+''',
+    },
+    "gpipe_schedule": {
+        "simulated clock per stage": '''
+def gpipe_schedule(n_stages, n_microbatches):
+    if n_stages < 1 or n_microbatches < 1:
+        raise ValueError("need at least one stage and one micro-batch")
+    p, m = n_stages, n_microbatches
+    done = {}
+    events = []
+    for j in range(m):
+        for s in range(p):
+            t = max(done.get(("F", s - 1, j), -1) + 1, done.get(("F", s, j - 1), -1) + 1)
+            done[("F", s, j)] = t
+            events.append((t, s, j, "F"))
+    start_b = max(t for t, *_ in events) + 1
+    for j in range(m):
+        for s in reversed(range(p)):
+            t = max(done.get(("B", s + 1, j), start_b - 1) + 1, done.get(("B", s, j - 1), start_b - 1) + 1)
+            done[("B", s, j)] = t
+            events.append((t, s, j, "B"))
+    events.sort()
+    return events
+''',
+    },
+    "bubble_fraction": {
+        "idle steps counted from the schedule": '''
+from fractions import Fraction
+def bubble_fraction(n_stages, n_microbatches):
+    if n_stages <= 0 or n_microbatches <= 0:
+        raise ValueError("counts must be positive")
+    total_steps = 2 * (n_microbatches + n_stages - 1)
+    busy_steps = 2 * n_microbatches
+    return float(Fraction(total_steps - busy_steps, total_steps))
+''',
+    },
+}
+
+PARTIAL = {
+    "bubble_fraction": "(p - 1) / m",
+    "split_sequential": None,
+}
