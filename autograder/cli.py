@@ -4,7 +4,7 @@ import os
 import sys
 import time
 
-from . import author, course, feedback, grade, release, report, samples
+from . import author, benchmark, course, feedback, grade, release, report, samples
 
 
 def _all(args):
@@ -39,6 +39,15 @@ def parser():
         sub.add_argument("--jobs", type=int, default=None,
                          help="submissions at a time (default: the usable cores)")
         sub.set_defaults(fn=fn)
+    bench = verbs.add_parser("benchmark", help="time parallel grading against plain nbgrader; "
+                             "check that grading is steady", description=benchmark.__doc__,
+                             formatter_class=argparse.RawDescriptionHelpFormatter)
+    bench.add_argument("assignments", nargs="*", help="the assignment to use (default: the first)")
+    bench.add_argument("--copies", type=int, default=8, help="submissions to grade (default 8)")
+    bench.add_argument("--jobs", type=int, default=None)
+    bench.add_argument("--repeat", type=int, default=0, help="grade the reference N times instead")
+    bench.add_argument("--busy", action="store_true", help="keep one core busy meanwhile")
+    bench.set_defaults(fn=benchmark.main)
     auth = verbs.add_parser("author", help="notebook <-> text form (see autograder/author.py)")
     auth.add_argument("rest", nargs=argparse.REMAINDER)
     auth.set_defaults(fn=lambda a: author.main(a.rest))

@@ -10,6 +10,7 @@ import nbformat
 import pytest
 
 from autograder import course, notebooks, samples
+from autograder.grade import sandbox
 
 A = "01_processes_threads"
 EXERCISES = course.contract()[A]
@@ -90,6 +91,11 @@ for path in [work / "gradebook.db", work / "submitted" / "victim" / "01_processe
 '''
 EXIT = "import os\nos._exit(1)\n"
 SEGFAULT = "import ctypes\nctypes.string_at(0)\n"
+MEMORY_HOG = "hog = b'x' * (3 * 2**30)\n"
+FORK_BOMB = '''
+import subprocess, sys
+subprocess.Popen([sys.executable, "-c", "import os\\nwhile True: os.fork()  # course-fork-bomb"])
+'''
 STUBBORN = '''
 import time
 while True:
@@ -98,6 +104,13 @@ while True:
     except KeyboardInterrupt:
         pass
 '''
+
+
+def _can_contain_processes():
+    """A fork bomb is only safe to try where a pids cgroup will stop it."""
+    probe = sandbox.Cgroups(sandbox.Limits())
+    probe.remove()
+    return probe.available and any(k in probe.paths for k in ("pids", "unified"))
 
 
 def _cases():
@@ -111,7 +124,7 @@ def _cases():
     for c in edited.cells:
         if notebooks.nbgrader_meta(c).get("grade_id", "").startswith("test_"):
             c.source = "pass"
-    return {
+    cases = {
         # student: (notebook, what the exercises must score)
         "input_transformer": (_with_cell_after(blank, None, TRANSFORMER), "zero"),
         "custom_exc": (_with_cell_after(blank, None, CUSTOM_EXC), "zero"),
@@ -127,7 +140,11 @@ def _cases():
         "segfault_midway": (_with_cell_after(perfect, "test_cpu_info", SEGFAULT), "cpu_info only"),
         "ignores_interrupt": (_with_cell_after(perfect, "test_run_in_child", STUBBORN), "first two only"),
         "writes_gradebook": (_with_cell_after(perfect, None, WRITE_GRADEBOOK), "full"),
+        "memory_hog": (_with_cell_after(perfect, "test_cpu_info", MEMORY_HOG), "cpu_info only"),
     }
+    if _can_contain_processes():
+        cases["fork_bomb"] = (_with_cell_after(perfect, "test_cpu_info", FORK_BOMB), "survives")
+    return cases
 
 
 @pytest.fixture(scope="module")
@@ -137,7 +154,7 @@ def trust(workdir_factory):
     work.submit("victim", A, _perfect())
     for student, (nb, _) in cases.items():
         work.submit(student, A, nb)
-    results = work.grade(env={"COURSE_CELL_TIMEOUT": "20"})
+    results = work.grade(env={"COURSE_CELL_TIMEOUT": "20", "COURSE_MEMORY_MB": "1536"})
     return work, cases, results
 
 
@@ -167,6 +184,8 @@ def test_exploit_or_crash_is_scored_as_expected(trust, student):
     assert result.ok, result.log.read_text()[-3000:]
     scores = _by_exercise(work, student)
     assert set(scores) == set(EXERCISES), f"graded exercises: {sorted(scores)}"
+    if cases[student][1] == "survives":
+        return  # see test_fork_bomb_is_contained
     rule = EXPECTED[cases[student][1]]
     for exercise, (got, top) in scores.items():
         want = rule(exercise)
@@ -187,3 +206,16 @@ def test_victim_and_gradebook_untouched(trust):
     assert "overwritten" not in victim.read_text()
     got, top = work.total("victim", A)
     assert got == top
+
+
+def test_fork_bomb_is_contained(trust):
+    """Grading finished (above), and nothing of the bomb outlives its submission."""
+    import subprocess
+    work, cases, results = trust
+    if "fork_bomb" not in cases:
+        pytest.skip("no pids cgroup here: a fork bomb would not be contained")
+    assert next(r for r in results if r.student == "fork_bomb").ok
+    left = subprocess.run(["pgrep", "-f", "course-fork-bomb"], capture_output=True, text=True).stdout.split()
+    assert not left, f"{len(left)} fork-bomb processes survived grading"
+    got, top = work.total("fork_bomb", A)
+    assert got < top
