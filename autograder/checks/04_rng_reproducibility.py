@@ -1,0 +1,247 @@
+"""Hidden checks of 04_rng_reproducibility (random numbers in forks, seeding)."""
+import multiprocessing
+import multiprocessing.process
+import random
+from contextlib import contextmanager
+
+import numpy as np
+import pytest
+
+from autograder.checks._support import exact_list, plain_array, raises_value_error, timeout
+
+
+@contextmanager
+def count_process_starts():
+    """Count Process.start calls made in this process while the block runs."""
+    counts = {"starts": 0}
+    original = multiprocessing.process.BaseProcess.start
+
+    def start(self, *args, **kwargs):
+        counts["starts"] += 1
+        return original(self, *args, **kwargs)
+
+    multiprocessing.process.BaseProcess.start = start
+    try:
+        yield counts
+    finally:
+        multiprocessing.process.BaseProcess.start = original
+
+
+def _arrays(value, n, size, what):
+    items = exact_list(value, what, n)
+    for item in items:
+        plain_array(item, "each element")
+        assert item.shape == (size,), f"each array must have shape ({size},), got {item.shape}"
+    return items
+
+
+# --- forked_draws -----------------------------------------------------------------
+needs_fork = pytest.mark.skipif("fork" not in multiprocessing.get_all_start_methods(),
+                                reason="this platform cannot fork")
+
+
+@needs_fork
+@timeout(60)
+def test_forked_draws_identical_children(forked_draws):
+    """every child draws what the parent's global generator would draw next"""
+    for n, size in ((random.randint(2, 4), random.randint(3, 9)), (1, random.randint(1, 5))):
+        np.random.seed(random.randrange(2**32))
+        state = np.random.get_state()
+        expected = np.random.RandomState()
+        expected.set_state(state)
+        expected = expected.random_sample(size)
+        with count_process_starts() as counts:
+            draws = _arrays(forked_draws(n, size), n, size, "forked_draws(...)")
+        for d in draws:
+            assert np.array_equal(d, expected), (
+                "a child's draws differ from what the parent's generator holds: "
+                "children should start from the parent's state without any seeding")
+        assert counts["starts"] >= n, f"{n} child processes should have been started, saw {counts['starts']}"
+        after = np.random.get_state()
+        assert after[2] == state[2] and np.array_equal(after[1], state[1]), (
+            "the parent's global generator moved: the draws must be made in the children")
+
+
+@needs_fork
+@timeout(60)
+def test_forked_draws_uses_fork(forked_draws):
+    """the children are forked (not spawned), each from the parent's current state"""
+    n = random.randint(3, 5)
+    np.random.seed(random.randrange(2**32))
+    draws = forked_draws(n, 6)
+    assert all(np.array_equal(d, draws[0]) for d in draws), (
+        "the children drew different numbers: they must be forked, one fresh child per array")
+    np.random.seed(random.randrange(2**32))
+    other = forked_draws(n, 6)
+    assert not np.array_equal(other[0], draws[0]), "the draws must follow the parent's current state"
+
+
+def test_forked_draws_errors(forked_draws):
+    """n_procs < 1 or a negative size raises ValueError"""
+    with raises_value_error("forked_draws(0, 3)"):
+        forked_draws(0, 3)
+    with raises_value_error("forked_draws(2, -1)"):
+        forked_draws(2, -1)
+
+
+# --- independent_draws -----------------------------------------------------------------
+@timeout(90)
+def test_independent_draws_distinct_and_reproducible(independent_draws):
+    """arrays differ between workers, repeat for the same seed, change with the seed"""
+    seed = random.randrange(2**31)
+    for n in (random.randint(2, 4), 1):
+        size = random.randint(3, 8)
+        a = _arrays(independent_draws(n, seed, size), n, size, "independent_draws(...)")
+        b = _arrays(independent_draws(n, seed, size), n, size, "independent_draws(...)")
+        c = _arrays(independent_draws(n, seed + 1, size), n, size, "independent_draws(...)")
+        for x in a:
+            assert np.all((x >= 0) & (x < 1)), "the draws must be uniform numbers in [0, 1)"
+        for i in range(n):
+            for j in range(i):
+                assert not np.array_equal(a[i], a[j]), "two workers drew the same numbers"
+        for x, y in zip(a, b):
+            assert np.array_equal(x, y), "the same seed gave different draws: not reproducible"
+        for x, y in zip(a, c):
+            assert not np.array_equal(x, y), "another seed gave the same draws"
+
+
+@timeout(90)
+def test_independent_draws_in_workers(independent_draws):
+    """the draws are made in worker processes, also with more workers than cores"""
+    n = multiprocessing.cpu_count() + 1
+    with count_process_starts() as counts:
+        out = _arrays(independent_draws(n, random.randrange(2**31), 2), n, 2, "independent_draws(...)")
+    assert counts["starts"] >= 1, "no worker process was started: the draws were made in the caller"
+    assert len({x.tobytes() for x in out}) == n, "two workers drew the same numbers"
+
+
+def test_independent_draws_errors(independent_draws):
+    """n_workers < 1 or a negative size raises ValueError"""
+    with raises_value_error("independent_draws(0, 1, 3)"):
+        independent_draws(0, 1, 3)
+    with raises_value_error("independent_draws(2, 1, -3)"):
+        independent_draws(2, 1, -3)
+
+
+# --- set_seed --------------------------------------------------------------------------
+@contextmanager
+def _torch_state():
+    import torch
+    saved = (torch.backends.cudnn.deterministic, torch.backends.cudnn.benchmark,
+             torch.are_deterministic_algorithms_enabled())
+    try:
+        yield torch
+    finally:
+        torch.backends.cudnn.deterministic, torch.backends.cudnn.benchmark = saved[:2]
+        torch.use_deterministic_algorithms(saved[2])
+
+
+def test_set_seed_generators(set_seed):
+    """random, NumPy's global generator and torch give the seeded sequences"""
+    with _torch_state() as torch:
+        for _ in range(3):
+            seed = random.randrange(2**31)
+            random.seed(seed + 1); np.random.seed(seed + 1); torch.manual_seed(seed + 1)
+            assert set_seed(seed) is None, "set_seed returns None"
+            got_random = [random.random() for _ in range(3)]
+            got_numpy = np.random.random(3)
+            got_torch = torch.rand(3)
+            assert got_random == [x for x in (lambda r: [r.random() for _ in range(3)])(random.Random(seed))], (
+                "Python's random module is not seeded with the seed")
+            assert np.array_equal(got_numpy, np.random.RandomState(seed).random_sample(3)), (
+                "NumPy's global generator (np.random.*) is not seeded with the seed")
+            assert torch.equal(got_torch, torch.rand(3, generator=torch.Generator().manual_seed(seed))), (
+                "torch's CPU generator is not seeded with the seed")
+
+
+def test_set_seed_cuda_and_cudnn(set_seed):
+    """every CUDA device is seeded, cuDNN is deterministic and not benchmarking"""
+    with _torch_state() as torch:
+        torch.backends.cudnn.deterministic, torch.backends.cudnn.benchmark = False, True
+        calls = []
+        original_all, original_one = torch.cuda.manual_seed_all, torch.cuda.manual_seed
+        torch.cuda.manual_seed_all = lambda s: (calls.append(("all", s)), original_all(s))[1]
+        torch.cuda.manual_seed = lambda s: (calls.append(("one", s)), original_one(s))[1]
+        seed = random.randrange(2**31)
+        try:
+            set_seed(seed)
+        finally:
+            torch.cuda.manual_seed_all, torch.cuda.manual_seed = original_all, original_one
+        assert ("all", seed) in calls, (
+            "not every CUDA device is seeded (torch.manual_seed or torch.cuda.manual_seed_all does that)")
+        assert torch.backends.cudnn.deterministic is True, "cuDNN must be set deterministic"
+        assert torch.backends.cudnn.benchmark is False, "cuDNN benchmark mode must be off"
+
+
+# --- seeded_loader ---------------------------------------------------------------------
+def _scramble():
+    import torch
+    torch.manual_seed(random.randrange(2**31))
+    np.random.seed(random.randrange(2**31))
+    random.seed(random.randrange(2**31))
+
+
+def _run(loader):
+    import torch
+    from torch.utils.data import DataLoader
+    assert isinstance(loader, DataLoader), f"seeded_loader must return a DataLoader, got {type(loader).__name__}"
+    _scramble()  # someone else draws between making the loader and using it
+    return torch.cat([batch for batch in loader])
+
+
+@timeout(150)
+def test_seeded_loader_reproducible(seeded_loader):
+    """the same seed gives the same order and augmentation; workers draw different numbers"""
+    import torch
+    from helpers.rng_data import OwnRngNoise
+    n, batch_size, seed = random.randint(8, 11), random.choice((1, 2)), random.randrange(2**31)
+    data = OwnRngNoise(n)
+    _scramble()
+    first = _run(seeded_loader(data, batch_size, 2, seed))
+    data.rng = np.random.default_rng()  # the main process's copy moves on
+    _scramble()
+    second = _run(seeded_loader(data, batch_size, 2, seed))
+    assert first.shape == (n, 4), "every item of the dataset must come out exactly once"
+    assert sorted(first[:, 0].tolist()) == list(range(n)), "every item of the dataset must come out exactly once"
+    assert set(first[:, 1].tolist()) == {0.0, 1.0}, "the loader must use num_workers worker processes"
+    assert len(set(first[:, 2].tolist())) == n, (
+        "two workers drew the same numbers from the dataset's own generator (dataset.rng)")
+    assert len(set(first[:, 3].tolist())) == n, "two workers drew the same torch random numbers"
+    assert torch.equal(first[:, 0], second[:, 0]), "the same seed gave another shuffling order"
+    assert torch.equal(first, second), "the same seed gave other random augmentations"
+
+
+@timeout(150)
+def test_seeded_loader_depends_on_seed(seeded_loader):
+    """shuffling follows the seed: other seeds give other orders and other numbers"""
+    import torch
+    from helpers.rng_data import GlobalNoise
+    n = 12
+    data = GlobalNoise(n)
+    seed = random.randrange(2**31)
+    orders = []
+    for s in (seed, seed + 1, seed + 2):
+        out = _run(seeded_loader(data, 3, 0, s))
+        assert out.shape == (n, 6), "every item of the dataset must come out exactly once"
+        orders.append(tuple(out[:, 0].tolist()))
+    assert all(sorted(o) == list(range(n)) for o in orders), "every item must come out exactly once"
+    assert len(set(orders)) == 3, "the order does not change with the seed: is the loader shuffling?"
+    assert orders[0] == tuple(_run(seeded_loader(data, 3, 0, seed))[:, 0].tolist()), (
+        "without workers too, the same seed must give the same order")
+    a = _run(seeded_loader(data, 2, 2, seed))
+    b = _run(seeded_loader(data, 2, 2, seed + 1))
+    assert not torch.equal(a[:, 3:], b[:, 3:]), "another seed gave the same random numbers in the workers"
+
+
+def test_seeded_loader_batches_and_errors(seeded_loader):
+    """batch_size is honoured; invalid batch_size or num_workers raise ValueError"""
+    from helpers.rng_data import GlobalNoise
+    size = random.randint(2, 4)
+    loader = seeded_loader(GlobalNoise(9), size, 0, 1)
+    assert loader.batch_size == size, "the loader must use the batch_size given"
+    assert loader.num_workers == 0, "the loader must use the num_workers given"
+    batches = [b for b in loader]
+    assert [len(b) for b in batches[:-1]] == [size] * (len(batches) - 1), "batches must hold batch_size items"
+    for bad in ((0, 0), (2, -1)):
+        with raises_value_error(f"seeded_loader(data, {bad[0]}, {bad[1]}, 1)"):
+            iter(seeded_loader(GlobalNoise(4), bad[0], bad[1], 1))

@@ -1,0 +1,262 @@
+"""Hidden checks of 05_multiprocessing_pools (pools, futures, overhead, Amdahl)."""
+import math
+import multiprocessing
+import multiprocessing.process
+import os
+import random
+from contextlib import contextmanager
+
+import numpy as np
+
+from autograder.checks._support import exact_float, exact_list, raises_value_error, timeout
+from helpers import ode, pools, workers
+
+
+@contextmanager
+def count_process_starts():
+    """Count Process.start calls made in this process while the block runs."""
+    counts = {"starts": 0}
+    original = multiprocessing.process.BaseProcess.start
+
+    def start(self, *args, **kwargs):
+        counts["starts"] += 1
+        return original(self, *args, **kwargs)
+
+    multiprocessing.process.BaseProcess.start = start
+    try:
+        yield counts
+    finally:
+        multiprocessing.process.BaseProcess.start = original
+
+
+def _pids_ok(pids, n_workers, what):
+    assert os.getpid() not in pids, f"{what}: tasks ran in the calling process, not in worker processes"
+    assert len(pids) >= min(2, n_workers), (
+        f"{what}: all tasks ran in one process; with {n_workers} workers they should be shared")
+
+
+# --- parallel_map ------------------------------------------------------------------
+@timeout(90)
+def test_parallel_map_values_and_workers(parallel_map):
+    """results equal [fn(x) for x in items] in order, computed by several worker processes"""
+    for n_workers in (2, multiprocessing.cpu_count() + 2):
+        items = random.sample(range(-50, 50), random.randint(8, 12))
+        out = exact_list(parallel_map(pools.slow_pid_square, items, n_workers, chunksize=1),
+                         "parallel_map(...)", len(items))
+        assert [v for _, v in out] == [x * x for x in items], "the results are wrong or out of input order"
+        _pids_ok({pid for pid, _ in out}, n_workers, "parallel_map")
+
+
+@timeout(60)
+def test_parallel_map_order_and_chunks(parallel_map):
+    """input order is kept with uneven tasks; each chunk of chunksize items goes to one worker"""
+    specs = [(i, 0.12 - 0.02 * i, False) for i in range(6)]
+    out = parallel_map(pools.task, specs, 2, chunksize=1)
+    assert [v for _, v in out] == [i * 10 for i in range(6)], "results came back in completion order"
+    size = random.choice((3, 4))
+    items = list(range(4 * size))
+    out = parallel_map(pools.slow_pid_square, items, 2, size)
+    assert [v for _, v in out] == [x * x for x in items], "the results are wrong or out of input order"
+    blocks = [{pid for pid, _ in out[i:i + size]} for i in range(0, len(items), size)]
+    assert all(len(b) == 1 for b in blocks), "chunksize was not passed on: chunks were split among workers"
+
+
+@timeout(60)
+def test_parallel_map_edges(parallel_map):
+    """one worker and empty input work; invalid n_workers or chunksize raise ValueError"""
+    items = [random.randint(0, 99) for _ in range(5)]
+    assert parallel_map(workers.square, items, 1) == [x * x for x in items], "fails with one worker"
+    assert parallel_map(workers.square, [], 2) == [], "an empty input gives an empty list"
+    assert parallel_map(workers.square, iter(items), 2) == [x * x for x in items], "items may be any iterable"
+    for bad in ((0, None), (-1, None), (2, 0)):
+        with raises_value_error(f"parallel_map(fn, items, {bad[0]}, chunksize={bad[1]})"):
+            parallel_map(workers.square, items, *bad)
+
+
+# --- parallel_starmap ------------------------------------------------------------------
+@timeout(90)
+def test_parallel_starmap_values_and_workers(parallel_starmap):
+    """results equal [fn(*args) ...] in order, computed by several worker processes"""
+    for n_workers in (2, multiprocessing.cpu_count() + 1):
+        args = [(random.randint(-99, 99), random.randint(-99, 99)) for _ in range(random.randint(8, 12))]
+        out = exact_list(parallel_starmap(pools.slow_pid_add, args, n_workers), "parallel_starmap(...)", len(args))
+        assert [v for _, v in out] == [a + b for a, b in args], "the results are wrong or out of input order"
+        _pids_ok({pid for pid, _ in out}, n_workers, "parallel_starmap")
+
+
+@timeout(60)
+def test_parallel_starmap_edges(parallel_starmap):
+    """one worker, three arguments and empty input work; n_workers < 1 raises ValueError"""
+    args = [(random.randint(0, 9), random.randint(0, 9)) for _ in range(4)]
+    assert parallel_starmap(workers.add, args, 1) == [a + b for a, b in args], "fails with one worker"
+    assert parallel_starmap(workers.add, [], 2) == [], "an empty input gives an empty list"
+    assert parallel_starmap(workers.slow_square, [(3, 0.0), (4, 0.0)], 2) == [9, 16], (
+        "each tuple must be unpacked into the function's arguments")
+    with raises_value_error("parallel_starmap(fn, args, 0)"):
+        parallel_starmap(workers.add, args, 0)
+
+
+# --- robust_map ---------------------------------------------------------------------------
+def _robust_case(robust_map, n_workers):
+    n = random.randint(7, 10)
+    failing = set(random.sample(range(n), 2))
+    # Early items take longest: completion order is far from input order.
+    specs = [(i, 0.02 + 0.015 * (n - i), i in failing) for i in range(n)]
+    out = exact_list(robust_map(pools.task, specs, n_workers), "robust_map(...)", n)
+    pids = set()
+    for i, item in enumerate(out):
+        assert type(item) is tuple and len(item) == 2, "each result must be a tuple (ok, value_or_exception)"
+        ok, value = item
+        assert ok is (i not in failing), "a result is marked ok/failed wrongly, or results are out of input order"
+        if ok:
+            assert value[1] == i * 10, "a value is wrong, or results are out of input order"
+            pids.add(value[0])
+        else:
+            assert isinstance(value, ValueError), (
+                "a failed item must carry the exception object the task raised")
+            assert f"task {i} " in str(value), "a failed item carries another item's exception (order?)"
+    _pids_ok(pids, n_workers, "robust_map")
+
+
+@timeout(90)
+def test_robust_map_keeps_other_results(robust_map):
+    """failing items become (False, exception) and every other result is kept, in input order"""
+    _robust_case(robust_map, 2)
+    _robust_case(robust_map, multiprocessing.cpu_count() + 1)
+
+
+@timeout(60)
+def test_robust_map_edges(robust_map):
+    """all-good input, one worker and empty input work; n_workers < 1 raises ValueError"""
+    items = [random.randint(0, 9) for _ in range(4)]
+    assert robust_map(workers.square, items, 1) == [(True, x * x) for x in items], "fails with one worker"
+    assert list(robust_map(workers.square, [], 2)) == [], "an empty input gives an empty list"
+    with raises_value_error("robust_map(fn, items, 0)"):
+        robust_map(workers.square, items, 0)
+
+
+# --- monte_carlo_pi ----------------------------------------------------------------------
+def _is_count_ratio(estimate, n, n_workers):
+    """4 * hits / m for an integer hits and some m in [n - n_workers, n]."""
+    for m in range(max(1, n - n_workers), n + 1):
+        hits = estimate * m / 4
+        if abs(hits - round(hits)) < 1e-6:
+            return True
+    return False
+
+
+@timeout(120)
+def test_monte_carlo_pi_accurate_and_reproducible(monte_carlo_pi):
+    """within 4 standard errors of pi, the same for the same seed, another for another seed"""
+    for n_workers in (2, multiprocessing.cpu_count() + 1):
+        n = random.randint(150_000, 300_000)
+        seed = random.randrange(2**31)
+        est = exact_float(monte_carlo_pi(n, n_workers, seed), "the estimate")
+        se = 4 * math.sqrt(math.pi / 4 * (1 - math.pi / 4) / n)
+        assert abs(est - math.pi) < 4 * se, "the estimate is more than 4 standard errors from pi"
+        assert _is_count_ratio(est, n, n_workers), "the estimate is not 4 * hits / samples from n_samples points"
+        assert monte_carlo_pi(n, n_workers, seed) == est, "the same seed gave another estimate"
+        assert monte_carlo_pi(n, n_workers, seed + 1) != est, "another seed gave the same estimate"
+
+
+@timeout(90)
+def test_monte_carlo_pi_in_workers(monte_carlo_pi):
+    """the sampling runs in worker processes; one worker works; bad counts raise ValueError"""
+    with count_process_starts() as counts:
+        monte_carlo_pi(50_000, 2, random.randrange(2**31))
+    assert counts["starts"] >= 2, "no worker processes were started: the sampling ran serially"
+    est = monte_carlo_pi(20_001, 1, 3)
+    assert abs(est - math.pi) < 0.1 and _is_count_ratio(est, 20_001, 1), "fails with one worker"
+    for bad in ((0, 2), (1000, 0)):
+        with raises_value_error(f"monte_carlo_pi({bad[0]}, {bad[1]}, 1)"):
+            monte_carlo_pi(bad[0], bad[1], 1)
+
+
+# --- amdahl_speedup -----------------------------------------------------------------------
+def test_amdahl_speedup_values(amdahl_speedup):
+    """the speedup equals Amdahl's formula for random fractions and worker counts"""
+    for _ in range(50):
+        p, n = random.random(), random.randint(1, 128)
+        got = exact_float(amdahl_speedup(p, n), "the speedup")
+        assert math.isclose(got, 1 / ((1 - p) + p / n), rel_tol=1e-9), "the speedup does not follow Amdahl's law"
+    n = random.randint(2, 64)
+    assert math.isclose(amdahl_speedup(1.0, n), n), "a fully parallel program speeds up n times"
+    assert math.isclose(amdahl_speedup(0.0, n), 1.0), "a fully serial program does not speed up"
+    assert math.isclose(amdahl_speedup(random.random(), 1), 1.0), "one worker means no speedup"
+
+
+def test_amdahl_speedup_errors(amdahl_speedup):
+    """a fraction outside [0, 1] or n_workers < 1 raises ValueError"""
+    for bad in ((-0.1, 4), (1.5, 4), (0.5, 0), (0.5, -3)):
+        with raises_value_error(f"amdahl_speedup{bad}"):
+            amdahl_speedup(*bad)
+
+
+# --- fit_serial_fraction -------------------------------------------------------------------
+def _amdahl(s, n):
+    return 1 / (s + (1 - s) / n)
+
+
+def test_fit_serial_fraction_noiseless(fit_serial_fraction):
+    """recovers the serial fraction from exact Amdahl speedups"""
+    for _ in range(20):
+        s = random.uniform(0.0, 0.7)
+        w = sorted(random.sample(range(1, 33), random.randint(3, 7)))
+        if max(w) == 1:
+            w.append(4)
+        got = exact_float(fit_serial_fraction(w, [_amdahl(s, n) for n in w]), "the fitted fraction")
+        assert abs(got - s) < 1e-6, "the serial fraction is not recovered from exact speedups"
+
+
+def test_fit_serial_fraction_noisy(fit_serial_fraction):
+    """recovers the serial fraction from slightly noisy speedups, within [0, 1]"""
+    for _ in range(20):
+        s = random.uniform(0.02, 0.6)
+        w = sorted(random.sample(range(1, 17), random.randint(4, 7)))
+        speedups = [_amdahl(s, n) * (1 + random.uniform(-0.02, 0.02)) for n in w]
+        got = exact_float(fit_serial_fraction(w, speedups), "the fitted fraction")
+        assert abs(got - s) < 0.04, "the fit is too far from the serial fraction of noisy speedups"
+    # Super-linear noise must not give a negative fraction.
+    got = fit_serial_fraction([1, 2, 4], [1.0, 2.1, 4.3])
+    assert 0.0 <= got <= 0.05, "the serial fraction must stay within [0, 1]"
+
+
+def test_fit_serial_fraction_errors(fit_serial_fraction):
+    """mismatched or empty lists, workers < 1 or non-positive speedups raise ValueError"""
+    for bad in (([1, 2, 4], [1.0, 1.8]), ([], []), ([0, 2, 4], [1.0, 1.5, 2.0]),
+                ([1, 2, 4], [1.0, -1.5, 2.0])):
+        with raises_value_error(f"fit_serial_fraction({bad[0]}, {bad[1]})"):
+            fit_serial_fraction(*bad)
+
+
+# --- generate_trajectories -----------------------------------------------------------------
+def _same_trajectories(got, expected):
+    got = exact_list(got, "generate_trajectories(...)", len(expected))
+    for a, b in zip(got, expected):
+        assert isinstance(a, np.ndarray), "each trajectory must be a numpy array"
+        assert a.shape == b.shape and np.allclose(a, b, rtol=1e-12, atol=1e-12), (
+            "the trajectories differ from the serial reference for the same seed")
+
+
+@timeout(120)
+def test_generate_trajectories_equals_reference(generate_trajectories):
+    """equals the serial reference for the same seed, whatever the number of workers"""
+    n, seed = random.randint(9, 17), random.randrange(2**31)
+    expected = ode.serial_trajectories(n, seed)
+    for n_workers in (1, 2, 3, multiprocessing.cpu_count() + 2):
+        _same_trajectories(generate_trajectories(n, n_workers, seed), expected)
+    other = generate_trajectories(n, 2, seed + 1)
+    assert not np.array_equal(other[0][0], expected[0][0]), "another seed gave the same data"
+
+
+@timeout(90)
+def test_generate_trajectories_in_workers(generate_trajectories):
+    """the trajectories are computed by worker processes; invalid arguments raise ValueError"""
+    n = random.randint(8, 12)
+    with count_process_starts() as counts:
+        generate_trajectories(n, 2, random.randrange(2**31))
+    assert counts["starts"] >= 2, "fewer than 2 worker processes were started: the work ran serially"
+    assert generate_trajectories(0, 2, 1) == [], "n = 0 gives an empty list"
+    for bad in ((-1, 2), (5, 0)):
+        with raises_value_error(f"generate_trajectories({bad[0]}, {bad[1]}, 1)"):
+            generate_trajectories(bad[0], bad[1], 1)

@@ -1,0 +1,297 @@
+"""Wrong and alternative answers of 04_rng_reproducibility (see autograder/samples/__init__.py)."""
+
+WRONG = {
+    "forked_draws": {
+        "spawned children": '''
+import multiprocessing
+from helpers.rng import legacy_draws
+def forked_draws(n_procs, size):
+    if n_procs < 1 or size < 0:
+        raise ValueError("bad arguments")
+    with multiprocessing.get_context("spawn").Pool(n_procs, maxtasksperchild=1) as pool:
+        return pool.map(legacy_draws, [size] * n_procs, chunksize=1)
+''',
+        "drawn once in the parent and copied": '''
+import numpy as np
+def forked_draws(n_procs, size):
+    if n_procs < 1 or size < 0:
+        raise ValueError("bad arguments")
+    values = np.random.random(size)
+    return [values.copy() for _ in range(n_procs)]
+''',
+        "each child seeded with its index": '''
+import multiprocessing
+from helpers.rng import uniform_draws
+def forked_draws(n_procs, size):
+    if n_procs < 1 or size < 0:
+        raise ValueError("bad arguments")
+    with multiprocessing.get_context("fork").Pool(n_procs) as pool:
+        return pool.starmap(uniform_draws, [(i, size) for i in range(n_procs)])
+''',
+        "one reused worker continues its stream": '''
+import multiprocessing
+from helpers.rng import legacy_draws
+def forked_draws(n_procs, size):
+    if n_procs < 1 or size < 0:
+        raise ValueError("bad arguments")
+    with multiprocessing.get_context("fork").Pool(1) as pool:
+        return pool.map(legacy_draws, [size] * n_procs)
+''',
+    },
+    "independent_draws": {
+        "same seed in every worker": '''
+from helpers.rng import uniform_draws
+from helpers.workers import mp_context
+def independent_draws(n_workers, seed, size):
+    if n_workers < 1 or size < 0:
+        raise ValueError("bad arguments")
+    with mp_context().Pool(n_workers) as pool:
+        return pool.starmap(uniform_draws, [(seed, size)] * n_workers)
+''',
+        "seeded from the worker's PID": '''
+from helpers.rng import pid_seeded_draws
+from helpers.workers import mp_context
+def independent_draws(n_workers, seed, size):
+    if n_workers < 1 or size < 0:
+        raise ValueError("bad arguments")
+    with mp_context().Pool(n_workers) as pool:
+        return pool.map(pid_seeded_draws, [size] * n_workers, chunksize=1)
+''',
+        "seeded from the clock": '''
+import time
+from helpers.rng import uniform_draws
+from helpers.workers import mp_context
+def independent_draws(n_workers, seed, size):
+    if n_workers < 1 or size < 0:
+        raise ValueError("bad arguments")
+    with mp_context().Pool(n_workers) as pool:
+        return pool.starmap(uniform_draws, [(time.time_ns() + i, size) for i in range(n_workers)])
+''',
+        "unseeded workers": '''
+from helpers.rng import uniform_draws
+from helpers.workers import mp_context
+def independent_draws(n_workers, seed, size):
+    if n_workers < 1 or size < 0:
+        raise ValueError("bad arguments")
+    with mp_context().Pool(n_workers) as pool:
+        return pool.starmap(uniform_draws, [(None, size)] * n_workers)
+''',
+        "drawn serially in the caller": '''
+import numpy as np
+def independent_draws(n_workers, seed, size):
+    if n_workers < 1 or size < 0:
+        raise ValueError("bad arguments")
+    return [np.random.default_rng(c).random(size) for c in np.random.SeedSequence(seed).spawn(n_workers)]
+''',
+        "no argument checks": '''
+import numpy as np
+from helpers.rng import uniform_draws
+from helpers.workers import mp_context
+def independent_draws(n_workers, seed, size):
+    children = np.random.SeedSequence(seed).spawn(max(n_workers, 1))
+    with mp_context().Pool(max(n_workers, 1)) as pool:
+        return pool.starmap(uniform_draws, [(c, max(size, 0)) for c in children])
+''',
+    },
+    "set_seed": {
+        "NumPy not seeded": '''
+import random, torch
+def set_seed(seed):
+    random.seed(seed)
+    torch.manual_seed(seed)
+    torch.backends.cudnn.deterministic = True
+    torch.backends.cudnn.benchmark = False
+''',
+        "a new NumPy Generator instead of the global one": '''
+import random, numpy as np, torch
+def set_seed(seed):
+    random.seed(seed)
+    np.random.default_rng(seed)
+    torch.manual_seed(seed)
+    torch.backends.cudnn.deterministic = True
+    torch.backends.cudnn.benchmark = False
+''',
+        "random not seeded": '''
+import numpy as np, torch
+def set_seed(seed):
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+    torch.backends.cudnn.deterministic = True
+    torch.backends.cudnn.benchmark = False
+''',
+        "cuDNN flags left alone": '''
+import random, numpy as np, torch
+def set_seed(seed):
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+''',
+        "benchmark switched on": '''
+import random, numpy as np, torch
+def set_seed(seed):
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+    torch.backends.cudnn.deterministic = True
+    torch.backends.cudnn.benchmark = True
+''',
+        "only the current GPU, not the CPU": '''
+import random, numpy as np, torch
+def set_seed(seed):
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.cuda.manual_seed(seed)
+    torch.backends.cudnn.deterministic = True
+    torch.backends.cudnn.benchmark = False
+''',
+    },
+    "seeded_loader": {
+        "no generator (global torch RNG)": '''
+import torch
+from torch.utils.data import DataLoader
+from helpers.rng_data import seed_worker
+def seeded_loader(dataset, batch_size, num_workers, seed):
+    extra = dict(multiprocessing_context="forkserver", worker_init_fn=seed_worker) if num_workers > 0 else {}
+    return DataLoader(dataset, batch_size=batch_size, shuffle=True, num_workers=num_workers, **extra)
+''',
+        "torch.manual_seed instead of a generator": '''
+import torch
+from torch.utils.data import DataLoader
+from helpers.rng_data import seed_worker
+def seeded_loader(dataset, batch_size, num_workers, seed):
+    torch.manual_seed(seed)
+    extra = dict(multiprocessing_context="forkserver", worker_init_fn=seed_worker) if num_workers > 0 else {}
+    return DataLoader(dataset, batch_size=batch_size, shuffle=True, num_workers=num_workers, **extra)
+''',
+        "no worker_init_fn": '''
+import torch
+from torch.utils.data import DataLoader
+def seeded_loader(dataset, batch_size, num_workers, seed):
+    extra = dict(multiprocessing_context="forkserver") if num_workers > 0 else {}
+    return DataLoader(dataset, batch_size=batch_size, shuffle=True, num_workers=num_workers,
+                      generator=torch.Generator().manual_seed(seed), **extra)
+''',
+        "every worker reseeded with the same seed": '''
+import numpy as np, torch
+from torch.utils.data import DataLoader, get_worker_info
+def seeded_loader(dataset, batch_size, num_workers, seed):
+    def init(worker_id):
+        get_worker_info().dataset.rng = np.random.default_rng(seed)
+    extra = dict(multiprocessing_context="fork", worker_init_fn=init) if num_workers > 0 else {}
+    return DataLoader(dataset, batch_size=batch_size, shuffle=True, num_workers=num_workers,
+                      generator=torch.Generator().manual_seed(seed), **extra)
+''',
+        "not shuffled": '''
+import torch
+from torch.utils.data import DataLoader
+from helpers.rng_data import seed_worker
+def seeded_loader(dataset, batch_size, num_workers, seed):
+    extra = dict(multiprocessing_context="forkserver", worker_init_fn=seed_worker) if num_workers > 0 else {}
+    return DataLoader(dataset, batch_size=batch_size, shuffle=False, num_workers=num_workers,
+                      generator=torch.Generator().manual_seed(seed), **extra)
+''',
+        "num_workers ignored": '''
+import torch
+from torch.utils.data import DataLoader
+def seeded_loader(dataset, batch_size, num_workers, seed):
+    if num_workers < 0 or batch_size < 1:
+        raise ValueError("bad arguments")
+    return DataLoader(dataset, batch_size=batch_size, shuffle=True, num_workers=0,
+                      generator=torch.Generator().manual_seed(seed))
+''',
+    },
+}
+
+ALTERNATIVE = {
+    "forked_draws": {
+        "one single-worker fork executor per child": '''
+import multiprocessing
+import numpy as np
+from helpers.rng import legacy_draws
+def forked_draws(n_procs, size):
+    if n_procs < 1:
+        raise ValueError("n_procs must be >= 1")
+    if size < 0:
+        raise ValueError("size must be >= 0")
+    ctx = multiprocessing.get_context("fork")
+    from concurrent.futures import ProcessPoolExecutor
+    out = []
+    pools = [ProcessPoolExecutor(max_workers=1, mp_context=ctx) for _ in range(n_procs)]
+    try:
+        futures = [p.submit(legacy_draws, size) for p in pools]
+        out = [f.result(timeout=30) for f in futures]
+    finally:
+        for p in pools:
+            p.shutdown()
+    return out
+''',
+    },
+    "independent_draws": {
+        "Generator.spawn and a ProcessPoolExecutor": '''
+import numpy as np
+from concurrent.futures import ProcessPoolExecutor
+from helpers.rng import uniform_draws
+from helpers.workers import mp_context
+def independent_draws(n_workers, seed, size):
+    if n_workers < 1 or size < 0:
+        raise ValueError(f"invalid n_workers={n_workers} or size={size}")
+    generators = np.random.default_rng(seed).spawn(n_workers)
+    with ProcessPoolExecutor(n_workers, mp_context=mp_context()) as pool:
+        return list(pool.map(uniform_draws, generators, [size] * n_workers))
+''',
+        "seed list [seed, worker index]": '''
+from helpers.rng import uniform_draws
+from helpers.workers import mp_context
+def independent_draws(n_workers, seed, size):
+    if n_workers < 1 or size < 0:
+        raise ValueError("bad arguments")
+    with mp_context().Pool(min(n_workers, 2)) as pool:
+        return pool.starmap(uniform_draws, [([seed, i], size) for i in range(n_workers)])
+''',
+    },
+    "set_seed": {
+        "torch seeds only, cuda explicitly, plus deterministic algorithms": '''
+import random, numpy as np, torch
+def set_seed(seed):
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.random.manual_seed(seed)
+    torch.cuda.manual_seed_all(seed)
+    torch.backends.cudnn.benchmark = False
+    torch.backends.cudnn.deterministic = True
+    torch.use_deterministic_algorithms(True, warn_only=True)
+''',
+    },
+    "seeded_loader": {
+        "fork context and a worker_init_fn of its own": '''
+import numpy as np, torch
+from torch.utils.data import DataLoader, get_worker_info
+def _init(worker_id):
+    info = get_worker_info()
+    if hasattr(info.dataset, "rng"):
+        info.dataset.rng = np.random.default_rng([info.seed, worker_id])
+def seeded_loader(dataset, batch_size, num_workers, seed):
+    g = torch.Generator()
+    g.manual_seed(seed)
+    return DataLoader(dataset, batch_size=batch_size, shuffle=True, num_workers=num_workers,
+                      generator=g, worker_init_fn=_init,
+                      multiprocessing_context="fork" if num_workers else None)
+''',
+        "spawn context, explicit RandomSampler": '''
+import torch
+from torch.utils.data import DataLoader, RandomSampler
+from helpers.rng_data import seed_worker
+def seeded_loader(dataset, batch_size, num_workers, seed):
+    g = torch.Generator().manual_seed(seed)
+    sampler = RandomSampler(dataset, generator=g)
+    return DataLoader(dataset, batch_size=batch_size, sampler=sampler, num_workers=num_workers,
+                      worker_init_fn=seed_worker, generator=g,
+                      multiprocessing_context="spawn" if num_workers else None)
+''',
+    },
+}
+
+PARTIAL = {
+    "independent_draws": "same seed in every worker",
+    "set_seed": None,
+}

@@ -1,0 +1,439 @@
+"""Wrong and alternative answers of 05_multiprocessing_pools (see autograder/samples/__init__.py)."""
+
+WRONG = {
+    "parallel_map": {
+        "serial list comprehension": '''
+def parallel_map(fn, items, n_workers, chunksize=None):
+    if n_workers < 1 or (chunksize is not None and chunksize < 1):
+        raise ValueError("bad arguments")
+    return [fn(x) for x in items]
+''',
+        "threads instead of processes": '''
+from multiprocessing.pool import ThreadPool
+def parallel_map(fn, items, n_workers, chunksize=None):
+    if n_workers < 1 or (chunksize is not None and chunksize < 1):
+        raise ValueError("bad arguments")
+    with ThreadPool(n_workers) as pool:
+        return pool.map(fn, list(items), chunksize=chunksize)
+''',
+        "imap_unordered (completion order)": '''
+from helpers.workers import mp_context
+def parallel_map(fn, items, n_workers, chunksize=None):
+    if n_workers < 1 or (chunksize is not None and chunksize < 1):
+        raise ValueError("bad arguments")
+    with mp_context().Pool(n_workers) as pool:
+        return list(pool.imap_unordered(fn, list(items), chunksize or 1))
+''',
+        "one worker whatever n_workers": '''
+from helpers.workers import mp_context
+def parallel_map(fn, items, n_workers, chunksize=None):
+    if n_workers < 1 or (chunksize is not None and chunksize < 1):
+        raise ValueError("bad arguments")
+    with mp_context().Pool(1) as pool:
+        return pool.map(fn, list(items), chunksize=chunksize)
+''',
+        "no argument checks": '''
+from helpers.workers import mp_context
+def parallel_map(fn, items, n_workers, chunksize=None):
+    with mp_context().Pool(max(1, n_workers)) as pool:
+        return pool.map(fn, list(items), chunksize=max(chunksize, 1) if chunksize is not None else None)
+''',
+    },
+    "parallel_starmap": {
+        "serial": '''
+import itertools
+def parallel_starmap(fn, arg_tuples, n_workers):
+    if n_workers < 1:
+        raise ValueError("bad n_workers")
+    return list(itertools.starmap(fn, arg_tuples))
+''',
+        "threads instead of processes": '''
+from multiprocessing.pool import ThreadPool
+def parallel_starmap(fn, arg_tuples, n_workers):
+    if n_workers < 1:
+        raise ValueError("bad n_workers")
+    with ThreadPool(n_workers) as pool:
+        return pool.starmap(fn, list(arg_tuples))
+''',
+        "the tuple passed as one argument": '''
+from helpers.workers import mp_context
+def parallel_starmap(fn, arg_tuples, n_workers):
+    if n_workers < 1:
+        raise ValueError("bad n_workers")
+    with mp_context().Pool(n_workers) as pool:
+        return pool.map(fn, list(arg_tuples))
+''',
+        "no argument check": '''
+from helpers.workers import mp_context
+def parallel_starmap(fn, arg_tuples, n_workers):
+    with mp_context().Pool(max(n_workers, 1)) as pool:
+        return pool.starmap(fn, list(arg_tuples))
+''',
+    },
+    "robust_map": {
+        "pool.map: one failure loses everything": '''
+from helpers.workers import mp_context
+def robust_map(fn, items, n_workers):
+    if n_workers < 1:
+        raise ValueError("bad n_workers")
+    with mp_context().Pool(n_workers) as pool:
+        return [(True, v) for v in pool.map(fn, list(items))]
+''',
+        "completion order kept": '''
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from helpers.workers import mp_context
+def robust_map(fn, items, n_workers):
+    if n_workers < 1:
+        raise ValueError("bad n_workers")
+    out = []
+    with ProcessPoolExecutor(n_workers, mp_context=mp_context()) as ex:
+        for f in as_completed([ex.submit(fn, x) for x in items]):
+            try:
+                out.append((True, f.result()))
+            except Exception as err:
+                out.append((False, err))
+    return out
+''',
+        "executor.map stops at the first failure": '''
+from concurrent.futures import ProcessPoolExecutor
+from helpers.workers import mp_context
+def robust_map(fn, items, n_workers):
+    if n_workers < 1:
+        raise ValueError("bad n_workers")
+    out = []
+    with ProcessPoolExecutor(n_workers, mp_context=mp_context()) as ex:
+        try:
+            for v in ex.map(fn, list(items)):
+                out.append((True, v))
+        except Exception as err:
+            out.append((False, err))
+    return out
+''',
+        "the message instead of the exception": '''
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from helpers.workers import mp_context
+def robust_map(fn, items, n_workers):
+    if n_workers < 1:
+        raise ValueError("bad n_workers")
+    items = list(items)
+    out = [None] * len(items)
+    with ProcessPoolExecutor(n_workers, mp_context=mp_context()) as ex:
+        index = {ex.submit(fn, x): i for i, x in enumerate(items)}
+        for f in as_completed(index):
+            try:
+                out[index[f]] = (True, f.result())
+            except Exception as err:
+                out[index[f]] = (False, str(err))
+    return out
+''',
+        "threads instead of processes": '''
+from concurrent.futures import ThreadPoolExecutor, as_completed
+def robust_map(fn, items, n_workers):
+    if n_workers < 1:
+        raise ValueError("bad n_workers")
+    items = list(items)
+    out = [None] * len(items)
+    with ThreadPoolExecutor(n_workers) as ex:
+        index = {ex.submit(fn, x): i for i, x in enumerate(items)}
+        for f in as_completed(index):
+            try:
+                out[index[f]] = (True, f.result())
+            except Exception as err:
+                out[index[f]] = (False, err)
+    return out
+''',
+    },
+    "monte_carlo_pi": {
+        "hard-coded pi": '''
+import math
+def monte_carlo_pi(n_samples, n_workers, seed):
+    if n_samples < 1 or n_workers < 1:
+        raise ValueError("bad arguments")
+    return math.pi
+''',
+        "serial": '''
+from helpers.pools import count_inside
+def monte_carlo_pi(n_samples, n_workers, seed):
+    if n_samples < 1 or n_workers < 1:
+        raise ValueError("bad arguments")
+    return 4 * count_inside(n_samples, seed) / n_samples
+''',
+        "unseeded workers (not reproducible)": '''
+from helpers.pools import count_inside
+from helpers.workers import mp_context
+def monte_carlo_pi(n_samples, n_workers, seed):
+    if n_samples < 1 or n_workers < 1:
+        raise ValueError("bad arguments")
+    shares = [n_samples // n_workers] * n_workers
+    shares[0] += n_samples - sum(shares)
+    with mp_context().Pool(n_workers) as pool:
+        return 4 * sum(pool.starmap(count_inside, [(s, None) for s in shares])) / n_samples
+''',
+        "average of the workers' estimates, samples lost": '''
+import numpy as np
+from helpers.pools import count_inside
+from helpers.workers import mp_context
+def monte_carlo_pi(n_samples, n_workers, seed):
+    if n_samples < 1 or n_workers < 1:
+        raise ValueError("bad arguments")
+    each = max(1, n_samples // (2 * n_workers))
+    seeds = np.random.SeedSequence(seed).spawn(n_workers)
+    with mp_context().Pool(n_workers) as pool:
+        hits = pool.starmap(count_inside, [(each, s) for s in seeds])
+    return float(np.mean([4 * h / each for h in hits]))
+''',
+    },
+    "amdahl_speedup": {
+        "the ideal speedup n": '''
+def amdahl_speedup(parallel_fraction, n_workers):
+    if not 0 <= parallel_fraction <= 1 or n_workers < 1:
+        raise ValueError("bad arguments")
+    return float(n_workers)
+''',
+        "serial and parallel fractions swapped": '''
+def amdahl_speedup(parallel_fraction, n_workers):
+    if not 0 <= parallel_fraction <= 1 or n_workers < 1:
+        raise ValueError("bad arguments")
+    return 1 / (parallel_fraction + (1 - parallel_fraction) / n_workers)
+''',
+        "no argument checks": '''
+def amdahl_speedup(parallel_fraction, n_workers):
+    return 1 / ((1 - parallel_fraction) + parallel_fraction / n_workers)
+''',
+    },
+    "fit_serial_fraction": {
+        "returns the parallel fraction": '''
+import numpy as np
+def fit_serial_fraction(workers, speedups):
+    n, s = np.asarray(workers, float), np.asarray(speedups, float)
+    if n.size == 0 or n.shape != s.shape or (n < 1).any() or (s <= 0).any():
+        raise ValueError("bad input")
+    a, b = 1 / s - 1 / n, 1 - 1 / n
+    return float(1 - np.clip(a @ b / (b @ b), 0, 1))
+''',
+        "averages per-point estimates including n = 1": '''
+import numpy as np
+def fit_serial_fraction(workers, speedups):
+    n, s = np.asarray(workers, float), np.asarray(speedups, float)
+    if n.size == 0 or n.shape != s.shape or (n < 1).any() or (s <= 0).any():
+        raise ValueError("bad input")
+    with np.errstate(divide="ignore", invalid="ignore"):
+        est = np.nan_to_num((1 / s - 1 / n) / (1 - 1 / n))
+    return float(np.clip(est.mean(), 0, 1))
+''',
+        "no input checks": '''
+import numpy as np
+def fit_serial_fraction(workers, speedups):
+    n, s = np.asarray(workers, float), np.asarray(speedups, float)
+    m = min(n.size, s.size)
+    n, s = n[:m], s[:m]
+    a, b = 1 / s - 1 / n, 1 - 1 / n
+    return float(np.clip(a @ b / (b @ b), 0, 1)) if m else 0.0
+''',
+    },
+    "generate_trajectories": {
+        "calls the serial reference": '''
+from helpers.ode import serial_trajectories
+def generate_trajectories(n, n_workers, seed):
+    if n < 0 or n_workers < 1:
+        raise ValueError("bad arguments")
+    return serial_trajectories(n, seed)
+''',
+        "one seed per worker (depends on n_workers)": '''
+import numpy as np
+from helpers.ode import solve
+from helpers.workers import mp_context
+def generate_trajectories(n, n_workers, seed):
+    if n < 0 or n_workers < 1:
+        raise ValueError("bad arguments")
+    rngs = np.random.default_rng(seed).spawn(n_workers)
+    shares = [len(range(i, n, n_workers)) for i in range(n_workers)]
+    starts = [r.random((k, 10)) for r, k in zip(rngs, shares)]
+    with mp_context().Pool(n_workers) as pool:
+        return pool.map(solve, [x for block in starts for x in block])
+''',
+        "per-worker lists not concatenated": '''
+import numpy as np
+from helpers.ode import trajectory
+from helpers.workers import mp_context
+def generate_trajectories(n, n_workers, seed):
+    if n < 0 or n_workers < 1:
+        raise ValueError("bad arguments")
+    children = np.random.SeedSequence(seed).spawn(n)
+    with mp_context().Pool(n_workers) as pool:
+        out = pool.map(trajectory, children)
+    return [out[i::n_workers] for i in range(n_workers)]
+''',
+        "the seeds' version: global RNG in forked workers": '''
+import multiprocessing
+import numpy as np
+from helpers.ode import solve
+def _starts(k):
+    return [np.random.random(10) for _ in range(k)]
+def generate_trajectories(n, n_workers, seed):
+    if n < 0 or n_workers < 1:
+        raise ValueError("bad arguments")
+    np.random.seed(seed)
+    with multiprocessing.get_context("fork").Pool(n_workers) as pool:
+        blocks = pool.map(_starts, [n // n_workers] * n_workers)
+        return pool.map(solve, [x for b in blocks for x in b])
+''',
+    },
+}
+
+ALTERNATIVE = {
+    "parallel_map": {
+        "ProcessPoolExecutor.map": '''
+from concurrent.futures import ProcessPoolExecutor
+from helpers.workers import mp_context
+def parallel_map(fn, items, n_workers, chunksize=None):
+    if n_workers < 1:
+        raise ValueError(f"n_workers must be >= 1, got {n_workers}")
+    if chunksize is not None and chunksize < 1:
+        raise ValueError(f"chunksize must be >= 1, got {chunksize}")
+    with ProcessPoolExecutor(n_workers, mp_context=mp_context()) as ex:
+        return list(ex.map(fn, items, chunksize=chunksize or 1))
+''',
+        "imap with an explicit default chunk size": '''
+import math
+from helpers.workers import mp_context
+def parallel_map(fn, items, n_workers, chunksize=None):
+    if n_workers < 1 or (chunksize is not None and chunksize < 1):
+        raise ValueError("n_workers and chunksize must be positive")
+    items = list(items)
+    size = chunksize or max(1, math.ceil(len(items) / (4 * n_workers)))
+    with mp_context().Pool(n_workers) as pool:
+        return list(pool.imap(fn, items, size))
+''',
+    },
+    "parallel_starmap": {
+        "executor.map over unzipped arguments": '''
+from concurrent.futures import ProcessPoolExecutor
+from helpers.workers import mp_context
+def parallel_starmap(fn, arg_tuples, n_workers):
+    if n_workers < 1:
+        raise ValueError("n_workers must be at least 1")
+    arg_tuples = list(arg_tuples)
+    if not arg_tuples:
+        return []
+    with ProcessPoolExecutor(n_workers, mp_context=mp_context()) as ex:
+        return list(ex.map(fn, *zip(*arg_tuples)))
+''',
+    },
+    "robust_map": {
+        "apply_async with error callbacks": '''
+from helpers.workers import mp_context
+def robust_map(fn, items, n_workers):
+    if n_workers < 1:
+        raise ValueError("n_workers must be at least 1")
+    with mp_context().Pool(n_workers) as pool:
+        pending = [pool.apply_async(fn, (x,)) for x in items]
+        out = []
+        for p in pending:
+            try:
+                out.append((True, p.get(timeout=60)))
+            except Exception as err:
+                out.append((False, err))
+    return out
+''',
+        "futures list, sorted afterwards": '''
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from helpers.workers import mp_context
+def robust_map(fn, items, n_workers):
+    if n_workers < 1:
+        raise ValueError("n_workers must be at least 1")
+    done = []
+    with ProcessPoolExecutor(max_workers=n_workers, mp_context=mp_context()) as ex:
+        futures = [ex.submit(fn, x) for x in items]
+        position = {f: i for i, f in enumerate(futures)}
+        for f in as_completed(futures):
+            err = f.exception()
+            done.append((position[f], (False, err) if err is not None else (True, f.result())))
+    return [r for _, r in sorted(done, key=lambda t: t[0])]
+''',
+    },
+    "monte_carlo_pi": {
+        "Generator.spawn, executor, last worker takes the remainder": '''
+import numpy as np
+from concurrent.futures import ProcessPoolExecutor
+from helpers.pools import count_inside
+from helpers.workers import mp_context
+def monte_carlo_pi(n_samples, n_workers, seed):
+    if n_samples < 1 or n_workers < 1:
+        raise ValueError("n_samples and n_workers must be positive")
+    base = n_samples // n_workers
+    shares = [base] * (n_workers - 1) + [n_samples - base * (n_workers - 1)]
+    gens = np.random.default_rng(seed).spawn(n_workers)
+    with ProcessPoolExecutor(n_workers, mp_context=mp_context()) as ex:
+        hits = sum(ex.map(count_inside, shares, gens))
+    return 4 * hits / n_samples
+''',
+        "samples rounded down to a multiple of n_workers": '''
+import numpy as np
+from helpers.pools import count_inside
+from helpers.workers import mp_context
+def monte_carlo_pi(n_samples, n_workers, seed):
+    if n_samples < 1 or n_workers < 1:
+        raise ValueError("bad arguments")
+    each = max(1, n_samples // n_workers)
+    with mp_context().Pool(n_workers) as pool:
+        hits = pool.starmap(count_inside, [(each, [seed, i]) for i in range(n_workers)])
+    return 4 * sum(hits) / (each * n_workers)
+''',
+    },
+    "amdahl_speedup": {
+        "via the serial fraction": '''
+def amdahl_speedup(parallel_fraction, n_workers):
+    if parallel_fraction < 0 or parallel_fraction > 1:
+        raise ValueError("parallel_fraction must lie in [0, 1]")
+    if n_workers < 1:
+        raise ValueError("n_workers must be >= 1")
+    serial = 1 - parallel_fraction
+    return n_workers / (serial * n_workers + parallel_fraction)
+''',
+    },
+    "fit_serial_fraction": {
+        "scipy curve_fit on the speedups": '''
+import numpy as np
+from scipy.optimize import curve_fit
+def fit_serial_fraction(workers, speedups):
+    n, s = np.asarray(workers, float), np.asarray(speedups, float)
+    if n.size == 0 or n.shape != s.shape:
+        raise ValueError("workers and speedups must be non-empty and of equal length")
+    if (n < 1).any() or (s <= 0).any() or not (n > 1).any():
+        raise ValueError("invalid measurements")
+    (f,), _ = curve_fit(lambda k, f: 1 / (f + (1 - f) / k), n, s, p0=[0.3], bounds=(0, 1))
+    return float(f)
+''',
+    },
+    "generate_trajectories": {
+        "one contiguous chunk per worker": '''
+import math
+import numpy as np
+from helpers.ode import trajectory
+from helpers.workers import mp_context
+def generate_trajectories(n, n_workers, seed):
+    if n < 0 or n_workers < 1:
+        raise ValueError("n must be >= 0 and n_workers >= 1")
+    children = np.random.SeedSequence(seed).spawn(n)
+    with mp_context().Pool(n_workers) as pool:
+        return pool.map(trajectory, children, chunksize=max(1, math.ceil(n / n_workers)))
+''',
+        "ProcessPoolExecutor over the seeds": '''
+import numpy as np
+from concurrent.futures import ProcessPoolExecutor
+from helpers.ode import trajectory
+from helpers.workers import mp_context
+def generate_trajectories(n, n_workers, seed):
+    if n < 0 or n_workers < 1:
+        raise ValueError("invalid arguments")
+    with ProcessPoolExecutor(n_workers, mp_context=mp_context()) as ex:
+        return list(ex.map(trajectory, np.random.SeedSequence(seed).spawn(n), chunksize=2))
+''',
+    },
+}
+
+PARTIAL = {
+    "robust_map": "pool.map: one failure loses everything",
+    "fit_serial_fraction": None,
+}
