@@ -170,6 +170,12 @@ def test_student_runs_notebook_and_validates(lab):
             # nbgrader's Validate button sits in the notebook toolbar.
             validate = page.locator(".jp-NotebookPanel-toolbar .validate-button")
             validate.wait_for()
+            # The Nbgrader menu of the lab extension, and its Create Assignment sidebar.
+            page.locator(".lm-MenuBar-itemLabel", has_text="Nbgrader").click()
+            for item in ("Assignment List", "Course List", "Formgrader"):
+                page.locator(".lm-Menu-itemLabel", has_text=item).first.wait_for()
+            page.keyboard.press("Escape")
+            page.locator(".lm-TabBar-tab[title='Create Assignment'], .lm-TabBar-tab:has-text('Create Assignment')").first.wait_for()
 
             # Run every cell in order, waiting for each, as a student does with Shift+Enter
             # (Run All would stop at the first unanswered exercise).
