@@ -4,7 +4,7 @@ import os
 import sys
 import time
 
-from . import author, benchmark, course, feedback, grade, release, report, samples
+from . import author, benchmark, course, feedback, grade, release, report, samples, student
 
 
 def _all(args):
@@ -30,6 +30,7 @@ def parser():
         "grade": (grade.main, "autograde every submission in submitted/, in parallel"),
         "feedback": (feedback.main, "write HTML feedback for every graded submission"),
         "report": (report.main, "write grade CSVs and plots into reports/"),
+        "student": (student.main, "build dist/student/, the folder students receive"),
         "all": (_all, "the main job: release, samples, grade, feedback, report"),
     }
     for verb, (fn, text) in helps.items():

@@ -1,0 +1,198 @@
+"""Every command in the docs' ```bash blocks (README.md, course/*.md) refers to real things.
+
+Each command line is checked: `bin/...` scripts exist and are executable,
+`python -m autograder <verb>` verbs exist (`--help` works), `nbgrader <sub>` and
+`jupyter <sub>` subcommands exist, other programs are on PATH, every path it
+names exists (or is made by the course: dist/student/ is built and looked in),
+every variable it sets is read by the course. Cheap commands are run for real.
+"""
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+from functools import lru_cache
+from pathlib import Path
+
+import pytest
+
+from autograder import course, student
+
+DOCS = [course.ROOT / "README.md", *sorted((course.ROOT / "course").glob("*.md"))]
+# Folders the course writes (bin/main, the grading steps) rather than ships.
+GENERATED = ("submitted/", "autograded/", "feedback/", "reports/", "dist/", ".venv/")
+# Commands cheap enough to run for real (prefix match on the normalised line).
+RUN_FOR_REAL = ("python -m autograder student", "python -m autograder author export", "python -c ",
+                "jupyter labextension list", "jupyter server extension list")
+
+
+def bash_commands(path):
+    """(line number, command) for every command line of the ```bash blocks of a markdown file."""
+    commands, block, pending = [], False, ""
+    for number, line in enumerate(path.read_text().splitlines(), 1):
+        fence = re.match(r"\s*```(\w*)\s*$", line)
+        if fence and not block:
+            block = fence[1] == "bash" and "bash"
+            block = block or "other"
+            continue
+        if fence and block:
+            block = False
+            continue
+        if block != "bash":
+            continue
+        text = pending + line.strip()
+        if text.endswith("\\"):
+            pending = text[:-1] + " "
+            continue
+        pending = ""
+        if text and not text.startswith("#"):
+            commands.append((number, text))
+    return commands
+
+
+ALL = [(doc, number, cmd) for doc in DOCS for number, cmd in bash_commands(doc)]
+
+
+def test_docs_exist_and_have_commands():
+    names = {d.relative_to(course.ROOT).as_posix() for d in DOCS}
+    assert {"README.md", "course/syllabus.md", "course/instructor_guide.md"} <= names
+    assert len(ALL) >= 15, "expected the README and the guide to show their commands"
+    assert (course.ROOT / "course" / "img" / "jupyterlab.png").is_file()
+    assert "course/img/jupyterlab.png" in (course.ROOT / "README.md").read_text()
+
+
+def _env():
+    env = dict(os.environ)
+    env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
+    env["PYTHONPATH"] = str(course.ROOT) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    env.setdefault("MPLBACKEND", "Agg")
+    return env
+
+
+@lru_cache(maxsize=None)
+def _help_ok(*argv):
+    done = subprocess.run([*argv, "--help"], cwd=course.ROOT, env=_env(), capture_output=True,
+                          text=True, timeout=180)
+    return done.returncode == 0
+
+
+def _autograder_help_ok(verb):
+    """`python -m autograder <verb> --help` exits 0 (the CLI's own parser, in this process)."""
+    import contextlib
+    import io
+
+    from autograder import cli
+
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        try:
+            cli.parser().parse_args([verb, "--help"])
+        except SystemExit as exit_:
+            return exit_.code == 0
+    return False
+
+
+@lru_cache(maxsize=None)
+def _nbgrader_subcommands():
+    from nbgrader.apps.nbgraderapp import NbGraderApp
+    return set(NbGraderApp.subcommands)
+
+
+def test_module_entry_points_answer():
+    assert _help_ok(sys.executable, "-m", "autograder")
+    assert _help_ok(sys.executable, "-m", "nbgrader")
+
+
+@lru_cache(maxsize=None)
+def _student_bundle():
+    import tempfile
+    return student.build(Path(tempfile.mkdtemp(prefix="docs-student-")) / "student")
+
+
+def _referenced_variable(name):
+    places = [course.ROOT / "nbgrader_config.py", *course.ROOT.joinpath("bin").iterdir(),
+              *course.ROOT.joinpath("autograder").rglob("*.py"), *course.ROOT.joinpath("helpers").rglob("*.py")]
+    return any(name in p.read_text(errors="replace") for p in places if p.is_file())
+
+
+def _check_path(token):
+    token = token.strip("'\"")
+    if token.startswith(("http:", "https:", "/", "-")) or "<" in token or "$" in token:
+        return None
+    if "/" not in token or "=" in token or not re.match(r"^[\w.][\w./-]*$", token):
+        return None
+    if token.startswith("dist/student/"):
+        rel = token[len("dist/student/"):]
+        return None if (_student_bundle() / rel).exists() else f"{token} is not in the student folder"
+    if token.startswith(GENERATED):
+        return None
+    match = re.match(r"^(source|release)/(\d\d_\w+)/", token)
+    if match and match[2] in course.contract() and match[2] not in course.assignments():
+        return None   # an assignment of the course spec still being written in another branch
+    return None if (course.ROOT / token).exists() else f"{token} does not exist"
+
+
+def _split(cmd):
+    words = shlex.split(cmd)
+    while words and re.fullmatch(r"[A-Z_][A-Z0-9_]*=.*", words[0]):   # VAR=value prefixes
+        name = words.pop(0).split("=", 1)[0]
+        assert _referenced_variable(name), f"{name} is set but the course never reads it"
+    return words
+
+
+@pytest.mark.parametrize("doc,number,cmd", ALL, ids=[f"{d.name}:{n}" for d, n, _ in ALL])
+def test_command_refers_to_real_things(doc, number, cmd):
+    words = _split(cmd)
+    assert words, cmd
+    where = f"{doc.name}:{number}: {cmd}"
+    if words[0] == "export":
+        name = words[1].split("=", 1)[0]
+        assert _referenced_variable(name), f"{where}: {name} is set but the course never reads it"
+        return
+    if words[0] == "source":
+        assert (course.ROOT / words[1]).is_file(), where
+        return
+    if words[0].startswith("bin/"):
+        script = course.ROOT / words[0]
+        assert script.is_file() and os.access(script, os.X_OK), f"{where}: {words[0]} is not an executable script"
+    elif words[:3] == ["python", "-m", "autograder"]:
+        assert _autograder_help_ok(words[3]), f"{where}: no verb {words[3]!r}"
+    elif words[0] == "nbgrader":
+        assert words[1] in _nbgrader_subcommands(), f"{where}: no nbgrader {words[1]!r}"
+    elif words[0] == "jupyter":
+        jupyter = str(Path(sys.executable).parent / "jupyter")
+        sub = [words[1]] + ([words[2]] if words[1] == "server" and len(words) > 2 else [])
+        assert _help_ok(jupyter, *sub), f"{where}: no jupyter {' '.join(sub)!r}"
+    elif words[0] != "python":
+        assert shutil.which(words[0]), f"{where}: {words[0]} is not installed"
+    for token in words[1:]:
+        problem = _check_path(token)
+        assert problem is None, f"{where}: {problem}"
+    for name in re.findall(r"\b\d\d_[a-z_]+\b", cmd):
+        assert name in course.contract(), f"{where}: {name} is not an assignment of the course"
+
+
+CHEAP = [(d, n, c) for d, n, c in ALL if " ".join(shlex.split(c)).startswith(RUN_FOR_REAL)]
+
+
+@pytest.mark.parametrize("doc,number,cmd", CHEAP, ids=[f"{d.name}:{n}" for d, n, _ in CHEAP])
+def test_cheap_command_runs(doc, number, cmd, tmp_path):
+    words = _split(cmd)
+    words = [sys.executable if w == "python" else w for w in words]
+    if words[0] == "jupyter":
+        words[0] = str(Path(sys.executable).parent / "jupyter")
+    env = _env()
+    env["JUPYTER_CONFIG_PATH"] = str(course.ROOT / "jupyter_config")
+    done = subprocess.run(words, cwd=course.ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, f"{doc.name}:{number}: {cmd}\n{done.stdout[-1500:]}\n{done.stderr[-1500:]}"
+    if words[1:3] == ["labextension", "list"]:
+        assert "@jupyter/nbgrader" in done.stdout + done.stderr
+
+
+def test_every_cli_verb_is_documented():
+    from autograder import cli
+
+    verbs = cli.parser()._subparsers._group_actions[0].choices
+    guide = (course.ROOT / "course" / "instructor_guide.md").read_text()
+    missing = [v for v in verbs if v not in ("all", "author") and f"python -m autograder {v}" not in guide]
+    assert not missing, f"verbs missing from the instructor guide: {missing}"

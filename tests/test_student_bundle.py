@@ -1,0 +1,111 @@
+"""dist/student/ (`python -m autograder student`) gives students the release and nothing more."""
+import filecmp
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from autograder import course, notebooks, student
+
+
+@pytest.fixture(scope="module")
+def bundle(tmp_path_factory):
+    return student.build(tmp_path_factory.mktemp("dist") / "student")
+
+
+def _files(folder):
+    return sorted(p.relative_to(folder) for p in Path(folder).rglob("*") if p.is_file())
+
+
+def test_bundle_has_what_students_need(bundle):
+    for name in ("README.md", "requirements.txt", "environment.yml", "nbgrader_config.py",
+                 "bin/lab", "bin/validate", "bin/env.sh", "helpers/__init__.py"):
+        assert (bundle / name).is_file(), f"the student folder lacks {name}"
+    for name in ("bin/lab", "bin/validate"):
+        assert os.access(bundle / name, os.X_OK), f"{name} is not executable"
+    for name in ("requirements.txt", "environment.yml"):
+        assert (bundle / name).read_text() == (course.ROOT / name).read_text()
+    assert sorted(p.name for p in bundle.iterdir() if p.is_dir()) == sorted(
+        [*course.assignments(), "bin", "helpers"])
+
+
+def test_notebooks_are_the_release_ones(bundle, assignment):
+    released = course.RELEASE / assignment
+    files = [f for f in _files(released) if "__pycache__" not in f.parts]
+    assert _files(bundle / assignment) == files
+    for rel in files:
+        assert filecmp.cmp(bundle / assignment / rel, released / rel, shallow=False), rel
+
+
+def test_helpers_are_the_course_helpers(bundle):
+    ours = [f for f in _files(course.ROOT / "helpers") if "__pycache__" not in f.parts and f.suffix != ".pyc"]
+    assert _files(bundle / "helpers") == ours
+    for rel in ours:
+        assert filecmp.cmp(bundle / "helpers" / rel, course.ROOT / "helpers" / rel, shallow=False)
+
+
+def test_no_solution_no_hidden_test_no_grader_code(bundle):
+    assert not (bundle / "autograder").exists() and not (bundle / "source").exists()
+    solutions = []
+    for assignment in course.assignments():
+        for src in notebooks.answer_cells(notebooks.read(course.source_notebook(assignment))).values():
+            solutions += [_squash(body) for body in re.findall(r"### BEGIN SOLUTION\n(.*?)### END SOLUTION", src, re.S)
+                          if len(_squash(body)) > 40]
+    assert solutions, "found no solution in source/ to look for"
+    for path in bundle.rglob("*"):
+        if not path.is_file():
+            continue
+        text = path.read_text(errors="replace")
+        for marker in ("BEGIN SOLUTION", "END SOLUTION", "BEGIN HIDDEN TESTS", "END HIDDEN TESTS"):
+            assert marker not in text, f"{path.relative_to(bundle)} contains {marker!r}"
+        assert "autograder" not in text.lower(), f"{path.relative_to(bundle)} mentions the grader"
+        if path.suffix == ".ipynb":   # a notebook's source lines sit in JSON strings
+            text = "\n".join(c.source for c in notebooks.read(path).cells)
+        squashed = _squash(text)
+        leaked = [body[:60] for body in solutions if body in squashed]
+        assert not leaked, f"{path.relative_to(bundle)} holds a solution: {leaked[:3]}"
+
+
+def _squash(text):
+    """Code with all whitespace removed, so that indentation or line breaks do not hide a copy."""
+    return re.sub(r"\s+", "", text)
+
+
+def test_helpers_define_no_graded_exercise(bundle):
+    names = {name for names in course.contract().values() for name in names}
+    for path in (bundle / "helpers").rglob("*.py"):
+        defined = set(re.findall(r"^(?:async\s+)?def\s+(\w+)|^(\w+)\s*=", path.read_text(), re.M))
+        defined = {a or b for a, b in defined}
+        assert not names & defined, f"{path.name} defines graded exercise(s) {names & defined}"
+
+
+def test_helpers_import_from_the_bundle_alone(bundle):
+    """What bin/lab sets up: the student folder on PYTHONPATH, nothing of the instructor's."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["PYTHONPATH"] = str(bundle)
+    code = ("import sys, helpers, helpers.plots, helpers.timing, helpers.workers, helpers.system; "
+            "assert helpers.__file__.startswith(sys.argv[1]), helpers.__file__; "
+            "assert not any(m.startswith('autograder') for m in sys.modules); "
+            "print(helpers.system.usable_cores())")
+    done = subprocess.run([sys.executable, "-c", code, str(bundle)], cwd=bundle, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert int(done.stdout.strip()) >= 1
+
+
+def test_launchers_are_valid_bash(bundle):
+    for name in ("lab", "validate", "env.sh"):
+        done = subprocess.run(["bash", "-n", str(bundle / "bin" / name)], capture_output=True, text=True)
+        assert done.returncode == 0, f"bin/{name}: {done.stderr}"
+    done = subprocess.run(["bash", str(bundle / "bin" / "validate")], capture_output=True, text=True,
+                          env={**os.environ, "CONDA_DEFAULT_ENV": "parallel-course"}, timeout=60)
+    assert done.returncode == 2 and "usage" in done.stderr
+
+
+def test_cli_verb_builds_dist_student():
+    done = subprocess.run([sys.executable, "-m", "autograder", "student", "--help"], cwd=course.ROOT,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and "dist/student" in done.stdout
