@@ -1,42 +1,22 @@
 """What this machine offers: cores, memory, start methods, accelerators (without torch)."""
-import math
 import multiprocessing
 import os
 import platform
 import shutil
 import sys
-from pathlib import Path
-
-
-def cgroup_cpu_limit():
-    """CPUs granted by a container's cgroup quota (e.g. 1.5), or None when unlimited."""
-    v2 = Path("/sys/fs/cgroup/cpu.max")
-    try:
-        if v2.is_file():
-            quota, period = v2.read_text().split()[:2]
-            return None if quota == "max" else int(quota) / int(period)
-        quota = Path("/sys/fs/cgroup/cpu/cpu.cfs_quota_us")
-        period = Path("/sys/fs/cgroup/cpu/cpu.cfs_period_us")
-        if quota.is_file() and period.is_file():
-            q = int(quota.read_text())
-            return None if q <= 0 else q / int(period.read_text())
-    except (OSError, ValueError):
-        pass
-    return None
 
 
 def usable_cores():
-    """CPUs this process may really use: affinity mask, then container quota."""
+    """CPUs this process may run on (its affinity mask).
+
+    A container's CPU quota can lower this further; assignment 01 shows how to
+    read it, and your own `cpu_info()` takes it into account.
+    """
     if hasattr(os, "process_cpu_count"):          # Python 3.13+
-        count = os.process_cpu_count() or 1
-    elif hasattr(os, "sched_getaffinity"):        # Linux
-        count = len(os.sched_getaffinity(0))
-    else:                                         # macOS, Windows
-        count = os.cpu_count() or 1
-    quota = cgroup_cpu_limit()
-    if quota is not None:
-        count = min(count, max(1, math.ceil(quota)))
-    return count
+        return os.process_cpu_count() or 1
+    if hasattr(os, "sched_getaffinity"):          # Linux
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1                    # macOS, Windows
 
 
 def summary():
@@ -53,7 +33,6 @@ def summary():
         "logical cores": os.cpu_count(),
         "physical cores": physical,
         "usable cores": usable_cores(),
-        "cgroup CPU quota": cgroup_cpu_limit(),
         "memory (GiB)": memory_gib,
         "default start method": multiprocessing.get_start_method(allow_none=True)
         or multiprocessing.get_context().get_start_method(),

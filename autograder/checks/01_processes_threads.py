@@ -101,16 +101,16 @@ def test_cpu_info_is_your_own(cpu_info):
     """cpu_info computes the counts itself rather than asking the course helpers"""
     import helpers.system as course_system
 
-    saved = course_system.usable_cores, course_system.cgroup_cpu_limit, course_system.summary
+    saved = course_system.usable_cores, course_system.summary
 
     def refuse(*args, **kwargs):
         raise RuntimeError("cpu_info should not call helpers.system: write the count yourself")
 
-    course_system.usable_cores = course_system.cgroup_cpu_limit = course_system.summary = refuse
+    course_system.usable_cores = course_system.summary = refuse
     try:
         cpu_info()
     finally:
-        course_system.usable_cores, course_system.cgroup_cpu_limit, course_system.summary = saved
+        course_system.usable_cores, course_system.summary = saved
 
 
 # --- run_in_child ----------------------------------------------------------------
