@@ -2,12 +2,24 @@
 import math
 import random
 import re
+from contextlib import contextmanager
 
 import torch
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
 from autograder.checks._support import exact_float, exact_int, exact_list, raises_value_error, timeout
+
+
+@contextmanager
+def _one_thread():
+    """Tiny models train far faster on one torch thread, above all on a busy machine."""
+    saved = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(saved)
 
 
 # --- pad_to_multiple ----------------------------------------------------------------------
@@ -193,7 +205,7 @@ def test_fixed_case_3_runs(fixed_case_3):
     assert count >= 1000, "the loader should cover the 1024 samples"
     images, masks = first
     assert tuple(masks.shape[1:]) == (1, 26, 26), "masks are 1 x 26 x 26"
-    with torch.no_grad():
+    with torch.no_grad(), _one_thread():
         out = model(images[:8])
     assert out.shape[0] == 8 and out.shape[1] >= 1, "one prediction per image"
     assert tuple(out.shape[2:]) == (26, 26), "the prediction must keep the 26 x 26 size of the mask"
@@ -276,7 +288,8 @@ def test_train_amp_epoch_means(train_amp):
         return loss
 
     epochs = random.randint(2, 4)
-    history = train_amp(model, loader, torch.optim.SGD(model.parameters(), lr=0.01), loss_fn, epochs, "cpu")
+    with _one_thread():
+        history = train_amp(model, loader, torch.optim.SGD(model.parameters(), lr=0.01), loss_fn, epochs, "cpu")
     history = exact_list(history, "the result", length=epochs)
     per_epoch = len(loader)
     assert len(recorded) == epochs * per_epoch, "the loss should be computed once per batch, every epoch"
@@ -292,8 +305,9 @@ def test_train_amp_epoch_means(train_amp):
 def test_train_amp_learns(train_amp):
     """the loss goes down on an easy regression"""
     model, loader = _problem(seed=random.randint(0, 100))
-    history = train_amp(model, loader, torch.optim.SGD(model.parameters(), lr=0.02), nn.MSELoss(), 6, "cpu")
-    assert history[-1] < 0.7 * history[0], "the training loss should fall clearly over 6 epochs"
+    with _one_thread():
+        history = train_amp(model, loader, torch.optim.SGD(model.parameters(), lr=0.05), nn.MSELoss(), 6, "cpu")
+    assert history[-1] < 0.6 * history[0], "the training loss should fall clearly over 6 epochs"
 
 
 def test_train_amp_forward_under_autocast(train_amp):
@@ -301,7 +315,8 @@ def test_train_amp_forward_under_autocast(train_amp):
     model, loader = _problem()
     seen = []
     model[0].register_forward_hook(lambda m, i, o: seen.append((torch.is_autocast_enabled("cpu"), o.dtype)))
-    train_amp(model, loader, torch.optim.SGD(model.parameters(), lr=0.01), nn.MSELoss(), 1, "cpu")
+    with _one_thread():
+        train_amp(model, loader, torch.optim.SGD(model.parameters(), lr=0.01), nn.MSELoss(), 1, "cpu")
     assert seen, "the model was never called"
     assert all(on for on, _ in seen), "the forward pass must run inside torch.autocast"
     assert all(dtype is torch.bfloat16 for _, dtype in seen), "on the CPU, autocast must use bfloat16"
@@ -311,7 +326,8 @@ def test_train_amp_backward_outside(train_amp):
     """backward runs outside autocast"""
     model, loader = _problem()
     _BackwardSpy.states = []
-    train_amp(model, loader, torch.optim.SGD(model.parameters(), lr=0.01), nn.MSELoss(), 1, "cpu")
+    with _one_thread():
+        train_amp(model, loader, torch.optim.SGD(model.parameters(), lr=0.01), nn.MSELoss(), 1, "cpu")
     assert _BackwardSpy.states, "backward was never called"
     assert not any(_BackwardSpy.states), "backward() must be called after leaving the autocast block"
 
@@ -321,7 +337,8 @@ def test_train_amp_clips_unscaled(train_amp):
     model, loader = _problem()
     max_norm = random.choice([1e-3, 2e-3, 5e-3])
     optimizer = _NormSGD(model.parameters(), lr=0.01)
-    train_amp(model, loader, optimizer, nn.MSELoss(), 2, "cpu", max_norm=max_norm)
+    with _one_thread():
+        train_amp(model, loader, optimizer, nn.MSELoss(), 2, "cpu", max_norm=max_norm)
     assert optimizer.norms, "optimizer.step() was never called"
     assert all(n <= max_norm * 1.01 for n in optimizer.norms), (
         "gradients were not clipped to max_norm before the optimizer step")
@@ -333,7 +350,8 @@ def test_train_amp_no_clip_by_default(train_amp):
     """without max_norm the gradients are left alone"""
     model, loader = _problem()
     optimizer = _NormSGD(model.parameters(), lr=0.001)
-    train_amp(model, loader, optimizer, nn.MSELoss(), 1, "cpu")
+    with _one_thread():
+        train_amp(model, loader, optimizer, nn.MSELoss(), 1, "cpu")
     assert optimizer.norms and max(optimizer.norms) > 0.05, "gradients should not be clipped without max_norm"
 
 
