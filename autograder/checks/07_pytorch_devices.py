@@ -1,0 +1,334 @@
+"""Hidden checks of 07_pytorch_devices (devices, threads, data loading, FLOPs)."""
+import collections
+import os
+import random
+from contextlib import contextmanager
+
+import torch
+from torch import nn
+from torch.utils.data import DataLoader, TensorDataset
+from torch.utils.flop_counter import FlopCounterMode
+
+from autograder.checks._support import exact_int, raises_value_error, timeout
+
+
+@contextmanager
+def pretend(cuda=False, mps=False, count=1):
+    """Make torch report CUDA and/or MPS as available while the block runs."""
+    saved = torch.cuda.is_available, torch.cuda.device_count
+    mps_backend = getattr(torch.backends, "mps", None)
+    saved_mps = mps_backend.is_available if mps_backend is not None else None
+    torch.cuda.is_available = lambda: cuda
+    torch.cuda.device_count = lambda: count if cuda else 0
+    if mps_backend is not None:
+        mps_backend.is_available = lambda: mps
+    try:
+        yield
+    finally:
+        torch.cuda.is_available, torch.cuda.device_count = saved
+        if mps_backend is not None:
+            mps_backend.is_available = saved_mps
+
+
+def _is(device, kind):
+    assert isinstance(device, torch.device), (
+        f"pick_device must return a torch.device, got {type(device).__name__}")
+    return device.type == kind
+
+
+# --- pick_device ---------------------------------------------------------------------
+def test_pick_device_cpu_only(pick_device):
+    """on a machine without accelerators every request ends on the CPU"""
+    with pretend(cuda=False, mps=False):
+        assert _is(pick_device(), "cpu"), "without CUDA or MPS the default must be the CPU"
+        for prefer in ("cpu", "cuda", "cuda:0", "mps"):
+            assert _is(pick_device(prefer), "cpu"), (
+                "a preferred device that does not exist here must fall back to the CPU")
+
+
+def test_pick_device_with_cuda(pick_device):
+    """with CUDA present: CUDA by default, but the CPU when it is preferred"""
+    with pretend(cuda=True, mps=False, count=2):
+        device = pick_device()
+        assert _is(device, "cuda") and device.index in (None, 0), "with CUDA the default must be CUDA"
+        assert _is(pick_device("cpu"), "cpu"), "prefer='cpu' must give the CPU even when CUDA exists"
+        chosen = pick_device("cuda:1")
+        assert _is(chosen, "cuda") and chosen.index == 1, "prefer='cuda:1' must give cuda:1 when it exists"
+        assert _is(pick_device("mps"), "cuda"), "prefer='mps' without MPS falls back to CUDA"
+
+
+def test_pick_device_mps_order(pick_device):
+    """CUDA comes before MPS, and MPS before the CPU"""
+    with pretend(cuda=False, mps=True):
+        assert _is(pick_device(), "mps"), "with MPS and no CUDA the default must be MPS"
+        assert _is(pick_device("cuda"), "mps"), "prefer='cuda' without CUDA falls back to MPS"
+        assert _is(pick_device("cpu"), "cpu"), "prefer='cpu' must give the CPU"
+    with pretend(cuda=True, mps=True):
+        assert _is(pick_device(), "cuda"), "with both CUDA and MPS the default must be CUDA"
+
+
+def test_pick_device_unknown(pick_device):
+    """a preference that names no device type raises ValueError"""
+    for bad in ("tpu", "gpu", "banana"):
+        with raises_value_error(f"pick_device({bad!r})"):
+            pick_device(bad)
+
+
+# --- to_device ------------------------------------------------------------------------
+Pair = collections.namedtuple("Pair", "image label")
+
+
+def _sample_batch():
+    n = random.randint(2, 5)
+    marker = object()
+    batch = {
+        "inputs": torch.randn(n, 3),
+        "targets": [torch.arange(n), (torch.ones(2), "name.png", 7)],
+        "pair": Pair(torch.zeros(n), None),
+        "extra": marker,
+        "score": 1.5,
+    }
+    return batch, marker
+
+
+def test_to_device_moves_every_tensor(to_device):
+    """every tensor in nested lists, tuples, dicts and named tuples is moved"""
+    batch, _ = _sample_batch()
+    moved = to_device(batch, torch.device("meta"))
+    tensors = [moved["inputs"], moved["targets"][0], moved["targets"][1][0], moved["pair"][0]]
+    assert all(isinstance(t, torch.Tensor) for t in tensors), "tensors must stay tensors"
+    assert all(t.device.type == "meta" for t in tensors), "some tensors were not moved to the device"
+    assert all(a.shape == b.shape for a, b in zip(
+        tensors, [batch["inputs"], batch["targets"][0], batch["targets"][1][0], batch["pair"][0]])), (
+        "moved tensors must keep their shapes")
+    assert batch["inputs"].device.type == "cpu", "the original batch should not change"
+    assert to_device(torch.ones(2), "meta").device.type == "meta", "a bare tensor is moved too"
+
+
+def test_to_device_keeps_structure(to_device):
+    """container types and non-tensor objects are kept"""
+    batch, marker = _sample_batch()
+    moved = to_device(batch, "meta")
+    assert type(moved) is dict and list(moved) == list(batch), "a dict must stay a dict with the same keys"
+    assert type(moved["targets"]) is list, "a list must stay a list"
+    assert type(moved["targets"][1]) is tuple, "a tuple must stay a tuple"
+    assert type(moved["pair"]) is Pair, "a named tuple must stay the same named tuple"
+    assert moved["extra"] is marker and moved["score"] == 1.5, "non-tensor objects must be returned untouched"
+    assert moved["targets"][1][1] == "name.png" and moved["targets"][1][2] == 7, "strings and numbers stay"
+    assert moved["pair"].label is None
+
+
+def test_to_device_non_blocking(to_device):
+    """non_blocking is passed on to every tensor move"""
+    seen = []
+    original = torch.Tensor.to
+
+    def spy(self, *args, **kwargs):
+        seen.append(kwargs.get("non_blocking", any(a is True for a in args)))
+        return original(self, *args, **kwargs)
+
+    torch.Tensor.to = spy
+    try:
+        to_device([torch.ones(1), {"a": torch.zeros(2)}], "meta", non_blocking=True)
+    finally:
+        torch.Tensor.to = original
+    assert len(seen) >= 2 and all(seen), "non_blocking=True was not passed on to tensor.to"
+
+
+# --- make_loader --------------------------------------------------------------------------
+def _dataset():
+    n = random.randint(13, 29)
+    return TensorDataset(torch.arange(float(n)), torch.arange(n)), n
+
+
+def test_make_loader_settings(make_loader):
+    """pinned memory only for CUDA, persistent workers only with workers"""
+    data, _ = _dataset()
+    for device in ("cpu", torch.device("cpu")):
+        loader = make_loader(data, 4, 0, device)
+        assert isinstance(loader, DataLoader), "make_loader must return a DataLoader"
+        assert loader.pin_memory is False, "pin_memory must be off for a CPU device"
+        assert not loader.persistent_workers, "persistent workers make no sense with num_workers=0"
+    for device in ("cuda", "cuda:0", torch.device("cuda")):
+        assert make_loader(data, 4, 0, device).pin_memory is True, "pin_memory must be on for a CUDA device"
+    workers = random.randint(1, 3)
+    loader = make_loader(data, 5, workers, "cpu")
+    assert loader.num_workers == workers, "the loader must use num_workers worker processes"
+    assert loader.persistent_workers is True, "with workers, persistent_workers must be on"
+    assert loader.batch_size == 5, "the loader must use the batch size given"
+
+
+def test_make_loader_yields_everything(make_loader):
+    """one epoch yields every item once, in batches of batch_size"""
+    data, n = _dataset()
+    batch = random.randint(2, 6)
+    loader = make_loader(data, batch, 0, "cpu")
+    xs = [b[0] for b in loader]
+    assert all(len(x) <= batch for x in xs), "batches must not exceed batch_size"
+    assert sorted(torch.cat(xs).tolist()) == list(range(n)), "an epoch must yield every item exactly once"
+
+
+@timeout(90)
+def test_make_loader_runs_with_workers(make_loader):
+    """a loader with worker processes delivers the whole dataset, twice"""
+    data, n = _dataset()
+    loader = make_loader(data, 4, 2, "cpu")
+    for _ in range(2):
+        got = sorted(torch.cat([b[0] for b in loader]).tolist())
+        assert got == list(range(n)), "an epoch with workers must yield every item exactly once"
+    del loader
+
+
+def test_make_loader_errors(make_loader):
+    """a negative worker count or a batch size below 1 raises ValueError"""
+    data, _ = _dataset()
+    with raises_value_error("make_loader(data, 4, -1, 'cpu')"):
+        make_loader(data, 4, -1, "cpu")
+    with raises_value_error("make_loader(data, 0, 0, 'cpu')"):
+        make_loader(data, 0, 0, "cpu")
+
+
+# --- count_parameters ---------------------------------------------------------------------
+def test_count_parameters_values(count_parameters):
+    """total and trainable counts of random models with frozen layers"""
+    for _ in range(3):
+        sizes = [random.randint(2, 20) for _ in range(4)]
+        layers = [nn.Linear(sizes[0], sizes[1]), nn.ReLU(), nn.Linear(sizes[1], sizes[2], bias=False),
+                  nn.BatchNorm1d(sizes[2]), nn.Linear(sizes[2], sizes[3])]
+        model = nn.Sequential(*layers)
+        frozen = random.choice([0, 2, 4])
+        for p in layers[frozen].parameters():
+            p.requires_grad_(False)
+        total = sum(p.numel() for p in model.parameters())
+        trainable = total - sum(p.numel() for p in layers[frozen].parameters())
+        got = count_parameters(model)
+        assert type(got) is tuple and len(got) == 2, "count_parameters must return a tuple (total, trainable)"
+        assert exact_int(got[0], "total") == total, "the total number of parameters is wrong"
+        assert exact_int(got[1], "trainable") == trainable, "the number of trainable parameters is wrong"
+
+
+def test_count_parameters_shared(count_parameters):
+    """a layer used twice counts once"""
+    n = random.randint(3, 9)
+    shared = nn.Linear(n, n)
+    model = nn.Sequential(shared, nn.Tanh(), shared)
+    assert count_parameters(model) == (n * n + n, n * n + n), "a shared layer's parameters count once"
+
+
+# --- layer_flops ----------------------------------------------------------------------------
+def _counted(layer, shape):
+    with FlopCounterMode(display=False) as counter, torch.no_grad():
+        layer(torch.zeros(shape))
+    return counter.get_total_flops()
+
+
+def _random_conv():
+    groups = random.choice([1, 1, 2, 4])
+    c_in = groups * random.randint(1, 4)
+    c_out = groups * random.randint(1, 4)
+    k = (random.randint(1, 4), random.randint(1, 4))
+    stride = random.choice([1, 2, (1, 2), 3])
+    dilation = random.choice([1, 1, 2])
+    padding = random.choice([0, 1, (2, 1), "valid"])
+    layer = nn.Conv2d(c_in, c_out, k, stride=stride, padding=padding, dilation=dilation,
+                      groups=groups, bias=random.random() < 0.5)
+    shape = (random.randint(1, 3), c_in, random.randint(9, 16), random.randint(9, 16))
+    return layer, shape
+
+
+def test_layer_flops_linear(layer_flops):
+    """Linear layers of random sizes and input ranks match FlopCounterMode"""
+    for _ in range(6):
+        i, o = random.randint(1, 40), random.randint(1, 40)
+        layer = nn.Linear(i, o, bias=random.random() < 0.5)
+        shape = tuple(random.randint(1, 5) for _ in range(random.randint(0, 2))) + (i,)
+        expected = _counted(layer, shape)
+        assert exact_int(layer_flops(layer, shape), "layer_flops") == expected, (
+            "Linear FLOPs differ from FlopCounterMode (2 x multiply-adds, bias ignored)")
+
+
+def test_layer_flops_conv(layer_flops):
+    """Conv2d with random stride, padding, dilation, groups and bias matches FlopCounterMode"""
+    for _ in range(10):
+        layer, shape = _random_conv()
+        assert exact_int(layer_flops(layer, shape), "layer_flops") == _counted(layer, shape), (
+            "Conv2d FLOPs differ from FlopCounterMode")
+
+
+def test_layer_flops_same_and_unbatched(layer_flops):
+    """padding='same' and unbatched (C, H, W) inputs"""
+    c = random.randint(1, 4)
+    layer = nn.Conv2d(c, 6, (3, 5), padding="same")
+    shape = (c, random.randint(6, 12), random.randint(6, 12))
+    assert layer_flops(layer, shape) == _counted(layer, shape), "padding='same' or an unbatched input is miscounted"
+
+
+def test_layer_flops_by_hand(layer_flops):
+    """the count comes from the sizes, without running the layer"""
+    layer, shape = _random_conv()
+    expected = _counted(layer, shape)
+
+    def refuse(*args, **kwargs):
+        raise RuntimeError("layer_flops should count by hand, not run the layer")
+
+    layer.forward = refuse
+    assert layer_flops(layer, shape) == expected, "Conv2d FLOPs differ from FlopCounterMode"
+
+
+def test_layer_flops_errors(layer_flops):
+    """another layer type, or a shape that does not fit, raises ValueError"""
+    with raises_value_error("layer_flops(nn.ReLU(), ...)"):
+        layer_flops(nn.ReLU(), (2, 3))
+    with raises_value_error("layer_flops on a Linear with the wrong feature size"):
+        layer_flops(nn.Linear(4, 3), (2, 5))
+    with raises_value_error("layer_flops on a Conv2d with the wrong channel count"):
+        layer_flops(nn.Conv2d(3, 8, 3), (1, 4, 10, 10))
+
+
+# --- gpu_env -------------------------------------------------------------------------------------
+def test_gpu_env_values(gpu_env):
+    """the visible ids in the order given, and PCI bus ordering"""
+    for _ in range(3):
+        ids = random.sample(range(8), random.randint(1, 4))
+        env = gpu_env(ids)
+        assert type(env) is dict, "gpu_env must return a dict"
+        assert all(type(k) is str and type(v) is str for k, v in env.items()), "keys and values must be str"
+        assert env.get("CUDA_VISIBLE_DEVICES") == ",".join(map(str, ids)), (
+            "CUDA_VISIBLE_DEVICES must list the ids, in order, separated by commas")
+        assert env.get("CUDA_DEVICE_ORDER") == "PCI_BUS_ID", "CUDA_DEVICE_ORDER must be PCI_BUS_ID"
+    assert gpu_env([]).get("CUDA_VISIBLE_DEVICES") == "", "an empty list must hide every GPU"
+
+
+def test_gpu_env_leaves_environment(gpu_env):
+    """this process's own environment is not changed"""
+    before = dict(os.environ)
+    gpu_env([random.randint(0, 7)])
+    assert dict(os.environ) == before, "gpu_env should return the settings, not change os.environ"
+
+
+def test_gpu_env_errors(gpu_env):
+    """negative, repeated or non-integer ids raise ValueError"""
+    for bad in ([-1], [0, 0], ["a"], [1.5]):
+        with raises_value_error(f"gpu_env({bad})"):
+            gpu_env(bad)
+
+
+# --- to_channels_last -------------------------------------------------------------------------------
+def test_to_channels_last_layout(to_channels_last):
+    """same shape and values, channels-last strides"""
+    for _ in range(3):
+        shape = (random.randint(1, 3), random.randint(2, 6), random.randint(2, 7), random.randint(2, 7))
+        x = torch.randn(shape)
+        y = to_channels_last(x)
+        assert isinstance(y, torch.Tensor), "to_channels_last must return a tensor"
+        assert tuple(y.shape) == shape, "the shape must stay (N, C, H, W)"
+        assert torch.equal(x, y), "the values must not change"
+        assert y.is_contiguous(memory_format=torch.channels_last), "the result is not stored channels last"
+        assert y.stride(1) == 1, "channels must be adjacent in memory"
+
+
+def test_to_channels_last_errors(to_channels_last):
+    """anything but a 4-D tensor raises ValueError"""
+    for bad in (torch.randn(3, 4, 5), torch.randn(1, 2, 3, 4, 5)):
+        with raises_value_error(f"to_channels_last on a {bad.dim()}-D tensor"):
+            to_channels_last(bad)

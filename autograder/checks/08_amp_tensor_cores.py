@@ -1,0 +1,362 @@
+"""Hidden checks of 08_amp_tensor_cores (Tensor Core shapes, autocast, GradScaler)."""
+import math
+import random
+import re
+from contextlib import contextmanager
+
+import torch
+from torch import nn
+from torch.utils.data import DataLoader, TensorDataset
+
+from autograder.checks._support import exact_float, exact_int, exact_list, raises_value_error, timeout
+
+
+@contextmanager
+def _one_thread():
+    """Tiny models train far faster on one torch thread, above all on a busy machine."""
+    saved = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(saved)
+
+
+# --- pad_to_multiple ----------------------------------------------------------------------
+def test_pad_to_multiple_values(pad_to_multiple):
+    """the smallest multiple of k at least n, for random n and k"""
+    for _ in range(50):
+        k = random.randint(1, 32)
+        n = random.randint(0, 500)
+        expected = math.ceil(n / k) * k
+        assert exact_int(pad_to_multiple(n, k), "pad_to_multiple") == expected, (
+            "the result must be the smallest multiple of k that is >= n")
+    k = random.choice([8, 16])
+    m = k * random.randint(1, 20)
+    assert pad_to_multiple(m, k) == m, "a multiple of k stays as it is"
+    assert pad_to_multiple(0, k) == 0, "0 is a multiple of k"
+
+
+def test_pad_to_multiple_errors(pad_to_multiple):
+    """a negative n or a k below 1 raises ValueError"""
+    for bad in ((-1, 8), (5, 0), (5, -8)):
+        with raises_value_error(f"pad_to_multiple{bad}"):
+            pad_to_multiple(*bad)
+
+
+# --- tensor_core_issues ------------------------------------------------------------------------
+def _random_dims(k, n):
+    """n sizes, each a multiple of k or not, at random; the non-multiples returned too."""
+    dims = []
+    for _ in range(n):
+        if random.random() < 0.5:
+            dims.append(k * random.randint(1, 8))
+        else:
+            dims.append(k * random.randint(0, 8) + random.randint(1, k - 1))
+    return dims
+
+
+def _check_messages(issues, offending, what):
+    issues = exact_list(issues, "the result")
+    assert all(isinstance(m, str) for m in issues), "every issue must be a message (str)"
+    assert len(issues) == len(offending), (
+        f"{what}: expected one message per offending dimension ({len(offending)}), got {len(issues)}")
+    remaining = list(issues)
+    for n in offending:
+        match = next((m for m in remaining if re.search(rf"(?<!\d){n}(?!\d)", m)), None)
+        assert match is not None, f"{what}: a message must name each offending size (one is missing)"
+        remaining.remove(match)
+
+
+def test_tensor_core_issues_linear(tensor_core_issues):
+    """one message per offending Linear dimension and batch size, float16 and bfloat16"""
+    for dtype in (torch.float16, torch.bfloat16):
+        sizes = _random_dims(8, 4)
+        model = nn.Sequential(nn.Linear(sizes[0], sizes[1]), nn.ReLU(),
+                              nn.Sequential(nn.Linear(sizes[1], sizes[2]), nn.Tanh()),
+                              nn.Linear(sizes[2], sizes[3]))
+        batch = random.choice([8 * random.randint(1, 16), 8 * random.randint(1, 16) + random.randint(1, 7)])
+        dims = [sizes[0], sizes[1], sizes[1], sizes[2], sizes[2], sizes[3]]
+        offending = [n for n in dims + [batch] if n % 8]
+        _check_messages(tensor_core_issues(model, batch, dtype), offending, "a model of Linear layers")
+
+
+def test_tensor_core_issues_conv(tensor_core_issues):
+    """Conv2d channels count, other layers do not"""
+    channels = _random_dims(8, 3)
+    model = nn.Sequential(nn.Conv2d(channels[0], channels[1], 3), nn.BatchNorm2d(channels[1]), nn.ReLU(),
+                          nn.Conv2d(channels[1], channels[2], 1))
+    batch = 8 * random.randint(1, 8)
+    offending = [n for n in (channels[0], channels[1], channels[1], channels[2]) if n % 8]
+    _check_messages(tensor_core_issues(model, batch, torch.float16), offending, "a model of Conv2d layers")
+
+
+def test_tensor_core_issues_int8(tensor_core_issues):
+    """int8 needs multiples of 16"""
+    a, b = 16 * random.randint(1, 4) + 8, 16 * random.randint(1, 4)
+    model = nn.Linear(a, b)
+    assert tensor_core_issues(model, 32, torch.float16) == [], "multiples of 8 are fine for float16"
+    _check_messages(tensor_core_issues(model, 24, torch.int8), [a, 24], "int8 (multiples of 16)")
+
+
+def test_tensor_core_issues_clean_and_errors(tensor_core_issues):
+    """an aligned model gives no message; an unknown dtype raises ValueError"""
+    model = nn.Sequential(nn.Linear(16, 64), nn.ReLU(), nn.Linear(64, 8))
+    assert tensor_core_issues(model, 64, torch.bfloat16) == [], "an aligned model must give []"
+    with raises_value_error("tensor_core_issues(..., torch.float64)"):
+        tensor_core_issues(model, 64, torch.float64)
+
+
+# --- fixed cases ----------------------------------------------------------------------------------
+def _misaligned(model):
+    bad = []
+    for m in model.modules():
+        if isinstance(m, nn.Linear):
+            bad += [n for n in (m.in_features, m.out_features) if n % 8]
+        elif isinstance(m, nn.Conv2d):
+            bad += [n for n in (m.in_channels, m.out_channels) if n % 8]
+    return bad
+
+
+def _layers(model, kind):
+    return [m for m in model.modules() if isinstance(m, kind)]
+
+
+def _has_activations(model):
+    linear_like = (nn.Linear, nn.Conv2d)
+    leaves = [m for m in model.modules() if not list(m.children())]
+    heavy = [i for i, m in enumerate(leaves) if isinstance(m, linear_like)]
+    return all(any(not isinstance(m, linear_like) for m in leaves[a + 1:b]) for a, b in zip(heavy, heavy[1:]))
+
+
+def _result(out, what):
+    assert type(out) is tuple and len(out) == 2, f"{what} must return a tuple (model, data_or_loader)"
+    model, data = out
+    assert isinstance(model, nn.Module), f"{what}: the first element must be the model (an nn.Module)"
+    return model, data
+
+
+def _batches(data):
+    if isinstance(data, torch.Tensor):
+        return [data]
+    return list(data)
+
+
+def test_fixed_case_1_runs(fixed_case_1):
+    """case 1: 128 samples of 15 (or 16) features, at least 3 scores each"""
+    model, data = _result(fixed_case_1(), "fixed_case_1")
+    batches = _batches(data)
+    assert sum(len(b) for b in batches) == 128, "case 1 has 128 samples"
+    with torch.no_grad():
+        for batch in batches:
+            out = model(batch)
+            assert out.dim() == 2 and out.shape[0] == len(batch), "the model must give one row of scores per sample"
+            assert out.shape[1] >= 3, "the model must give at least 3 class scores"
+    first = _layers(model, nn.Linear)[0]
+    assert first.in_features in (15, 16), "the first layer must take the 15 features (padded to 16)"
+
+
+def test_fixed_case_1_tensor_cores(fixed_case_1):
+    """case 1: Tensor-Core-friendly sizes, seed widths, activations between layers"""
+    model, data = _result(fixed_case_1(), "fixed_case_1")
+    assert not _misaligned(model), "some Linear sizes are not multiples of 8"
+    assert all(len(b) % 8 == 0 for b in _batches(data)), "the batch size must be a multiple of 8"
+    widths = [m.out_features for m in _layers(model, nn.Linear)]
+    assert widths[:3] == [64, 32, 16], "keep the seed's hidden widths 64, 32, 16"
+    assert _has_activations(model), "put an activation between the Linear layers"
+
+
+def test_fixed_case_2_runs(fixed_case_2):
+    """case 2: the model runs on every batch of the 123 samples, 16 scores each"""
+    model, data = _result(fixed_case_2(), "fixed_case_2")
+    batches = _batches(data)
+    assert batches, "the loader yields no batch"
+    seen = 0
+    with torch.no_grad():
+        for batch in batches:
+            inputs = batch[0] if isinstance(batch, (list, tuple)) else batch
+            out = model(inputs)
+            assert out.shape[0] == len(inputs) and out.shape[-1] >= 16, "the model must give 16 class scores"
+            seen += len(inputs)
+    assert 100 <= seen <= 128, "the loader should cover (nearly) all 123 samples"
+
+
+def test_fixed_case_2_tensor_cores(fixed_case_2):
+    """case 2: every batch and every Linear size a multiple of 8"""
+    model, data = _result(fixed_case_2(), "fixed_case_2")
+    sizes = [len(b[0] if isinstance(b, (list, tuple)) else b) for b in _batches(data)]
+    assert all(n % 8 == 0 for n in sizes), "every batch size must be a multiple of 8 (the last one too)"
+    assert not _misaligned(model), "some Linear sizes are not multiples of 8"
+    widths = [m.out_features for m in _layers(model, nn.Linear)]
+    assert widths[:2] == [64, 32], "keep the seed's hidden widths 64, 32"
+    assert _has_activations(model), "keep the activations between the Linear layers"
+
+
+@timeout(120)
+def test_fixed_case_3_runs(fixed_case_3):
+    """case 3: (images, masks) batches; predictions match the masks' size"""
+    model, loader = _result(fixed_case_3(), "fixed_case_3")
+    count = 0
+    first = None
+    for batch in loader:
+        assert isinstance(batch, (list, tuple)) and len(batch) == 2, "the loader must yield (images, masks)"
+        first = first or batch
+        count += len(batch[0])
+    assert count >= 1000, "the loader should cover the 1024 samples"
+    images, masks = first
+    assert tuple(masks.shape[1:]) == (1, 26, 26), "masks are 1 x 26 x 26"
+    with torch.no_grad(), _one_thread():
+        out = model(images[:8])
+    assert out.shape[0] == 8 and out.shape[1] >= 1, "one prediction per image"
+    assert tuple(out.shape[2:]) == (26, 26), "the prediction must keep the 26 x 26 size of the mask"
+
+
+def test_fixed_case_3_tensor_cores(fixed_case_3):
+    """case 3: channels and batch sizes multiples of 8, seed widths, activations"""
+    model, loader = _result(fixed_case_3(), "fixed_case_3")
+    assert all(len(b[0]) % 8 == 0 for b in loader), "every batch size must be a multiple of 8"
+    assert not _misaligned(model), "some Conv2d channel counts are not multiples of 8"
+    widths = [m.out_channels for m in _layers(model, nn.Conv2d)]
+    assert widths[:3] == [64, 128, 64], "keep the seed's channel widths 64, 128, 64"
+    assert _has_activations(model), "keep the activations between the convolutions"
+
+
+# --- autocast_dtype ------------------------------------------------------------------------------
+def test_autocast_dtype_values(autocast_dtype):
+    """float16 for CUDA devices, bfloat16 for the CPU, strings or torch.device"""
+    for device in ("cuda", "cuda:1", torch.device("cuda"), torch.device("cuda", 0)):
+        assert autocast_dtype(device) is torch.float16, "CUDA autocasts to float16"
+    for device in ("cpu", torch.device("cpu")):
+        assert autocast_dtype(device) is torch.bfloat16, "the CPU autocasts to bfloat16"
+
+
+def test_autocast_dtype_unknown(autocast_dtype):
+    """an unknown device type raises ValueError"""
+    with raises_value_error("autocast_dtype('banana')"):
+        autocast_dtype("banana")
+
+
+# --- train_amp -------------------------------------------------------------------------------------
+class _BackwardSpy(torch.autograd.Function):
+    states = []
+
+    @staticmethod
+    def forward(ctx, x):
+        return x.view_as(x)
+
+    @staticmethod
+    def backward(ctx, grad):
+        _BackwardSpy.states.append(torch.is_autocast_enabled("cpu"))
+        return grad
+
+
+class _Spy(nn.Module):
+    def forward(self, x):
+        return _BackwardSpy.apply(x)
+
+
+class _NormSGD(torch.optim.SGD):
+    """SGD that records the gradient norm it is given at every step."""
+
+    def __init__(self, params, lr):
+        super().__init__(params, lr=lr)
+        self.norms = []
+
+    def step(self, closure=None):
+        grads = [p.grad.detach().float() for g in self.param_groups for p in g["params"] if p.grad is not None]
+        self.norms.append(torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(g) for g in grads])).item())
+        return super().step(closure)
+
+
+def _problem(batches=4, batch_size=16, features=8, seed=None):
+    g = torch.Generator().manual_seed(seed if seed is not None else random.randint(0, 10**6))
+    X = torch.randn(batches * batch_size, features, generator=g)
+    y = X @ torch.randn(features, 1, generator=g) * 3
+    loader = DataLoader(TensorDataset(X, y), batch_size=batch_size)
+    model = nn.Sequential(nn.Linear(features, 16), _Spy(), nn.ReLU(), nn.Linear(16, 1))
+    return model, loader
+
+
+def test_train_amp_epoch_means(train_amp):
+    """returns one float per epoch: the mean of that epoch's batch losses"""
+    model, loader = _problem()
+    recorded = []
+
+    def loss_fn(out, target):
+        loss = nn.functional.mse_loss(out.float(), target)
+        recorded.append(loss.item())
+        return loss
+
+    epochs = random.randint(2, 4)
+    with _one_thread():
+        history = train_amp(model, loader, torch.optim.SGD(model.parameters(), lr=0.01), loss_fn, epochs, "cpu")
+    history = exact_list(history, "the result", length=epochs)
+    per_epoch = len(loader)
+    assert len(recorded) == epochs * per_epoch, "the loss should be computed once per batch, every epoch"
+    for e, value in enumerate(history):
+        value = exact_float(value, f"the loss of epoch {e + 1}")
+        expected = sum(recorded[e * per_epoch:(e + 1) * per_epoch]) / per_epoch
+        assert abs(value - expected) <= 1e-3 * abs(expected) + 1e-5, (
+            f"epoch {e + 1}: the value returned is not the mean of that epoch's batch losses")
+    assert train_amp(model, loader, torch.optim.SGD(model.parameters(), lr=0.01), loss_fn, 0, "cpu") == [], (
+        "0 epochs give an empty list")
+
+
+def test_train_amp_learns(train_amp):
+    """the loss goes down on an easy regression"""
+    model, loader = _problem(seed=random.randint(0, 100))
+    with _one_thread():
+        history = train_amp(model, loader, torch.optim.SGD(model.parameters(), lr=0.05), nn.MSELoss(), 6, "cpu")
+    assert history[-1] < 0.6 * history[0], "the training loss should fall clearly over 6 epochs"
+
+
+def test_train_amp_forward_under_autocast(train_amp):
+    """forward runs under CPU autocast, in bfloat16"""
+    model, loader = _problem()
+    seen = []
+    model[0].register_forward_hook(lambda m, i, o: seen.append((torch.is_autocast_enabled("cpu"), o.dtype)))
+    with _one_thread():
+        train_amp(model, loader, torch.optim.SGD(model.parameters(), lr=0.01), nn.MSELoss(), 1, "cpu")
+    assert seen, "the model was never called"
+    assert all(on for on, _ in seen), "the forward pass must run inside torch.autocast"
+    assert all(dtype is torch.bfloat16 for _, dtype in seen), "on the CPU, autocast must use bfloat16"
+
+
+def test_train_amp_backward_outside(train_amp):
+    """backward runs outside autocast"""
+    model, loader = _problem()
+    _BackwardSpy.states = []
+    with _one_thread():
+        train_amp(model, loader, torch.optim.SGD(model.parameters(), lr=0.01), nn.MSELoss(), 1, "cpu")
+    assert _BackwardSpy.states, "backward was never called"
+    assert not any(_BackwardSpy.states), "backward() must be called after leaving the autocast block"
+
+
+def test_train_amp_clips_unscaled(train_amp):
+    """with max_norm, the optimizer sees gradients clipped to max_norm (unscaled)"""
+    model, loader = _problem()
+    max_norm = random.choice([1e-3, 2e-3, 5e-3])
+    optimizer = _NormSGD(model.parameters(), lr=0.01)
+    with _one_thread():
+        train_amp(model, loader, optimizer, nn.MSELoss(), 2, "cpu", max_norm=max_norm)
+    assert optimizer.norms, "optimizer.step() was never called"
+    assert all(n <= max_norm * 1.01 for n in optimizer.norms), (
+        "gradients were not clipped to max_norm before the optimizer step")
+    assert all(n >= max_norm * 0.95 for n in optimizer.norms), (
+        "the gradients reaching the optimizer are far below max_norm: were they clipped while still scaled?")
+
+
+def test_train_amp_no_clip_by_default(train_amp):
+    """without max_norm the gradients are left alone"""
+    model, loader = _problem()
+    optimizer = _NormSGD(model.parameters(), lr=0.001)
+    with _one_thread():
+        train_amp(model, loader, optimizer, nn.MSELoss(), 1, "cpu")
+    assert optimizer.norms and max(optimizer.norms) > 0.05, "gradients should not be clipped without max_norm"
+
+
+def test_train_amp_errors(train_amp):
+    """negative epochs raise ValueError"""
+    model, loader = _problem()
+    with raises_value_error("train_amp(..., epochs=-1, ...)"):
+        train_amp(model, loader, torch.optim.SGD(model.parameters(), lr=0.01), nn.MSELoss(), -1, "cpu")

@@ -1,0 +1,408 @@
+"""Wrong and alternative answers of 07_pytorch_devices (see autograder/samples/__init__.py)."""
+
+WRONG = {
+    "pick_device": {
+        "ignores prefer": '''
+import torch
+def pick_device(prefer=None):
+    if prefer is not None and prefer.split(":")[0] not in ("cpu", "cuda", "mps"):
+        raise ValueError(prefer)
+    if torch.cuda.is_available():
+        return torch.device("cuda")
+    if torch.backends.mps.is_available():
+        return torch.device("mps")
+    return torch.device("cpu")
+''',
+        "trusts prefer without checking it exists": '''
+import torch
+def pick_device(prefer=None):
+    if prefer is not None:
+        if prefer.split(":")[0] not in ("cpu", "cuda", "mps"):
+            raise ValueError(prefer)
+        return torch.device(prefer)
+    if torch.cuda.is_available():
+        return torch.device("cuda")
+    if torch.backends.mps.is_available():
+        return torch.device("mps")
+    return torch.device("cpu")
+''',
+        "accepts unknown devices": '''
+import torch
+def pick_device(prefer=None):
+    if prefer == "cpu":
+        return torch.device("cpu")
+    if torch.cuda.is_available():
+        return torch.device("cuda")
+    if torch.backends.mps.is_available():
+        return torch.device("mps")
+    return torch.device("cpu")
+''',
+        "forgets MPS": '''
+import torch
+def pick_device(prefer=None):
+    if prefer is not None and prefer.split(":")[0] not in ("cpu", "cuda", "mps"):
+        raise ValueError(prefer)
+    if prefer == "cpu" or not torch.cuda.is_available():
+        return torch.device("cpu")
+    return torch.device(prefer if prefer and prefer.startswith("cuda") else "cuda")
+''',
+        "returns a string": '''
+import torch
+def pick_device(prefer=None):
+    if prefer is not None and prefer.split(":")[0] not in ("cpu", "cuda", "mps"):
+        raise ValueError(prefer)
+    if prefer == "cpu":
+        return "cpu"
+    if torch.cuda.is_available():
+        return "cuda"
+    if torch.backends.mps.is_available():
+        return "mps"
+    return "cpu"
+''',
+    },
+    "to_device": {
+        "only moves a bare tensor": '''
+import torch
+def to_device(batch, device, non_blocking=False):
+    if isinstance(batch, torch.Tensor):
+        return batch.to(device, non_blocking=non_blocking)
+    return batch
+''',
+        "turns every container into a list": '''
+import torch
+def to_device(batch, device, non_blocking=False):
+    if isinstance(batch, torch.Tensor):
+        return batch.to(device, non_blocking=non_blocking)
+    if isinstance(batch, dict):
+        return {k: to_device(v, device, non_blocking) for k, v in batch.items()}
+    if isinstance(batch, (list, tuple)):
+        return [to_device(v, device, non_blocking) for v in batch]
+    return batch
+''',
+        "breaks named tuples": '''
+import torch
+def to_device(batch, device, non_blocking=False):
+    if isinstance(batch, torch.Tensor):
+        return batch.to(device, non_blocking=non_blocking)
+    if isinstance(batch, dict):
+        return {k: to_device(v, device, non_blocking) for k, v in batch.items()}
+    if isinstance(batch, (list, tuple)):
+        return type(batch)(to_device(v, device, non_blocking) for v in batch) if type(batch) in (list, tuple) \\
+            else tuple(to_device(v, device, non_blocking) for v in batch)
+    return batch
+''',
+        "drops non_blocking": '''
+import torch
+def to_device(batch, device, non_blocking=False):
+    if isinstance(batch, torch.Tensor):
+        return batch.to(device)
+    if isinstance(batch, dict):
+        return {k: to_device(v, device) for k, v in batch.items()}
+    if isinstance(batch, tuple) and hasattr(batch, "_fields"):
+        return type(batch)(*(to_device(v, device) for v in batch))
+    if isinstance(batch, (list, tuple)):
+        return type(batch)(to_device(v, device) for v in batch)
+    return batch
+''',
+    },
+    "make_loader": {
+        "always pins memory": '''
+from torch.utils.data import DataLoader
+def make_loader(dataset, batch_size, num_workers, device):
+    if batch_size < 1 or num_workers < 0:
+        raise ValueError("bad counts")
+    return DataLoader(dataset, batch_size=batch_size, shuffle=True, num_workers=num_workers,
+                      pin_memory=True, persistent_workers=num_workers > 0)
+''',
+        "pins when CUDA exists, whatever the device": '''
+import torch
+from torch.utils.data import DataLoader
+def make_loader(dataset, batch_size, num_workers, device):
+    if batch_size < 1 or num_workers < 0:
+        raise ValueError("bad counts")
+    return DataLoader(dataset, batch_size=batch_size, shuffle=True, num_workers=num_workers,
+                      pin_memory=torch.cuda.is_available(), persistent_workers=num_workers > 0)
+''',
+        "workers restart every epoch": '''
+import torch
+from torch.utils.data import DataLoader
+def make_loader(dataset, batch_size, num_workers, device):
+    if batch_size < 1 or num_workers < 0:
+        raise ValueError("bad counts")
+    return DataLoader(dataset, batch_size=batch_size, shuffle=True, num_workers=num_workers,
+                      pin_memory=torch.device(device).type == "cuda")
+''',
+        "ignores num_workers": '''
+import torch
+from torch.utils.data import DataLoader
+def make_loader(dataset, batch_size, num_workers, device):
+    if batch_size < 1 or num_workers < 0:
+        raise ValueError("bad counts")
+    return DataLoader(dataset, batch_size=batch_size, shuffle=True,
+                      pin_memory=torch.device(device).type == "cuda")
+''',
+    },
+    "count_parameters": {
+        "counts tensors, not numbers": '''
+def count_parameters(model):
+    params = list(model.parameters())
+    return len(params), sum(1 for p in params if p.requires_grad)
+''',
+        "trainable equals total": '''
+def count_parameters(model):
+    n = sum(p.numel() for p in model.parameters())
+    return n, n
+''',
+        "counts shared layers twice": '''
+def count_parameters(model):
+    params = [p for layer in model for p in layer.parameters()]
+    return sum(p.numel() for p in params), sum(p.numel() for p in params if p.requires_grad)
+''',    },
+    "layer_flops": {
+        "counts multiply-adds (MACs)": '''
+import math
+from torch import nn
+def layer_flops(layer, input_shape):
+    shape = tuple(input_shape)
+    if isinstance(layer, nn.Linear):
+        if shape[-1] != layer.in_features: raise ValueError("shape")
+        return math.prod(shape[:-1]) * layer.in_features * layer.out_features
+    if isinstance(layer, nn.Conv2d):
+        if len(shape) == 3: shape = (1, *shape)
+        if shape[1] != layer.in_channels: raise ValueError("shape")
+        n, _, h, w = shape
+        outs = []
+        for size, k, s, d, i in zip((h, w), layer.kernel_size, layer.stride, layer.dilation, (0, 1)):
+            p = size if layer.padding == "same" else (0 if layer.padding == "valid" else layer.padding[i])
+            outs.append(size if layer.padding == "same" else (size + 2 * p - d * (k - 1) - 1) // s + 1)
+        return n * layer.out_channels * outs[0] * outs[1] * layer.in_channels // layer.groups * layer.kernel_size[0] * layer.kernel_size[1]
+    raise ValueError("layer")
+''',
+        "adds the bias": '''
+import math
+from torch import nn
+def layer_flops(layer, input_shape):
+    shape = tuple(input_shape)
+    if isinstance(layer, nn.Linear):
+        if shape[-1] != layer.in_features: raise ValueError("shape")
+        rows = math.prod(shape[:-1])
+        return 2 * rows * layer.in_features * layer.out_features + (rows * layer.out_features if layer.bias is not None else 0)
+    if isinstance(layer, nn.Conv2d):
+        if len(shape) == 3: shape = (1, *shape)
+        if shape[1] != layer.in_channels: raise ValueError("shape")
+        n, _, h, w = shape
+        outs = []
+        for size, k, s, d, i in zip((h, w), layer.kernel_size, layer.stride, layer.dilation, (0, 1)):
+            p = 0 if layer.padding in ("valid", "same") else layer.padding[i]
+            outs.append(size if layer.padding == "same" else (size + 2 * p - d * (k - 1) - 1) // s + 1)
+        out = n * layer.out_channels * outs[0] * outs[1]
+        return 2 * out * layer.in_channels // layer.groups * layer.kernel_size[0] * layer.kernel_size[1] + (out if layer.bias is not None else 0)
+    raise ValueError("layer")
+''',
+        "ignores groups, stride and padding": '''
+import math
+from torch import nn
+def layer_flops(layer, input_shape):
+    shape = tuple(input_shape)
+    if isinstance(layer, nn.Linear):
+        if shape[-1] != layer.in_features: raise ValueError("shape")
+        return 2 * math.prod(shape[:-1]) * layer.in_features * layer.out_features
+    if isinstance(layer, nn.Conv2d):
+        if len(shape) == 3: shape = (1, *shape)
+        if shape[1] != layer.in_channels: raise ValueError("shape")
+        n, _, h, w = shape
+        kh, kw = layer.kernel_size
+        return 2 * n * layer.out_channels * (h - kh + 1) * (w - kw + 1) * layer.in_channels * kh * kw
+    raise ValueError("layer")
+''',
+        "runs the layer under FlopCounterMode": '''
+import torch
+from torch import nn
+from torch.utils.flop_counter import FlopCounterMode
+def layer_flops(layer, input_shape):
+    if not isinstance(layer, (nn.Linear, nn.Conv2d)):
+        raise ValueError("layer")
+    try:
+        with FlopCounterMode(display=False) as c, torch.no_grad():
+            layer(torch.zeros(input_shape))
+    except RuntimeError as err:
+        raise ValueError(str(err))
+    return c.get_total_flops()
+''',
+    },
+    "gpu_env": {
+        "sets os.environ itself": '''
+import os
+def gpu_env(device_ids):
+    ids = list(device_ids)
+    if any(type(i) is not int or i < 0 for i in ids) or len(set(ids)) != len(ids):
+        raise ValueError(ids)
+    env = {"CUDA_VISIBLE_DEVICES": ",".join(map(str, ids)), "CUDA_DEVICE_ORDER": "PCI_BUS_ID"}
+    os.environ.update(env)
+    return env
+''',
+        "sorts the ids and forgets the order": '''
+def gpu_env(device_ids):
+    ids = list(device_ids)
+    if any(type(i) is not int or i < 0 for i in ids) or len(set(ids)) != len(ids):
+        raise ValueError(ids)
+    return {"CUDA_VISIBLE_DEVICES": ",".join(map(str, sorted(ids)))}
+''',
+        "no validation": '''
+def gpu_env(device_ids):
+    return {"CUDA_VISIBLE_DEVICES": ",".join(map(str, device_ids)), "CUDA_DEVICE_ORDER": "PCI_BUS_ID"}
+''',
+        "spaces and a list value": '''
+def gpu_env(device_ids):
+    ids = list(device_ids)
+    if any(type(i) is not int or i < 0 for i in ids) or len(set(ids)) != len(ids):
+        raise ValueError(ids)
+    return {"CUDA_VISIBLE_DEVICES": ", ".join(map(str, ids)), "CUDA_DEVICE_ORDER": "PCI_BUS_ID"}
+''',
+    },
+    "to_channels_last": {
+        "permutes the dimensions": '''
+import torch
+def to_channels_last(x):
+    if x.dim() != 4: raise ValueError("4-D")
+    return x.permute(0, 2, 3, 1).contiguous()
+''',
+        "returns x unchanged": '''
+def to_channels_last(x):
+    if x.dim() != 4: raise ValueError("4-D")
+    return x
+''',
+        "accepts any rank": '''
+import torch
+def to_channels_last(x):
+    return x.contiguous(memory_format=torch.channels_last) if x.dim() == 4 else x
+''',
+    },
+}
+
+ALTERNATIVE = {
+    "pick_device": {
+        "torch.device parsing and a candidate list": '''
+import torch
+def pick_device(prefer=None):
+    def available(dev):
+        if dev.type == "cpu":
+            return True
+        if dev.type == "cuda":
+            return torch.cuda.is_available() and (dev.index or 0) < torch.cuda.device_count()
+        if dev.type == "mps":
+            return torch.backends.mps.is_available()
+        return False
+    if prefer is not None:
+        try:
+            wanted = torch.device(prefer)
+        except RuntimeError as err:
+            raise ValueError(f"unknown device {prefer}") from err
+        if wanted.type not in ("cpu", "cuda", "mps"):
+            raise ValueError(f"unsupported device {prefer}")
+        if available(wanted):
+            return wanted
+    for candidate in ("cuda:0", "mps", "cpu"):
+        if available(torch.device(candidate)):
+            return torch.device(candidate)
+''',
+    },
+    "to_device": {
+        "match statement and collections.abc": '''
+from collections.abc import Mapping
+import torch
+def to_device(batch, device, non_blocking=False):
+    match batch:
+        case torch.Tensor():
+            return batch.to(device=device, non_blocking=non_blocking)
+        case Mapping():
+            return type(batch)({k: to_device(v, device, non_blocking) for k, v in batch.items()})
+        case tuple() if hasattr(batch, "_fields"):
+            return type(batch)._make(to_device(v, device, non_blocking) for v in batch)
+        case list() | tuple():
+            return type(batch)([to_device(v, device, non_blocking) for v in batch])
+        case _:
+            return batch
+''',
+    },
+    "make_loader": {
+        "keyword dict, spawn context and drop_last off": '''
+import torch
+from torch.utils.data import DataLoader
+def make_loader(dataset, batch_size, num_workers, device):
+    if num_workers < 0:
+        raise ValueError("num_workers must be >= 0")
+    if batch_size <= 0:
+        raise ValueError("batch_size must be positive")
+    kwargs = {"batch_size": batch_size, "shuffle": True, "num_workers": num_workers,
+              "pin_memory": str(device).startswith("cuda")}
+    if num_workers:
+        kwargs.update(persistent_workers=True, multiprocessing_context="spawn")
+    return DataLoader(dataset, **kwargs)
+''',
+    },
+    "count_parameters": {
+        "named_parameters loop": '''
+def count_parameters(model):
+    total = trainable = 0
+    for _name, p in model.named_parameters():
+        total += p.numel()
+        if p.requires_grad:
+            trainable += p.numel()
+    return total, trainable
+''',
+    },
+    "layer_flops": {
+        "output shape from a formula per dimension and torch.nn.modules.utils": '''
+from functools import reduce
+from operator import mul
+from torch import nn
+def layer_flops(layer, input_shape):
+    shape = list(input_shape)
+    if type(layer) is nn.Linear or isinstance(layer, nn.Linear):
+        if shape[-1] != layer.in_features:
+            raise ValueError("input does not match in_features")
+        return 2 * reduce(mul, shape[:-1], 1) * layer.weight.numel()
+    if isinstance(layer, nn.Conv2d):
+        if len(shape) == 3:
+            shape.insert(0, 1)
+        if len(shape) != 4 or shape[1] != layer.in_channels:
+            raise ValueError("input does not match in_channels")
+        spatial = []
+        for dim in range(2):
+            size, k, s, d = shape[2 + dim], layer.kernel_size[dim], layer.stride[dim], layer.dilation[dim]
+            if isinstance(layer.padding, str):
+                spatial.append(size if layer.padding == "same" else (size - d * (k - 1) - 1) // s + 1)
+            else:
+                spatial.append((size + 2 * layer.padding[dim] - d * (k - 1) - 1) // s + 1)
+        # weight.numel() = c_out * c_in/groups * kh * kw: the MACs of one output position, all channels
+        return 2 * shape[0] * spatial[0] * spatial[1] * layer.weight.numel()
+    raise ValueError("only Linear and Conv2d")
+''',
+    },
+    "gpu_env": {
+        "validation with all() and a comprehension": '''
+def gpu_env(device_ids):
+    if not all(isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in device_ids):
+        raise ValueError("ids must be non-negative ints")
+    if len(set(device_ids)) < len(device_ids):
+        raise ValueError("duplicate ids")
+    return dict(CUDA_VISIBLE_DEVICES=",".join(f"{i}" for i in device_ids), CUDA_DEVICE_ORDER="PCI_BUS_ID")
+''',
+    },
+    "to_channels_last": {
+        "tensor.to(memory_format=...)": '''
+import torch
+def to_channels_last(x):
+    if not torch.is_tensor(x) or x.ndim != 4:
+        raise ValueError("expected a 4-D tensor")
+    return x.to(memory_format=torch.channels_last)
+''',
+    },
+}
+
+# The "partly wrong" sample student: these answers wrong (or left blank), the rest right.
+PARTIAL = {
+    "make_loader": "always pins memory",
+    "layer_flops": None,
+}

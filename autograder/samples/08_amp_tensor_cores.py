@@ -1,0 +1,452 @@
+"""Wrong and alternative answers of 08_amp_tensor_cores (see autograder/samples/__init__.py)."""
+
+_TRAIN_HEAD = '''
+import torch
+def train_amp(model, loader, optimizer, loss_fn, epochs, device, max_norm=None):
+    if epochs < 0:
+        raise ValueError("epochs")
+    device = torch.device(device)
+    low = torch.float16 if device.type == "cuda" else torch.bfloat16
+    model.to(device)
+    history = []
+    for _ in range(epochs):
+        losses = []
+        for x, y in loader:
+            x, y = x.to(device), y.to(device)
+            optimizer.zero_grad()
+'''
+
+WRONG = {
+    "pad_to_multiple": {
+        "adds k even to a multiple": '''
+def pad_to_multiple(n, k):
+    if n < 0 or k < 1:
+        raise ValueError("bad")
+    return n + k - n % k
+''',
+        "rounds down": '''
+def pad_to_multiple(n, k):
+    if n < 0 or k < 1:
+        raise ValueError("bad")
+    return n // k * k
+''',
+        "no validation": '''
+import math
+def pad_to_multiple(n, k):
+    return math.ceil(n / k) * k
+''',
+    },
+    "tensor_core_issues": {
+        "ignores the batch size": '''
+import torch
+from torch import nn
+def tensor_core_issues(model, batch_size, dtype):
+    if dtype not in (torch.float16, torch.bfloat16, torch.int8):
+        raise ValueError(dtype)
+    k = 16 if dtype == torch.int8 else 8
+    out = []
+    for m in model.modules():
+        if isinstance(m, nn.Linear):
+            out += [f"{n} not a multiple of {k}" for n in (m.in_features, m.out_features) if n % k]
+        if isinstance(m, nn.Conv2d):
+            out += [f"{n} not a multiple of {k}" for n in (m.in_channels, m.out_channels) if n % k]
+    return out
+''',
+        "int8 uses 8": '''
+import torch
+from torch import nn
+def tensor_core_issues(model, batch_size, dtype):
+    if dtype not in (torch.float16, torch.bfloat16, torch.int8):
+        raise ValueError(dtype)
+    k = 8
+    out = [f"batch {batch_size}"] if batch_size % k else []
+    for m in model.modules():
+        if isinstance(m, nn.Linear):
+            out += [f"{n} not a multiple of {k}" for n in (m.in_features, m.out_features) if n % k]
+        if isinstance(m, nn.Conv2d):
+            out += [f"{n} not a multiple of {k}" for n in (m.in_channels, m.out_channels) if n % k]
+    return out
+''',
+        "only looks at Linear layers": '''
+import torch
+from torch import nn
+def tensor_core_issues(model, batch_size, dtype):
+    if dtype not in (torch.float16, torch.bfloat16, torch.int8):
+        raise ValueError(dtype)
+    k = 16 if dtype == torch.int8 else 8
+    out = [f"batch {batch_size}"] if batch_size % k else []
+    for m in model.modules():
+        if isinstance(m, nn.Linear):
+            out += [f"{n} not a multiple of {k}" for n in (m.in_features, m.out_features) if n % k]
+    return out
+''',
+        "one message per distinct size": '''
+import torch
+from torch import nn
+def tensor_core_issues(model, batch_size, dtype):
+    if dtype not in (torch.float16, torch.bfloat16, torch.int8):
+        raise ValueError(dtype)
+    k = 16 if dtype == torch.int8 else 8
+    sizes = {batch_size}
+    for m in model.modules():
+        if isinstance(m, nn.Linear):
+            sizes |= {m.in_features, m.out_features}
+        if isinstance(m, nn.Conv2d):
+            sizes |= {m.in_channels, m.out_channels}
+    return [f"{n} is not a multiple of {k}" for n in sorted(sizes) if n % k]
+''',
+        "top-level children only": '''
+import torch
+from torch import nn
+def tensor_core_issues(model, batch_size, dtype):
+    if dtype not in (torch.float16, torch.bfloat16, torch.int8):
+        raise ValueError(dtype)
+    k = 16 if dtype == torch.int8 else 8
+    out = [f"batch {batch_size}"] if batch_size % k else []
+    for m in model.children():
+        if isinstance(m, nn.Linear):
+            out += [f"{n} not a multiple of {k}" for n in (m.in_features, m.out_features) if n % k]
+        if isinstance(m, nn.Conv2d):
+            out += [f"{n} not a multiple of {k}" for n in (m.in_channels, m.out_channels) if n % k]
+    return out
+''',
+    },
+    "fixed_case_1": {
+        "the seed's code unchanged": '''
+import torch
+def fixed_case_1():
+    data = torch.randn(128, 15)
+    model = torch.nn.Sequential(torch.nn.Linear(128, 64), torch.nn.Linear(64, 32), torch.nn.Linear(32, 16),
+                                torch.nn.Linear(16, 8), torch.nn.Linear(8, 4), torch.nn.Linear(4, 5))
+    return model, data
+''',
+        "runs, but 15 features and 3 outputs": '''
+import torch
+from torch import nn
+def fixed_case_1():
+    data = torch.randn(128, 15)
+    model = nn.Sequential(nn.Linear(15, 64), nn.ReLU(), nn.Linear(64, 32), nn.ReLU(),
+                          nn.Linear(32, 16), nn.ReLU(), nn.Linear(16, 3))
+    return model, data
+''',
+        "aligned but no activations": '''
+import torch
+import torch.nn.functional as F
+from torch import nn
+def fixed_case_1():
+    data = F.pad(torch.randn(128, 15), (0, 1))
+    model = nn.Sequential(nn.Linear(16, 64), nn.Linear(64, 32), nn.Linear(32, 16), nn.Linear(16, 8))
+    return model, data
+''',
+    },
+    "fixed_case_2": {
+        "last batch of 59": '''
+import torch
+from torch import nn
+def fixed_case_2():
+    loader = torch.utils.data.DataLoader(torch.randn(123, 16), batch_size=64)
+    model = nn.Sequential(nn.Linear(16, 64), nn.ReLU(), nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 16))
+    return model, loader
+''',
+        "first layer still expects 128 features": '''
+import torch
+from torch import nn
+def fixed_case_2():
+    loader = torch.utils.data.DataLoader(torch.randn(123, 16), batch_size=40, drop_last=True)
+    model = nn.Sequential(nn.Linear(128, 64), nn.ReLU(), nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 16))
+    return model, loader
+''',
+        "drops most of the data": '''
+import torch
+from torch import nn
+def fixed_case_2():
+    loader = torch.utils.data.DataLoader(torch.randn(123, 16), batch_size=64, drop_last=True)
+    model = nn.Sequential(nn.Linear(16, 64), nn.ReLU(), nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 16))
+    return model, loader
+''',
+    },
+    "fixed_case_3": {
+        "no padding: the prediction shrinks": '''
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch.utils.data import DataLoader, TensorDataset
+def fixed_case_3():
+    images = F.pad(torch.randn(1024, 3, 26, 26), (0, 0, 0, 0, 0, 5))
+    loader = DataLoader(TensorDataset(images, torch.randn(1024, 1, 26, 26)), batch_size=64, drop_last=True)
+    model = nn.Sequential(nn.Conv2d(8, 64, 3), nn.ReLU(), nn.Conv2d(64, 128, 3), nn.ReLU(),
+                          nn.Conv2d(128, 64, 3), nn.ReLU(), nn.Conv2d(64, 8, 3), nn.Sigmoid())
+    return model, loader
+''',
+        "runs, but 3 input channels and 1 output channel": '''
+import torch
+from torch import nn
+from torch.utils.data import DataLoader, TensorDataset
+def fixed_case_3():
+    loader = DataLoader(TensorDataset(torch.randn(1024, 3, 26, 26), torch.randn(1024, 1, 26, 26)),
+                        batch_size=64, drop_last=True)
+    model = nn.Sequential(nn.Conv2d(3, 64, 3, padding=1), nn.ReLU(), nn.Conv2d(64, 128, 3, padding=1), nn.ReLU(),
+                          nn.Conv2d(128, 64, 3, padding=1), nn.ReLU(), nn.Conv2d(64, 1, 3, padding=1), nn.Sigmoid())
+    return model, loader
+''',
+        "yields images only": '''
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch.utils.data import DataLoader
+def fixed_case_3():
+    images = F.pad(torch.randn(1024, 3, 26, 26), (0, 0, 0, 0, 0, 5))
+    loader = DataLoader(images, batch_size=64, drop_last=True)
+    model = nn.Sequential(nn.Conv2d(8, 64, 3, padding=1), nn.ReLU(), nn.Conv2d(64, 128, 3, padding=1), nn.ReLU(),
+                          nn.Conv2d(128, 64, 3, padding=1), nn.ReLU(), nn.Conv2d(64, 8, 3, padding=1), nn.Sigmoid())
+    return model, loader
+''',
+    },
+    "autocast_dtype": {
+        "float16 everywhere": '''
+import torch
+def autocast_dtype(device):
+    if str(device).split(":")[0] not in ("cpu", "cuda"):
+        raise ValueError(device)
+    return torch.float16
+''',
+        "bfloat16 everywhere": '''
+import torch
+def autocast_dtype(device):
+    if str(device).split(":")[0] not in ("cpu", "cuda"):
+        raise ValueError(device)
+    return torch.bfloat16
+''',
+        "only the exact string 'cuda'": '''
+import torch
+def autocast_dtype(device):
+    if device == "cuda":
+        return torch.float16
+    if device == "cpu":
+        return torch.bfloat16
+    raise ValueError(device)
+''',
+    },
+    "train_amp": {
+        "no autocast at all": _TRAIN_HEAD + '''
+            loss = loss_fn(model(x), y)
+            loss.backward()
+            if max_norm is not None:
+                torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)
+            optimizer.step()
+            losses.append(loss.item())
+        history.append(sum(losses) / len(losses))
+    return history
+''',
+        "backward inside autocast": _TRAIN_HEAD + '''
+            with torch.autocast(device.type, dtype=low):
+                loss = loss_fn(model(x), y)
+                loss.backward()
+            if max_norm is not None:
+                torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)
+            optimizer.step()
+            losses.append(loss.item())
+        history.append(sum(losses) / len(losses))
+    return history
+''',
+        "clips scaled gradients": _TRAIN_HEAD.replace("    history = []", "    scaler = torch.amp.GradScaler(device.type)\n    history = []") + '''
+            with torch.autocast(device.type, dtype=low):
+                loss = loss_fn(model(x), y)
+            scaler.scale(loss).backward()
+            if max_norm is not None:
+                torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)
+            scaler.step(optimizer)
+            scaler.update()
+            losses.append(loss.item())
+        history.append(sum(losses) / len(losses))
+    return history
+''',
+        "float16 on the CPU": _TRAIN_HEAD + '''
+            with torch.autocast(device.type, dtype=torch.float16):
+                loss = loss_fn(model(x), y)
+            loss.backward()
+            if max_norm is not None:
+                torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)
+            optimizer.step()
+            losses.append(loss.item())
+        history.append(sum(losses) / len(losses))
+    return history
+''',
+        "ignores max_norm": _TRAIN_HEAD + '''
+            with torch.autocast(device.type, dtype=low):
+                loss = loss_fn(model(x), y)
+            loss.backward()
+            optimizer.step()
+            losses.append(loss.item())
+        history.append(sum(losses) / len(losses))
+    return history
+''',
+        "returns the last batch loss": _TRAIN_HEAD + '''
+            with torch.autocast(device.type, dtype=low):
+                loss = loss_fn(model(x), y)
+            loss.backward()
+            if max_norm is not None:
+                torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)
+            optimizer.step()
+            losses.append(loss.item())
+        history.append(losses[-1])
+    return history
+''',
+    },
+}
+
+ALTERNATIVE = {
+    "pad_to_multiple": {
+        "math.ceil": '''
+import math
+def pad_to_multiple(n, k):
+    if k <= 0 or n < 0:
+        raise ValueError("n >= 0 and k >= 1 please")
+    return math.ceil(n / k) * k
+''',
+    },
+    "tensor_core_issues": {
+        "isinstance on a tuple and a rule function": '''
+import torch
+def tensor_core_issues(model, batch_size, dtype):
+    if dtype == torch.int8:
+        k = 16
+    elif dtype in (torch.float16, torch.bfloat16):
+        k = 8
+    else:
+        raise ValueError("unsupported dtype")
+    found = []
+    def rule(label, n):
+        if n % k != 0:
+            found.append(f"{label} is {n}; Tensor Cores want a multiple of {k}")
+    rule("batch size", batch_size)
+    for name, m in model.named_modules():
+        if isinstance(m, torch.nn.Linear):
+            rule(f"{name}.in_features", m.in_features); rule(f"{name}.out_features", m.out_features)
+        elif isinstance(m, torch.nn.Conv2d):
+            rule(f"{name}.in_channels", m.in_channels); rule(f"{name}.out_channels", m.out_channels)
+    return found
+''',
+    },
+    "fixed_case_1": {
+        "zero-padded features via torch.cat, 16 outputs": '''
+import torch
+from torch import nn
+def fixed_case_1():
+    x = torch.randn(128, 15)
+    data = torch.cat([x, torch.zeros(128, 1)], dim=1)
+    model = nn.Sequential(nn.Linear(16, 64), nn.GELU(), nn.Linear(64, 32), nn.GELU(),
+                          nn.Linear(32, 16), nn.GELU(), nn.Linear(16, 16))
+    return model, data
+''',
+    },
+    "fixed_case_2": {
+        "padding the data set to 128 samples": '''
+import torch
+from torch import nn
+from torch.utils.data import DataLoader, TensorDataset
+def fixed_case_2():
+    x = torch.randn(123, 16)
+    x = torch.cat([x, x[:5]])  # 128 samples, batches of 64
+    loader = DataLoader(TensorDataset(x), batch_size=64)
+    model = nn.Sequential(nn.Linear(16, 64), nn.ReLU(), nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 16))
+    return model, loader
+''',
+    },
+    "fixed_case_3": {
+        "last convolution with 8 channels, prediction uses all of them": '''
+import torch
+from torch import nn
+from torch.utils.data import DataLoader, TensorDataset
+def fixed_case_3():
+    images = torch.zeros(1024, 8, 26, 26)
+    images[:, :3] = torch.randn(1024, 3, 26, 26)
+    masks = torch.randn(1024, 1, 26, 26)
+    loader = DataLoader(TensorDataset(images, masks), batch_size=32)
+    model = nn.Sequential(nn.Conv2d(8, 64, 3, padding="same"), nn.ReLU(),
+                          nn.Conv2d(64, 128, 3, padding="same"), nn.ReLU(),
+                          nn.Conv2d(128, 64, 3, padding="same"), nn.ReLU(),
+                          nn.Conv2d(64, 8, 3, padding="same"), nn.Sigmoid())
+    return model, loader
+''',
+    },
+    "autocast_dtype": {
+        "torch.device and a dict": '''
+import torch
+def autocast_dtype(device):
+    table = {"cuda": torch.float16, "cpu": torch.bfloat16}
+    kind = torch.device(device).type if not isinstance(device, str) or device.split(":")[0] in table else device
+    if kind not in table:
+        raise ValueError(f"unknown device {device}")
+    return table[kind]
+''',
+    },
+    "train_amp": {
+        "scaler only on CUDA, weighted epoch means": '''
+import torch
+def train_amp(model, loader, optimizer, loss_fn, epochs, device, max_norm=None):
+    if epochs < 0:
+        raise ValueError("epochs must be >= 0")
+    device = torch.device(device)
+    use_cuda = device.type == "cuda"
+    scaler = torch.amp.GradScaler("cuda") if use_cuda else None
+    model = model.to(device)
+    out = []
+    for _ in range(epochs):
+        total, count = 0.0, 0
+        for inputs, targets in loader:
+            inputs, targets = inputs.to(device), targets.to(device)
+            optimizer.zero_grad()
+            with torch.autocast(device_type=device.type, dtype=torch.float16 if use_cuda else torch.bfloat16):
+                loss = loss_fn(model(inputs), targets)
+            if scaler is not None:
+                scaler.scale(loss).backward()
+                if max_norm is not None:
+                    scaler.unscale_(optimizer)
+                    torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)
+                scaler.step(optimizer)
+                scaler.update()
+            else:
+                loss.backward()
+                if max_norm is not None:
+                    torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)
+                optimizer.step()
+            total += loss.item() * len(inputs)
+            count += len(inputs)
+        out.append(total / count)
+    return out
+''',
+        "an enabled CPU GradScaler, unscaled before clipping": '''
+import torch
+def train_amp(model, loader, optimizer, loss_fn, epochs, device, max_norm=None):
+    if epochs < 0:
+        raise ValueError("negative epochs")
+    device = torch.device(device)
+    scaler = torch.amp.GradScaler(device.type)
+    model.to(device)
+    history = []
+    for _ in range(epochs):
+        values = []
+        for x, y in loader:
+            x, y = x.to(device), y.to(device)
+            optimizer.zero_grad()
+            with torch.autocast(device.type, dtype=torch.float16 if device.type == "cuda" else torch.bfloat16):
+                loss = loss_fn(model(x), y)
+            scaler.scale(loss).backward()
+            if max_norm:
+                scaler.unscale_(optimizer)
+                torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)
+            scaler.step(optimizer)
+            scaler.update()
+            values.append(float(loss))
+        history.append(sum(values) / len(values))
+    return history
+''',
+    },
+}
+
+# The "partly wrong" sample student: these answers wrong (or left blank), the rest right.
+PARTIAL = {
+    "train_amp": "backward inside autocast",
+    "fixed_case_2": None,
+}
