@@ -5,43 +5,12 @@ import os
 import random
 import sys
 import threading
-from contextlib import contextmanager
 
 import psutil
 import pytest
 
-from autograder.checks._support import exact_int, raises_value_error, timeout
+from autograder.checks._support import count_starts_and_joins, exact_int, raises_value_error, timeout
 from helpers import workers
-
-
-@contextmanager
-def count_starts_and_joins():
-    """Spy on Thread and Process start/join calls made while the block runs."""
-    counts = {"thread start": 0, "thread join": 0, "process start": 0, "process join": 0}
-    originals = {
-        (threading.Thread, "start"): threading.Thread.start,
-        (threading.Thread, "join"): threading.Thread.join,
-        (multiprocessing.process.BaseProcess, "start"): multiprocessing.process.BaseProcess.start,
-        (multiprocessing.process.BaseProcess, "join"): multiprocessing.process.BaseProcess.join,
-    }
-
-    def spy(cls, name, key):
-        original = originals[(cls, name)]
-
-        def wrapper(self, *args, **kwargs):
-            counts[key] += 1
-            return original(self, *args, **kwargs)
-        return wrapper
-
-    threading.Thread.start = spy(threading.Thread, "start", "thread start")
-    threading.Thread.join = spy(threading.Thread, "join", "thread join")
-    multiprocessing.process.BaseProcess.start = spy(multiprocessing.process.BaseProcess, "start", "process start")
-    multiprocessing.process.BaseProcess.join = spy(multiprocessing.process.BaseProcess, "join", "process join")
-    try:
-        yield counts
-    finally:
-        for (cls, name), original in originals.items():
-            setattr(cls, name, original)
 
 
 # --- cpu_info ------------------------------------------------------------------

@@ -7,24 +7,7 @@ from contextlib import contextmanager
 import numpy as np
 import pytest
 
-from autograder.checks._support import exact_list, plain_array, raises_value_error, timeout
-
-
-@contextmanager
-def count_process_starts():
-    """Count Process.start calls made in this process while the block runs."""
-    counts = {"starts": 0}
-    original = multiprocessing.process.BaseProcess.start
-
-    def start(self, *args, **kwargs):
-        counts["starts"] += 1
-        return original(self, *args, **kwargs)
-
-    multiprocessing.process.BaseProcess.start = start
-    try:
-        yield counts
-    finally:
-        multiprocessing.process.BaseProcess.start = original
+from autograder.checks._support import count_starts_and_joins, exact_list, plain_array, raises_value_error, timeout
 
 
 def _arrays(value, n, size, what):
@@ -50,13 +33,13 @@ def test_forked_draws_identical_children(forked_draws):
         expected = np.random.RandomState()
         expected.set_state(state)
         expected = expected.random_sample(size)
-        with count_process_starts() as counts:
+        with count_starts_and_joins() as counts:
             draws = _arrays(forked_draws(n, size), n, size, "forked_draws(...)")
         for d in draws:
             assert np.array_equal(d, expected), (
                 "a child's draws differ from what the parent's generator holds: "
                 "children should start from the parent's state without any seeding")
-        assert counts["starts"] >= n, f"{n} child processes should have been started, saw {counts['starts']}"
+        assert counts["process start"] >= n, f"{n} child processes should have been started, saw {counts['starts']}"
         after = np.random.get_state()
         assert after[2] == state[2] and np.array_equal(after[1], state[1]), (
             "the parent's global generator moved: the draws must be made in the children")
@@ -109,9 +92,9 @@ def test_independent_draws_distinct_and_reproducible(independent_draws):
 def test_independent_draws_in_workers(independent_draws):
     """the draws are made in worker processes, also with more workers than cores"""
     n = multiprocessing.cpu_count() + 1
-    with count_process_starts() as counts:
+    with count_starts_and_joins() as counts:
         out = _arrays(independent_draws(n, random.randrange(2**31), 2), n, 2, "independent_draws(...)")
-    assert counts["starts"] >= 1, "no worker process was started: the draws were made in the caller"
+    assert counts["process start"] >= 1, "no worker process was started: the draws were made in the caller"
     assert len({x.tobytes() for x in out}) == n, "two workers drew the same numbers"
 
 

@@ -4,29 +4,11 @@ import multiprocessing
 import multiprocessing.process
 import os
 import random
-from contextlib import contextmanager
 
 import numpy as np
 
-from autograder.checks._support import exact_float, exact_list, raises_value_error, timeout
+from autograder.checks._support import count_starts_and_joins, exact_float, exact_list, raises_value_error, timeout
 from helpers import ode, pools, workers
-
-
-@contextmanager
-def count_process_starts():
-    """Count Process.start calls made in this process while the block runs."""
-    counts = {"starts": 0}
-    original = multiprocessing.process.BaseProcess.start
-
-    def start(self, *args, **kwargs):
-        counts["starts"] += 1
-        return original(self, *args, **kwargs)
-
-    multiprocessing.process.BaseProcess.start = start
-    try:
-        yield counts
-    finally:
-        multiprocessing.process.BaseProcess.start = original
 
 
 def _pids_ok(pids, n_workers, what):
@@ -162,9 +144,9 @@ def test_monte_carlo_pi_accurate_and_reproducible(monte_carlo_pi):
 @timeout(90)
 def test_monte_carlo_pi_in_workers(monte_carlo_pi):
     """the sampling runs in worker processes; one worker works; bad counts raise ValueError"""
-    with count_process_starts() as counts:
+    with count_starts_and_joins() as counts:
         monte_carlo_pi(50_000, 2, random.randrange(2**31))
-    assert counts["starts"] >= 2, "no worker processes were started: the sampling ran serially"
+    assert counts["process start"] >= 2, "no worker processes were started: the sampling ran serially"
     est = monte_carlo_pi(20_001, 1, 3)
     assert abs(est - math.pi) < 0.1 and _is_count_ratio(est, 20_001, 1), "fails with one worker"
     for bad in ((0, 2), (1000, 0)):
@@ -253,9 +235,9 @@ def test_generate_trajectories_equals_reference(generate_trajectories):
 def test_generate_trajectories_in_workers(generate_trajectories):
     """the trajectories are computed by worker processes; invalid arguments raise ValueError"""
     n = random.randint(8, 12)
-    with count_process_starts() as counts:
+    with count_starts_and_joins() as counts:
         generate_trajectories(n, 2, random.randrange(2**31))
-    assert counts["starts"] >= 2, "fewer than 2 worker processes were started: the work ran serially"
+    assert counts["process start"] >= 2, "fewer than 2 worker processes were started: the work ran serially"
     assert generate_trajectories(0, 2, 1) == [], "n = 0 gives an empty list"
     for bad in ((-1, 2), (5, 0)):
         with raises_value_error(f"generate_trajectories({bad[0]}, {bad[1]}, 1)"):
