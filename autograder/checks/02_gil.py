@@ -14,7 +14,6 @@ import random
 import sys
 import threading
 import time
-from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
 
 import pytest
@@ -136,34 +135,43 @@ def test_gil_experiment_measures(gil_experiment):
     assert out["io_serial"] >= 0.8 * n * 0.05, "io_serial is shorter than the waits it should contain"
 
 
-def _own_process_ratio(work):
-    """processes/threads time ratio of our own CPU experiment right now (None: cannot tell)."""
-    share = work // 2
+def _own_process_ratio(work, n_workers):
+    """processes/threads time ratio of our own CPU experiment right now."""
+    shares = [work // n_workers] * n_workers
     start = time.perf_counter()
-    ts = [threading.Thread(target=gil.draw_randoms, args=(share,)) for _ in range(2)]
+    ts = [threading.Thread(target=gil.draw_randoms, args=(s,)) for s in shares]
     for t in ts:
         t.start()
     for t in ts:
         t.join()
     threads = time.perf_counter() - start
-    with ProcessPoolExecutor(2, mp_context=workers.mp_context()) as pool:
-        start = time.perf_counter()
-        list(pool.map(gil.draw_randoms, [share, share]))
-        processes = time.perf_counter() - start
-    return processes / threads
+    start = time.perf_counter()
+    ps = [workers.mp_context().Process(target=gil.draw_randoms, args=(s,)) for s in shares]
+    for p in ps:
+        p.start()
+    for p in ps:
+        p.join()
+    return (time.perf_counter() - start) / threads
 
 
-@timeout(150)
+@timeout(180)
 def test_gil_experiment_ratios(gil_experiment):
     """threads overlap waits; for pure-Python CPU work threads gain nothing and processes do"""
-    work = 8_000_000
-    tries, io_ok, threads_ok, processes_ok = [], False, False, False
+    # Each try is judged against our own experiment run right after it: the
+    # answer fails the CPU part only when, in every try, this machine could run
+    # processes in parallel (own ratio <= 0.7) and the answer's processes still
+    # were not faster than its threads. A busy machine makes a try inconclusive.
+    work, n = 8_000_000, 4
+    io_ok = threads_ok = processes_ok = False
+    conclusive_bad = 0
     for _ in range(3):
-        out = gil_experiment(4, work)
-        tries.append(out)
+        out = gil_experiment(n, work)
         io_ok |= out["io_threads"] < 0.5 * out["io_serial"]
         threads_ok |= out["threads"] > 0.7 * out["serial"] or not _gil_enabled()
-        processes_ok |= out["processes"] < 0.8 * out["threads"]
+        if out["processes"] < 0.8 * out["threads"]:
+            processes_ok = True
+        elif usable_cores() >= 2 and out["processes"] >= 0.9 * out["threads"]:
+            conclusive_bad += _own_process_ratio(work, n) <= 0.7
         if io_ok and threads_ok and processes_ok:
             return
     assert io_ok, "io_threads is not much shorter than io_serial: do the waits overlap in threads?"
@@ -171,8 +179,7 @@ def test_gil_experiment_ratios(gil_experiment):
                         "which the GIL does not allow: are the threads really threads?")
     if usable_cores() < 2:
         pytest.skip("one usable core: processes cannot beat threads here")
-    ratio = _own_process_ratio(work // 2)
-    if ratio > 0.75:
+    if conclusive_bad < 3:
         pytest.skip("the machine is too busy to show a parallel speedup right now")
     assert processes_ok, ("processes were not faster than threads on CPU work, "
                           "although this machine can run them in parallel")
@@ -219,11 +226,14 @@ def test_numpy_threads_speedup_gains(numpy_threads_speedup):
     """with 2 usable cores, 2 threads speed up the NumPy job (the GIL is released)"""
     if usable_cores() < 2:
         pytest.skip("one usable core: threads cannot speed anything up here")
-    n = 4_000_000
+    n, conclusive_bad = 4_000_000, 0
     for _ in range(3):
-        if numpy_threads_speedup(n, 2) > 1.15:
+        got = numpy_threads_speedup(n, 2)
+        if got > 1.15:
             return
-    if _own_numpy_speedup(n) < 1.4:
+        if got <= 1.1:
+            conclusive_bad += _own_numpy_speedup(n) >= 1.4
+    if conclusive_bad < 3:
         pytest.skip("the machine is too busy to show a threaded speedup right now")
     assert False, ("2 threads gave no speedup, although NumPy threads run in parallel on this machine: "
                    "does the job release the GIL, and is it split between the threads?")
