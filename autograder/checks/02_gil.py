@@ -1,0 +1,298 @@
+"""Hidden checks of 02_gil (the GIL, CPU-bound vs I/O-bound, coroutines).
+
+Concurrency is proved without a clock where possible: calls that wait at a
+barrier only get through when they all run at the same time; thread idents and
+PIDs say who ran them; spies count the threads and processes started. Timing
+checks compare ratios within one run, retry, and skip the parts this machine
+cannot show at the moment (fewer than 2 usable cores, or a saturated machine).
+"""
+import asyncio
+import math
+import multiprocessing.process
+import os
+import random
+import sys
+import threading
+import time
+from contextlib import contextmanager
+
+import pytest
+
+from autograder.checks._support import exact_float, exact_list, raises_value_error, timeout
+from helpers import gil, workers
+from helpers.system import usable_cores
+
+
+@contextmanager
+def count_starts():
+    """Spy on Thread.start and Process.start calls made while the block runs."""
+    counts = {"thread": 0, "process": 0}
+    thread_start = threading.Thread.start
+    process_start = multiprocessing.process.BaseProcess.start
+
+    def spy_thread(self, *args, **kwargs):
+        counts["thread"] += 1
+        return thread_start(self, *args, **kwargs)
+
+    def spy_process(self, *args, **kwargs):
+        counts["process"] += 1
+        return process_start(self, *args, **kwargs)
+
+    threading.Thread.start = spy_thread
+    multiprocessing.process.BaseProcess.start = spy_process
+    try:
+        yield counts
+    finally:
+        threading.Thread.start = thread_start
+        multiprocessing.process.BaseProcess.start = process_start
+
+
+def _gil_enabled():
+    return getattr(sys, "_is_gil_enabled", lambda: True)()
+
+
+# --- run_threads ------------------------------------------------------------------
+@timeout(60)
+def test_run_threads_order(run_threads):
+    """results come back in the order of args_list, whatever order the calls finish in"""
+    xs = [random.randint(-50, 50) for _ in range(5)]
+    args = [(x, 0.05 * (len(xs) - i)) for i, x in enumerate(xs)]  # the first finishes last
+    out = run_threads(workers.slow_square, args)
+    out = exact_list(out, "the result", len(xs))
+    assert out == [x * x for x in xs], "the results are not fn(*args) in the order of args_list"
+    pairs = [(random.randint(0, 99), random.randint(0, 99)) for _ in range(3)]
+    assert list(run_threads(workers.add, pairs)) == [a + b for a, b in pairs], (
+        "the results are not fn(*args) for each tuple of args")
+
+
+@timeout(90)
+def test_run_threads_concurrent(run_threads):
+    """every call runs in its own thread of this process, all at the same time"""
+    for n in (1, 3, 2 * usable_cores() + 3):
+        barrier = threading.Barrier(n)
+        with count_starts() as counts:
+            out = run_threads(gil.rendezvous, [(barrier, i, 10.0) for i in range(n)])
+        out = exact_list(out, "the result", n)
+        assert [r["value"] for r in out] == list(range(n)), "the results are not in input order"
+        assert all(r["met"] for r in out), (
+            f"with {n} calls, they did not all run at the same time (one after another, or too few threads)")
+        assert all(r["pid"] == os.getpid() for r in out), "threads run in this process, not in another one"
+        assert len({r["thread"] for r in out}) == n, f"{n} calls should run in {n} different threads"
+        assert counts["thread"] >= n, f"{n} threads should have been started"
+
+
+# --- run_processes ----------------------------------------------------------------
+@timeout(60)
+def test_run_processes_order(run_processes):
+    """results come back in the order of args_list, whatever order the calls finish in"""
+    xs = [random.randint(-50, 50) for _ in range(4)]
+    args = [(x, 0.15 * (len(xs) - i)) for i, x in enumerate(xs)]  # the first finishes last
+    out = exact_list(run_processes(workers.slow_square, args), "the result", len(xs))
+    assert out == [x * x for x in xs], "the results are not fn(*args) in the order of args_list"
+
+
+@timeout(120)
+def test_run_processes_concurrent(run_processes):
+    """every call runs in its own new process, all at the same time"""
+    ctx = workers.mp_context()
+    with ctx.Manager() as manager:
+        for n in (1, usable_cores() + 2):
+            barrier = manager.Barrier(n)
+            with count_starts() as counts:
+                out = run_processes(gil.rendezvous, [(barrier, i, 20.0) for i in range(n)])
+            out = exact_list(out, "the result", n)
+            assert [r["value"] for r in out] == list(range(n)), "the results are not in input order"
+            assert all(r["pid"] != os.getpid() for r in out), "the calls ran in this process, not in new ones"
+            assert all(r["met"] for r in out), (
+                f"with {n} calls, they did not all run at the same time (one after another, or too few processes)")
+            assert len({r["pid"] for r in out}) == n, f"{n} calls should run in {n} different processes"
+            assert counts["process"] >= n, f"{n} processes should have been started"
+
+
+# --- gil_experiment ---------------------------------------------------------------
+KEYS = {"serial", "threads", "processes", "io_serial", "io_threads"}
+
+
+def test_gil_experiment_errors(gil_experiment):
+    """n_workers < 1 or work < 1 raises ValueError"""
+    for bad in ((0, 1000), (-2, 1000), (2, 0)):
+        with raises_value_error(f"gil_experiment{bad}"):
+            gil_experiment(*bad)
+
+
+@timeout(60)
+def test_gil_experiment_measures(gil_experiment):
+    """returns five positive measured times, starting threads and processes to get them"""
+    n = random.randint(2, 3)
+    with count_starts() as counts:
+        out = gil_experiment(n, random.randint(200_000, 300_000))
+    assert type(out) is dict, f"gil_experiment must return a dict, got {type(out).__name__}"
+    assert set(out) == KEYS, f"the keys must be exactly {sorted(KEYS)}"
+    for key in KEYS:
+        assert exact_float(out[key], key) > 0, f"{key} must be a positive number of seconds"
+    assert counts["process"] >= n, f"with n_workers={n}, the CPU task should run in {n} processes"
+    assert counts["thread"] >= 2 * n, f"with n_workers={n}, both tasks should run in {n} threads each"
+    assert out["io_serial"] >= 0.8 * n * 0.05, "io_serial is shorter than the waits it should contain"
+
+
+def _own_process_ratio(work, n_workers):
+    """processes/threads time ratio of our own CPU experiment right now."""
+    shares = [work // n_workers] * n_workers
+    start = time.perf_counter()
+    ts = [threading.Thread(target=gil.draw_randoms, args=(s,)) for s in shares]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    threads = time.perf_counter() - start
+    start = time.perf_counter()
+    ps = [workers.mp_context().Process(target=gil.draw_randoms, args=(s,)) for s in shares]
+    for p in ps:
+        p.start()
+    for p in ps:
+        p.join()
+    return (time.perf_counter() - start) / threads
+
+
+@timeout(180)
+def test_gil_experiment_ratios(gil_experiment):
+    """threads overlap waits; for pure-Python CPU work threads gain nothing and processes do"""
+    # Each try is judged against our own experiment run right after it: the
+    # answer fails the CPU part only when, in every try, this machine could run
+    # processes in parallel (own ratio <= 0.7) and the answer's processes still
+    # were not faster than its threads. A busy machine makes a try inconclusive.
+    work, n = 8_000_000, 4
+    io_ok = threads_ok = processes_ok = False
+    conclusive_bad = 0
+    for _ in range(3):
+        out = gil_experiment(n, work)
+        io_ok |= out["io_threads"] < 0.5 * out["io_serial"]
+        threads_ok |= out["threads"] > 0.7 * out["serial"] or not _gil_enabled()
+        if out["processes"] < 0.8 * out["threads"]:
+            processes_ok = True
+        elif usable_cores() >= 2 and out["processes"] >= 0.9 * out["threads"]:
+            conclusive_bad += _own_process_ratio(work, n) <= 0.7
+        if io_ok and threads_ok and processes_ok:
+            return
+    assert io_ok, "io_threads is not much shorter than io_serial: do the waits overlap in threads?"
+    assert threads_ok, ("threads came out much faster than serial on pure-Python work, "
+                        "which the GIL does not allow: are the threads really threads?")
+    if usable_cores() < 2:
+        pytest.skip("one usable core: processes cannot beat threads here")
+    if conclusive_bad < 3:
+        pytest.skip("the machine is too busy to show a parallel speedup right now")
+    assert processes_ok, ("processes were not faster than threads on CPU work, "
+                          "although this machine can run them in parallel")
+
+
+# --- numpy_threads_speedup ----------------------------------------------------------
+def test_numpy_threads_speedup_errors(numpy_threads_speedup):
+    """n < 1 or n_threads < 1 raises ValueError"""
+    for bad in ((0, 2), (1000, 0), (1000, -1)):
+        with raises_value_error(f"numpy_threads_speedup{bad}"):
+            numpy_threads_speedup(*bad)
+
+
+@timeout(60)
+def test_numpy_threads_speedup_measures(numpy_threads_speedup):
+    """returns a positive measured speedup and runs the job on the threads asked for"""
+    k = random.randint(2, 4)
+    with count_starts() as counts:
+        s = exact_float(numpy_threads_speedup(random.randint(500_000, 800_000), k), "the speedup")
+    assert s > 0, "the speedup must be positive"
+    assert counts["thread"] >= 2, f"with n_threads={k}, the job should run on several threads"
+    one = [exact_float(numpy_threads_speedup(400_000, 1), "the speedup") for _ in range(2)]
+    assert min(one) < 2.0, "with a single thread there is nothing to gain: the speedup should be near 1"
+
+
+def _own_numpy_speedup(n):
+    import numpy as np
+    from concurrent.futures import ThreadPoolExecutor
+    parts = np.array_split(np.random.default_rng(1).random(n), 4)
+    best_serial = best_threads = math.inf
+    with ThreadPoolExecutor(2) as pool:
+        for _ in range(3):
+            start = time.perf_counter()
+            [gil.numpy_chunk(p) for p in parts]
+            best_serial = min(best_serial, time.perf_counter() - start)
+            start = time.perf_counter()
+            list(pool.map(gil.numpy_chunk, parts))
+            best_threads = min(best_threads, time.perf_counter() - start)
+    return best_serial / best_threads
+
+
+@timeout(90)
+def test_numpy_threads_speedup_gains(numpy_threads_speedup):
+    """with 2 usable cores, 2 threads speed up the NumPy job (the GIL is released)"""
+    if usable_cores() < 2:
+        pytest.skip("one usable core: threads cannot speed anything up here")
+    n, conclusive_bad = 4_000_000, 0
+    for _ in range(3):
+        got = numpy_threads_speedup(n, 2)
+        if got > 1.15:
+            return
+        if got <= 1.1:
+            conclusive_bad += _own_numpy_speedup(n) >= 1.4
+    if conclusive_bad < 3:
+        pytest.skip("the machine is too busy to show a threaded speedup right now")
+    assert False, ("2 threads gave no speedup, although NumPy threads run in parallel on this machine: "
+                   "does the job release the GIL, and is it split between the threads?")
+
+
+# --- fetch_all ------------------------------------------------------------------------
+def _run_coroutine_function(fetch_all, delays):
+    assert asyncio.iscoroutinefunction(fetch_all), "fetch_all must be defined with `async def`"
+    start = time.perf_counter()
+    out = asyncio.run(fetch_all(delays))
+    return out, time.perf_counter() - start
+
+
+@timeout(30)
+def test_fetch_all_results(fetch_all):
+    """an async function returning the delays as a list, in input order"""
+    delays = [round(random.uniform(0.01, 0.12), 3) for _ in range(random.randint(3, 6))]
+    delays.sort(reverse=True)  # the first request finishes last
+    out, _ = _run_coroutine_function(fetch_all, delays)
+    out = exact_list(out, "the result", len(delays))
+    assert out == delays, "the results are not the delays in the order given"
+    assert list(_run_coroutine_function(fetch_all, [])[0]) == [], "no delays should give []"
+
+
+@timeout(30)
+def test_fetch_all_concurrent(fetch_all):
+    """the requests are awaited concurrently: total time near max(delays), not their sum"""
+    delays = [round(random.uniform(0.15, 0.25), 3) for _ in range(5)]
+    best = min(_run_coroutine_function(fetch_all, delays)[1] for _ in range(2))
+    assert best < 0.55 * sum(delays), (
+        f"{len(delays)} requests took about the sum of their delays: are they awaited one after another?")
+
+
+# --- WORKLOAD_KIND ------------------------------------------------------------------------
+EXPECTED_KIND = {
+    "download 200 web pages": "io",
+    "estimate pi with random.random() in a Python loop": "cpu",
+    "read 1,000 files from a network drive": "io",
+    "sort a list of 10 million Python tuples": "cpu",
+    "wait for replies to 50 database queries": "io",
+    "find primes below 10 million with a pure-Python sieve": "cpu",
+    "poll a web API every second for new results": "io",
+    "train a decision tree written in pure Python": "cpu",
+    "wait for a GPU kernel to finish (torch.cuda.synchronize)": "io",
+}
+
+
+def test_WORKLOAD_KIND_keys(WORKLOAD_KIND):
+    """a dict classifying every listed task, each value "cpu" or "io" """
+    assert type(WORKLOAD_KIND) is dict, f"WORKLOAD_KIND must be a dict, got {type(WORKLOAD_KIND).__name__}"
+    missing = set(EXPECTED_KIND) - set(WORKLOAD_KIND)
+    extra = set(WORKLOAD_KIND) - set(EXPECTED_KIND)
+    assert not missing, f"{len(missing)} task(s) of TASKS are not classified"
+    assert not extra, f"{len(extra)} key(s) are not tasks from TASKS"
+    assert all(type(v) is str and v in ("cpu", "io") for v in WORKLOAD_KIND.values()), (
+        'every value must be the string "cpu" or "io"')
+
+
+def test_WORKLOAD_KIND_correct(WORKLOAD_KIND):
+    """every task is classified correctly"""
+    wrong = [task for task, kind in EXPECTED_KIND.items() if WORKLOAD_KIND.get(task) != kind]
+    assert not wrong, f"{len(wrong)} of {len(EXPECTED_KIND)} tasks are misclassified"

@@ -1,0 +1,371 @@
+"""Hidden checks of 03_race_conditions (races, bytecode, locks, shared memory).
+
+Thread races are made certain rather than likely: while a check runs, a trace
+function makes the threads that the answer starts switch after every bytecode
+instruction of the answer's own code. Unlocked read-modify-writes then lose
+updates, and locks taken in argument order deadlock, on every run. Locks the
+answer creates can be aborted, and its threads are made daemons, so that a
+deadlocked answer fails one check in bounded time and never hangs the kernel.
+"""
+import dis
+import math
+import multiprocessing.process
+import os
+import random
+import sys
+import threading
+import time
+from contextlib import contextmanager
+
+import pytest
+
+from autograder.checks._support import exact_float, exact_int, exact_list, raises_value_error, timeout
+
+_yield = time.sleep            # the real one, even if an answer patches time.sleep
+_STDLIB = os.path.dirname(threading.__file__)
+_THIS_FILE = os.path.abspath(__file__)
+
+
+def _is_answer_code(code):
+    name = code.co_filename
+    return not (name.startswith(_STDLIB) or "site-packages" in name or name.startswith("<frozen")
+                or os.path.abspath(name) == _THIS_FILE)
+
+
+def _switch_everywhere(frame, event, arg):
+    """Global trace function: in answer code, let other threads run after every instruction."""
+    if event != "call" or not _is_answer_code(frame.f_code):
+        return None
+    frame.f_trace_opcodes = True
+    frame.f_trace_lines = False
+    return _switch_local
+
+
+def _switch_local(frame, event, arg):
+    if event == "opcode":
+        _yield(0)
+    return _switch_local
+
+
+class _Aborted(SystemExit):
+    """Raised in an answer's threads to unwind a deadlock (SystemExit: threads end quietly)."""
+
+
+class _Harness:
+    """Forced switches, abortable locks and daemon threads while an answer runs."""
+
+    def __init__(self):
+        self.abort = threading.Event()
+        self.threads = []
+
+    def _lock_factory(self, real_factory):
+        harness = self
+
+        def factory(*args, **kwargs):
+            real = real_factory(*args, **kwargs)
+            caller = sys._getframe(1).f_code
+            return _AbortableLock(real, harness.abort) if _is_answer_code(caller) else real
+        return factory
+
+    @contextmanager
+    def active(self):
+        saved = threading.Lock, threading.RLock, threading.Thread.start
+        harness = self
+
+        def start(thread, *args, **kwargs):
+            if not thread.daemon:
+                thread.daemon = True          # a stuck thread must never block interpreter exit
+            harness.threads.append(thread)
+            return saved[2](thread, *args, **kwargs)
+
+        threading.Lock = self._lock_factory(saved[0])
+        threading.RLock = self._lock_factory(saved[1])
+        threading.Thread.start = start
+        threading.settrace(_switch_everywhere)
+        try:
+            yield self
+        finally:
+            threading.settrace(None)
+            threading.Lock, threading.RLock, threading.Thread.start = saved
+
+    def release_stuck_threads(self):
+        """Abort the answer's locks; forget its pool threads so that exit does not join them."""
+        self.abort.set()
+        deadline = time.monotonic() + 5
+        for thread in self.threads:
+            thread.join(max(0.0, deadline - time.monotonic()))
+        try:
+            from concurrent.futures import thread as futures_thread
+            for thread in self.threads:
+                futures_thread._threads_queues.pop(thread, None)
+        except (ImportError, AttributeError):
+            pass
+
+
+class _AbortableLock:
+    """A Lock/RLock look-alike whose blocking acquire gives up once `abort` is set."""
+
+    def __init__(self, real, abort):
+        self._real, self._abort = real, abort
+
+    def acquire(self, blocking=True, timeout=-1):
+        if not blocking or timeout >= 0:
+            return self._real.acquire(blocking, timeout)
+        while not self._real.acquire(timeout=0.05):
+            if self._abort.is_set():
+                raise _Aborted("deadlock aborted by the grader")
+        return True
+
+    def release(self):
+        self._real.release()
+
+    def locked(self):
+        return self._real.locked()
+
+    __enter__ = acquire
+
+    def __exit__(self, *exc):
+        self._real.release()
+
+    def _is_owned(self):  # used by threading.Condition with an RLock
+        return self._real._is_owned() if hasattr(self._real, "_is_owned") else self._real.locked()
+
+    def __getattr__(self, name):
+        return getattr(self._real, name)
+
+
+def _run_bounded(fn, args, seconds):
+    """fn(*args) under the harness, in a daemon thread; ("ok", value), ("error", exc) or ("hung", None)."""
+    harness = _Harness()
+    box = {}
+
+    def target():
+        try:
+            box["value"] = fn(*args)
+        except BaseException as err:  # noqa: BLE001
+            box["error"] = err
+
+    with harness.active():
+        runner = threading.Thread(target=target, daemon=True)
+        runner.start()
+        runner.join(seconds)
+    if runner.is_alive():
+        harness.release_stuck_threads()
+        return "hung", None, harness
+    if "error" in box:
+        return "error", box["error"], harness
+    return "ok", box["value"], harness
+
+
+@contextmanager
+def count_starts():
+    counts = {"thread": 0, "process": 0}
+    thread_start = threading.Thread.start
+    process_start = multiprocessing.process.BaseProcess.start
+
+    def spy_thread(self, *args, **kwargs):
+        counts["thread"] += 1
+        return thread_start(self, *args, **kwargs)
+
+    def spy_process(self, *args, **kwargs):
+        counts["process"] += 1
+        return process_start(self, *args, **kwargs)
+
+    threading.Thread.start = spy_thread
+    multiprocessing.process.BaseProcess.start = spy_process
+    try:
+        yield counts
+    finally:
+        threading.Thread.start = thread_start
+        multiprocessing.process.BaseProcess.start = process_start
+
+
+# --- safe_increment ---------------------------------------------------------------
+def test_safe_increment_errors(safe_increment):
+    """n_threads < 1 or n < 0 raises ValueError"""
+    for bad in ((0, 10), (-1, 10), (2, -5)):
+        with raises_value_error(f"safe_increment{bad}"):
+            safe_increment(*bad)
+
+
+@timeout(60)
+def test_safe_increment_exact(safe_increment):
+    """the count is exactly n_threads * n, with one thread and with many"""
+    for n_threads in (1, random.randint(3, 6)):
+        n = random.randint(150, 300)
+        with count_starts() as counts:
+            got = exact_int(safe_increment(n_threads, n), "the count")
+        assert got == n_threads * n, f"{n_threads} threads x {n} increments gave {got}, not {n_threads * n}"
+        assert counts["thread"] >= n_threads, f"{n_threads} threads should have been started"
+
+
+@timeout(90)
+def test_safe_increment_under_forced_switches(safe_increment):
+    """the count stays exact when threads switch between any two bytecode instructions"""
+    n_threads, n = random.randint(3, 4), random.randint(100, 150)
+    state, value, _ = _run_bounded(safe_increment, (n_threads, n), 60)
+    assert state != "hung", "safe_increment did not finish (a deadlock?)"
+    if state == "error":
+        raise value
+    got = exact_int(value, "the count")
+    assert got == n_threads * n, (
+        f"with thread switches forced between instructions, {n_threads} x {n} increments gave {got}: "
+        "is the read-modify-write protected by a lock?")
+
+
+# --- bytecode_ops -------------------------------------------------------------------
+def _sample_functions():
+    a, b = random.randint(2, 9), random.randint(10, 99)
+    source = f'''
+def f0(x):
+    x = x + {a}
+    return x
+def f1(items):
+    total = 0
+    for item in items:
+        if item % {a}:
+            total += item * {b}
+    return total
+def f2():
+    global g
+    g = g - {b}
+def f3(s, k={a}):
+    return [c.upper() for c in s][:k]
+'''
+    namespace = {}
+    exec(compile(source, "<check>", "exec"), namespace)
+    return [namespace[f"f{i}"] for i in range(4)] + [_plain_helper]
+
+
+def _plain_helper(values):
+    try:
+        return max(values) / len(values)
+    except ZeroDivisionError:
+        return None
+
+
+def _expected(fn):
+    return [ins.opname for ins in dis.get_instructions(fn)]
+
+
+def test_bytecode_ops_matches_dis(bytecode_ops):
+    """returns the opnames dis reports, in order, as a list of strings"""
+    for fn in _sample_functions():
+        got = exact_list(bytecode_ops(fn), "the result")
+        assert all(type(op) is str for op in got), "every element must be an opname string"
+        got = [op for op in got if op != "CACHE"]   # cache entries are not instructions
+        assert got == _expected(fn), "the opnames differ from what dis reports for the same function"
+
+
+def test_bytecode_ops_read_modify_write(bytecode_ops):
+    """shows the read, the modify and the write of a global increment in that order"""
+    namespace = {}
+    exec("def bump():\n    global n\n    n = n + 1\n", namespace)
+    ops = [op for op in bytecode_ops(namespace["bump"]) if op != "CACHE"]
+    assert "LOAD_GLOBAL" in ops and "STORE_GLOBAL" in ops, "the read (LOAD_GLOBAL) or write (STORE_GLOBAL) is missing"
+    read, write = ops.index("LOAD_GLOBAL"), ops.index("STORE_GLOBAL")
+    assert read < write and any(op.startswith("BINARY") for op in ops[read:write]), (
+        "the operations are not in bytecode order")
+
+
+# --- process_safe_counter --------------------------------------------------------------
+def test_process_safe_counter_errors(process_safe_counter):
+    """n_procs < 1 or n < 0 raises ValueError"""
+    for bad in ((0, 10), (-2, 10), (2, -1)):
+        with raises_value_error(f"process_safe_counter{bad}"):
+            process_safe_counter(*bad)
+
+
+@timeout(150)
+def test_process_safe_counter_exact(process_safe_counter):
+    """processes add to one shared Value and the count is exact"""
+    n_procs, n = 3, random.randint(4_000, 5_000)
+    with count_starts() as counts:
+        got = exact_int(process_safe_counter(n_procs, n), "the count")
+    assert counts["process"] >= n_procs, f"{n_procs} processes should have been started"
+    assert got == n_procs * n, (
+        f"{n_procs} processes x {n} increments gave {got}, not {n_procs * n}: "
+        "is each read-modify-write done under the Value's lock?")
+    with count_starts() as counts:
+        assert process_safe_counter(1, 7) == 7, "one process adding 7 times should give 7"
+    assert counts["process"] >= 1, "the work must run in a process"
+
+
+# --- transfer_many ---------------------------------------------------------------------
+def _serial_transfers(balances, transfers):
+    out = list(balances)
+    for src, dst, amount in transfers:
+        out[src] -= amount
+        out[dst] += amount
+    return out
+
+
+def _opposing_transfers(n_accounts, count):
+    transfers = []
+    for _ in range(count // 2):
+        a, b = random.sample(range(n_accounts), 2)
+        transfers += [(a, b, random.randint(1, 50)), (b, a, random.randint(1, 50))]
+    random.shuffle(transfers)
+    return transfers
+
+
+def test_transfer_many_errors(transfer_many):
+    """n_threads < 1 raises ValueError"""
+    with raises_value_error("transfer_many([1, 2], [(0, 1, 1)], 0)"):
+        transfer_many([1, 2], [(0, 1, 1)], 0)
+
+
+@timeout(60)
+def test_transfer_many_result(transfer_many):
+    """the final balances equal applying every transfer, the total is conserved, the input is untouched"""
+    for n_threads in (1, random.randint(3, 8)):
+        balances = [random.randint(0, 500) for _ in range(random.randint(3, 6))]
+        transfers = _opposing_transfers(len(balances), 60)
+        before = list(balances)
+        with count_starts() as counts:
+            got = exact_list(transfer_many(balances, transfers, n_threads), "the result", len(balances))
+        assert got == _serial_transfers(before, transfers), "the final balances are wrong"
+        assert sum(got) == sum(before), "money was created or destroyed"
+        assert balances == before, "the balances passed in must not be changed: return a new list"
+        if n_threads > 1:
+            assert counts["thread"] >= 2, f"with n_threads={n_threads} the transfers should run on several threads"
+
+
+@timeout(120)
+def test_transfer_many_no_deadlock(transfer_many):
+    """never deadlocks, even with opposite transfers and thread switches at every instruction"""
+    balances = [random.randint(0, 200) for _ in range(4)]
+    transfers = _opposing_transfers(4, 160)
+    state, value, _ = _run_bounded(transfer_many, (list(balances), transfers, 4), 30)
+    assert state != "hung", ("transfer_many deadlocked with opposite transfers: "
+                             "are the two locks always taken in the same global order?")
+    if state == "error":
+        raise value
+    got = exact_list(value, "the result", len(balances))
+    assert got == _serial_transfers(balances, transfers), (
+        "with thread switches forced between instructions the balances came out wrong: "
+        "does each transfer hold both accounts' locks while it updates them?")
+
+
+# --- parallel_sum ----------------------------------------------------------------------------
+def test_parallel_sum_errors(parallel_sum):
+    """n_workers < 1 raises ValueError"""
+    with raises_value_error("parallel_sum([[1.0]], 0)"):
+        parallel_sum([[1.0]], 0)
+
+
+@timeout(120)
+def test_parallel_sum_value(parallel_sum):
+    """equals the sum of all numbers, for lists and arrays, with 1 worker and with more than the cores"""
+    import numpy as np
+    for n_workers in (1, 2, 2 * (os.cpu_count() or 1) + 1):
+        chunks = [[random.uniform(-100, 100) for _ in range(random.randint(0, 400))]
+                  for _ in range(random.randint(4, 9))]
+        chunks[1] = np.array(chunks[1])
+        expected = math.fsum(float(x) for chunk in chunks for x in chunk)
+        with count_starts() as counts:
+            got = exact_float(parallel_sum(chunks, n_workers), "the sum")
+        assert abs(got - expected) <= 1e-9 * max(1.0, sum(abs(float(x)) for c in chunks for x in c)), (
+            "the sum is wrong")
+        assert counts["process"] >= min(n_workers, 2), (
+            f"with n_workers={n_workers}, the partial sums should be computed in worker processes")

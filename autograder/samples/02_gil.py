@@ -1,0 +1,342 @@
+"""Wrong and alternative answers of 02_gil (see autograder/samples/__init__.py)."""
+
+WRONG = {
+    "run_threads": {
+        "serial calls": '''
+def run_threads(fn, args_list):
+    return [fn(*args) for args in args_list]
+''',
+        "results in completion order": '''
+import threading
+def run_threads(fn, args_list):
+    results = []
+    ts = [threading.Thread(target=lambda a=a: results.append(fn(*a))) for a in args_list]
+    for t in ts: t.start()
+    for t in ts: t.join()
+    return results
+''',
+        "each thread joined before the next starts": '''
+import threading
+def run_threads(fn, args_list):
+    results = [None] * len(args_list)
+    for i, a in enumerate(args_list):
+        t = threading.Thread(target=lambda i=i, a=a: results.__setitem__(i, fn(*a)))
+        t.start(); t.join()
+    return results
+''',
+        "a pool of 2 threads": '''
+from concurrent.futures import ThreadPoolExecutor
+def run_threads(fn, args_list):
+    with ThreadPoolExecutor(2) as pool:
+        return list(pool.map(lambda a: fn(*a), args_list))
+''',
+    },
+    "run_processes": {
+        "serial calls": '''
+def run_processes(fn, args_list):
+    return [fn(*args) for args in args_list]
+''',
+        "threads instead of processes": '''
+from concurrent.futures import ThreadPoolExecutor
+def run_processes(fn, args_list):
+    if not args_list:
+        return []
+    with ThreadPoolExecutor(len(args_list)) as pool:
+        return [f.result() for f in [pool.submit(fn, *a) for a in args_list]]
+''',
+        "results in completion order": '''
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from helpers.workers import mp_context
+def run_processes(fn, args_list):
+    if not args_list:
+        return []
+    with ProcessPoolExecutor(len(args_list), mp_context=mp_context()) as pool:
+        return [f.result() for f in as_completed([pool.submit(fn, *a) for a in args_list])]
+''',
+        "one process for all calls": '''
+from concurrent.futures import ProcessPoolExecutor
+from helpers.workers import mp_context
+def run_processes(fn, args_list):
+    with ProcessPoolExecutor(1, mp_context=mp_context()) as pool:
+        return [f.result() for f in [pool.submit(fn, *a) for a in args_list]]
+''',
+    },
+    "gil_experiment": {
+        "hard-coded times": '''
+def gil_experiment(n_workers, work):
+    if n_workers < 1 or work < 1:
+        raise ValueError("bad arguments")
+    return {"serial": 1.0, "threads": 1.0, "processes": 0.5, "io_serial": 0.2, "io_threads": 0.05}
+''',
+        "everything serial": '''
+import time
+from helpers.gil import draw_randoms, wait
+def gil_experiment(n_workers, work):
+    if n_workers < 1 or work < 1:
+        raise ValueError("bad arguments")
+    out = {}
+    for key in ("serial", "threads", "processes"):
+        t = time.perf_counter(); draw_randoms(work); out[key] = time.perf_counter() - t
+    for key in ("io_serial", "io_threads"):
+        t = time.perf_counter()
+        for _ in range(n_workers): wait(0.05)
+        out[key] = time.perf_counter() - t
+    return out
+''',
+        "io_threads joined one by one": '''
+import threading, time
+from helpers.gil import draw_randoms, wait
+from helpers.workers import mp_context
+def gil_experiment(n_workers, work):
+    if n_workers < 1 or work < 1:
+        raise ValueError("bad arguments")
+    def timed(make, target, args_each, one_by_one=False):
+        t = time.perf_counter()
+        ws = [make(target=target, args=a) for a in args_each]
+        for w in ws:
+            w.start()
+            if one_by_one: w.join()
+        for w in ws: w.join()
+        return time.perf_counter() - t
+    share = [(work // n_workers,)] * n_workers
+    t = time.perf_counter(); draw_randoms(work); serial = time.perf_counter() - t
+    out = {"serial": serial, "threads": timed(threading.Thread, draw_randoms, share),
+           "processes": timed(mp_context().Process, draw_randoms, share)}
+    t = time.perf_counter()
+    for _ in range(n_workers): wait(0.05)
+    out["io_serial"] = time.perf_counter() - t
+    out["io_threads"] = timed(threading.Thread, wait, [(0.05,)] * n_workers, one_by_one=True)
+    return out
+''',
+    },
+    "numpy_threads_speedup": {
+        "hard-coded speedup": '''
+def numpy_threads_speedup(n, n_threads):
+    if n < 1 or n_threads < 1:
+        raise ValueError("bad arguments")
+    return float(min(n_threads, 2))
+''',
+        "no threads at all": '''
+import time
+import numpy as np
+from helpers.gil import numpy_chunk
+def numpy_threads_speedup(n, n_threads):
+    if n < 1 or n_threads < 1:
+        raise ValueError("bad arguments")
+    parts = np.array_split(np.random.default_rng(0).random(n), n_threads)
+    t = time.perf_counter(); [numpy_chunk(p) for p in parts]; a = time.perf_counter() - t
+    t = time.perf_counter(); [numpy_chunk(p) for p in parts]; b = time.perf_counter() - t
+    return a / b
+''',
+        "accepts zero threads": '''
+import time
+from concurrent.futures import ThreadPoolExecutor
+import numpy as np
+from helpers.gil import numpy_chunk
+def numpy_threads_speedup(n, n_threads):
+    n_threads = max(n_threads, 1)
+    parts = np.array_split(np.random.default_rng(0).random(max(n, 1)), n_threads)
+    t = time.perf_counter(); [numpy_chunk(p) for p in parts]; serial = time.perf_counter() - t
+    with ThreadPoolExecutor(n_threads) as pool:
+        t = time.perf_counter(); list(pool.map(numpy_chunk, parts)); threaded = time.perf_counter() - t
+    return serial / threaded
+''',
+    },
+    "fetch_all": {
+        "awaits one after another": '''
+import asyncio
+async def fetch_all(delays):
+    out = []
+    for d in delays:
+        await asyncio.sleep(d)
+        out.append(d)
+    return out
+''',
+        "results in completion order": '''
+import asyncio
+async def fetch_all(delays):
+    async def one(d):
+        await asyncio.sleep(d)
+        return d
+    return [await f for f in asyncio.as_completed([one(d) for d in delays])]
+''',
+        "blocking sleep inside the coroutine": '''
+import asyncio, time
+async def fetch_all(delays):
+    async def one(d):
+        time.sleep(d)
+        return d
+    return list(await asyncio.gather(*(one(d) for d in delays)))
+''',
+        "not a coroutine function": '''
+def fetch_all(delays):
+    return list(delays)
+''',
+    },
+    "WORKLOAD_KIND": {
+        "everything cpu": '''
+TASKS = ["download 200 web pages"]
+WORKLOAD_KIND = {t: "cpu" for t in [
+    "download 200 web pages", "estimate pi with random.random() in a Python loop",
+    "read 1,000 files from a network drive", "sort a list of 10 million Python tuples",
+    "wait for replies to 50 database queries", "find primes below 10 million with a pure-Python sieve",
+    "poll a web API every second for new results", "train a decision tree written in pure Python",
+    "wait for a GPU kernel to finish (torch.cuda.synchronize)"]}
+''',
+        "the GPU wait counted as CPU work": '''
+WORKLOAD_KIND = {
+    "download 200 web pages": "io",
+    "estimate pi with random.random() in a Python loop": "cpu",
+    "read 1,000 files from a network drive": "io",
+    "sort a list of 10 million Python tuples": "cpu",
+    "wait for replies to 50 database queries": "io",
+    "find primes below 10 million with a pure-Python sieve": "cpu",
+    "poll a web API every second for new results": "io",
+    "train a decision tree written in pure Python": "cpu",
+    "wait for a GPU kernel to finish (torch.cuda.synchronize)": "cpu",
+}
+''',
+        "a task left out": '''
+WORKLOAD_KIND = {"download 200 web pages": "io", "sort a list of 10 million Python tuples": "cpu"}
+''',
+        "other labels": '''
+WORKLOAD_KIND = {
+    "download 200 web pages": "I/O",
+    "estimate pi with random.random() in a Python loop": "CPU",
+    "read 1,000 files from a network drive": "I/O",
+    "sort a list of 10 million Python tuples": "CPU",
+    "wait for replies to 50 database queries": "I/O",
+    "find primes below 10 million with a pure-Python sieve": "CPU",
+    "poll a web API every second for new results": "I/O",
+    "train a decision tree written in pure Python": "CPU",
+    "wait for a GPU kernel to finish (torch.cuda.synchronize)": "I/O",
+}
+''',
+    },
+}
+
+ALTERNATIVE = {
+    "run_threads": {
+        "ThreadPoolExecutor sized to the calls": '''
+from concurrent.futures import ThreadPoolExecutor
+def run_threads(fn, args_list):
+    if not args_list:
+        return []
+    with ThreadPoolExecutor(max_workers=len(args_list)) as pool:
+        futures = [pool.submit(fn, *args) for args in args_list]
+    return [f.result() for f in futures]
+''',
+        "multiprocessing.dummy ThreadPool starmap": '''
+from multiprocessing.dummy import Pool as ThreadPool
+def run_threads(fn, args_list):
+    if len(args_list) == 0:
+        return []
+    with ThreadPool(len(args_list)) as pool:
+        return pool.starmap(fn, args_list, chunksize=1)
+''',
+    },
+    "run_processes": {
+        "multiprocessing Pool starmap, one worker per call": '''
+from helpers.workers import mp_context
+def run_processes(fn, args_list):
+    if not args_list:
+        return []
+    with mp_context().Pool(len(args_list)) as pool:
+        return pool.starmap(fn, args_list, chunksize=1)
+''',
+    },
+    "gil_experiment": {
+        "executors and helpers.timing": '''
+import time
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+from helpers.gil import draw_randoms, wait
+from helpers.timing import stopwatch
+from helpers.workers import mp_context
+def gil_experiment(n_workers, work):
+    if n_workers < 1:
+        raise ValueError("n_workers must be positive")
+    if work < 1:
+        raise ValueError("work must be positive")
+    q, r = divmod(work, n_workers)
+    shares = [q + 1] * r + [q] * (n_workers - r)
+    out = {}
+    with stopwatch() as sw:
+        draw_randoms(work)
+    out["serial"] = sw.seconds
+    with stopwatch() as sw:
+        with ThreadPoolExecutor(n_workers) as pool:
+            list(pool.map(draw_randoms, shares))
+    out["threads"] = sw.seconds
+    with stopwatch() as sw:
+        with ProcessPoolExecutor(n_workers, mp_context=mp_context()) as pool:
+            list(pool.map(draw_randoms, shares))
+    out["processes"] = sw.seconds
+    with stopwatch() as sw:
+        for _ in range(n_workers):
+            time.sleep(0.05)
+    out["io_serial"] = sw.seconds
+    with stopwatch() as sw:
+        with ThreadPoolExecutor(n_workers) as pool:
+            list(pool.map(wait, [0.05] * n_workers))
+    out["io_threads"] = sw.seconds
+    return out
+''',
+    },
+    "numpy_threads_speedup": {
+        "matrix-vector products with helpers.timing.compare": '''
+from concurrent.futures import ThreadPoolExecutor
+import numpy as np
+from helpers import timing
+def numpy_threads_speedup(n, n_threads):
+    if n < 1 or n_threads < 1:
+        raise ValueError("n and n_threads must be at least 1")
+    x = np.random.default_rng(7).random(n)
+    pieces = np.array_split(x, 4 * n_threads)
+    job = lambda p: float(np.sqrt(p * p + 1.0).sum() + np.cos(p).sum())
+    pool = ThreadPoolExecutor(n_threads)
+    try:
+        result = timing.compare({"serial": lambda: [job(p) for p in pieces],
+                                 "threads": lambda: list(pool.map(job, pieces))}, repeat=3)
+    finally:
+        pool.shutdown()
+    return result["serial"] / result["threads"]
+''',
+    },
+    "fetch_all": {
+        "tasks created then awaited in order": '''
+import asyncio
+async def fetch_all(delays):
+    async def one(d):
+        await asyncio.sleep(d)
+        return d
+    tasks = [asyncio.create_task(one(d)) for d in delays]
+    return [await t for t in tasks]
+''',
+        "TaskGroup": '''
+import asyncio
+async def request(delay):
+    await asyncio.sleep(delay)
+    return delay
+async def fetch_all(delays):
+    async with asyncio.TaskGroup() as group:
+        tasks = [group.create_task(request(d)) for d in delays]
+    return [t.result() for t in tasks]
+''',
+    },
+    "WORKLOAD_KIND": {
+        "built from two lists": '''
+CPU = ["estimate pi with random.random() in a Python loop", "sort a list of 10 million Python tuples",
+       "find primes below 10 million with a pure-Python sieve", "train a decision tree written in pure Python"]
+IO = ["download 200 web pages", "read 1,000 files from a network drive",
+      "wait for replies to 50 database queries", "poll a web API every second for new results",
+      "wait for a GPU kernel to finish (torch.cuda.synchronize)"]
+WORKLOAD_KIND = {**{t: "cpu" for t in CPU}, **{t: "io" for t in IO}}
+''',
+    },
+}
+
+# The "partly wrong" sample student: these answers wrong (or left blank), the rest right.
+PARTIAL = {
+    "fetch_all": "awaits one after another",
+    "numpy_threads_speedup": None,
+}

@@ -1,0 +1,364 @@
+"""Wrong and alternative answers of 03_race_conditions (see autograder/samples/__init__.py)."""
+
+WRONG = {
+    "safe_increment": {
+        "no lock": '''
+import threading, time
+def safe_increment(n_threads, n):
+    if n_threads < 1 or n < 0:
+        raise ValueError("bad arguments")
+    state = {"count": 0}
+    def work():
+        for _ in range(n):
+            current = state["count"]
+            time.sleep(0)
+            state["count"] = current + 1
+    ts = [threading.Thread(target=work) for _ in range(n_threads)]
+    for t in ts: t.start()
+    for t in ts: t.join()
+    return state["count"]
+''',
+        "bare += without a lock (exact only by luck of the interpreter)": '''
+import threading
+def safe_increment(n_threads, n):
+    if n_threads < 1 or n < 0:
+        raise ValueError("bad arguments")
+    state = [0]
+    def work():
+        for _ in range(n):
+            state[0] += 1
+    ts = [threading.Thread(target=work) for _ in range(n_threads)]
+    for t in ts: t.start()
+    for t in ts: t.join()
+    return state[0]
+''',
+        "lock only around the write": '''
+import threading, time
+def safe_increment(n_threads, n):
+    if n_threads < 1 or n < 0:
+        raise ValueError("bad arguments")
+    state = {"count": 0}
+    lock = threading.Lock()
+    def work():
+        for _ in range(n):
+            current = state["count"]
+            time.sleep(0)
+            with lock:
+                state["count"] = current + 1
+    ts = [threading.Thread(target=work) for _ in range(n_threads)]
+    for t in ts: t.start()
+    for t in ts: t.join()
+    return state["count"]
+''',
+        "computed without threads": '''
+def safe_increment(n_threads, n):
+    if n_threads < 1 or n < 0:
+        raise ValueError("bad arguments")
+    return n_threads * n
+''',
+    },
+    "bytecode_ops": {
+        "a set of opnames": '''
+import dis
+def bytecode_ops(fn):
+    return list({i.opname for i in dis.get_instructions(fn)})
+''',
+        "the printed lines of dis.dis": '''
+import dis, io
+def bytecode_ops(fn):
+    out = io.StringIO()
+    dis.dis(fn, file=out)
+    return [line for line in out.getvalue().splitlines() if line.strip()]
+''',
+        "argument names instead of opnames": '''
+import dis
+def bytecode_ops(fn):
+    return [str(i.argrepr) for i in dis.get_instructions(fn)]
+''',
+    },
+    "process_safe_counter": {
+        "no lock (v.value += 1 style)": '''
+from helpers.races import add_ones
+from helpers.workers import mp_context
+def process_safe_counter(n_procs, n):
+    if n_procs < 1 or n < 0:
+        raise ValueError("bad arguments")
+    ctx = mp_context()
+    v = ctx.Value("i", 0)
+    ps = [ctx.Process(target=add_ones, args=(v, n)) for _ in range(n_procs)]
+    for p in ps: p.start()
+    for p in ps: p.join()
+    return v.value
+''',
+        "threads instead of processes": '''
+import threading, multiprocessing
+from helpers.races import add_ones
+def process_safe_counter(n_procs, n):
+    if n_procs < 1 or n < 0:
+        raise ValueError("bad arguments")
+    v = multiprocessing.Value("i", 0)
+    ts = [threading.Thread(target=add_ones, args=(v, n, v.get_lock())) for _ in range(n_procs)]
+    for t in ts: t.start()
+    for t in ts: t.join()
+    return v.value
+''',
+        "a fresh lock in every process": '''
+from helpers.races import add_ones
+from helpers.workers import mp_context
+def process_safe_counter(n_procs, n):
+    if n_procs < 1 or n < 0:
+        raise ValueError("bad arguments")
+    ctx = mp_context()
+    v = ctx.Value("i", 0)
+    ps = [ctx.Process(target=add_ones, args=(v, n, ctx.Lock())) for _ in range(n_procs)]
+    for p in ps: p.start()
+    for p in ps: p.join()
+    return v.value
+''',
+    },
+    "transfer_many": {
+        "locks taken in argument order": '''
+import threading
+from concurrent.futures import ThreadPoolExecutor
+def transfer_many(balances, transfers, n_threads):
+    if n_threads < 1:
+        raise ValueError("n_threads")
+    acc = list(balances)
+    locks = [threading.Lock() for _ in acc]
+    def apply(t):
+        src, dst, amount = t
+        with locks[src]:
+            with locks[dst]:
+                acc[src] -= amount
+                acc[dst] += amount
+    with ThreadPoolExecutor(n_threads) as pool:
+        list(pool.map(apply, transfers))
+    return acc
+''',
+        "no locks at all": '''
+from concurrent.futures import ThreadPoolExecutor
+def transfer_many(balances, transfers, n_threads):
+    if n_threads < 1:
+        raise ValueError("n_threads")
+    acc = list(balances)
+    def apply(t):
+        src, dst, amount = t
+        acc[src] -= amount
+        acc[dst] += amount
+    with ThreadPoolExecutor(n_threads) as pool:
+        list(pool.map(apply, transfers))
+    return acc
+''',
+        "serial loop": '''
+def transfer_many(balances, transfers, n_threads):
+    if n_threads < 1:
+        raise ValueError("n_threads")
+    acc = list(balances)
+    for src, dst, amount in transfers:
+        acc[src] -= amount
+        acc[dst] += amount
+    return acc
+''',
+        "changes the list passed in": '''
+import threading
+from concurrent.futures import ThreadPoolExecutor
+def transfer_many(balances, transfers, n_threads):
+    if n_threads < 1:
+        raise ValueError("n_threads")
+    locks = [threading.Lock() for _ in balances]
+    def apply(t):
+        src, dst, amount = t
+        a, b = sorted((src, dst))
+        with locks[a], locks[b]:
+            balances[src] -= amount
+            balances[dst] += amount
+    with ThreadPoolExecutor(n_threads) as pool:
+        list(pool.map(apply, transfers))
+    return balances
+''',
+    },
+    "parallel_sum": {
+        "serial sum": '''
+def parallel_sum(chunks, n_workers):
+    if n_workers < 1:
+        raise ValueError("n_workers")
+    return float(sum(sum(c) for c in chunks))
+''',
+        "threads instead of processes": '''
+from multiprocessing.dummy import Pool as ThreadPool
+def parallel_sum(chunks, n_workers):
+    if n_workers < 1:
+        raise ValueError("n_workers")
+    with ThreadPool(n_workers) as pool:
+        return float(sum(pool.map(sum, chunks)))
+''',
+        "returns the partial sums": '''
+from concurrent.futures import ProcessPoolExecutor
+from helpers.workers import mp_context
+def parallel_sum(chunks, n_workers):
+    if n_workers < 1:
+        raise ValueError("n_workers")
+    with ProcessPoolExecutor(n_workers, mp_context=mp_context()) as pool:
+        return list(pool.map(sum, chunks))
+''',
+        "skips the last chunk": '''
+from concurrent.futures import ProcessPoolExecutor
+from helpers.workers import mp_context
+def parallel_sum(chunks, n_workers):
+    if n_workers < 1:
+        raise ValueError("n_workers")
+    with ProcessPoolExecutor(n_workers, mp_context=mp_context()) as pool:
+        return float(sum(pool.map(sum, chunks[:-1])))
+''',
+    },
+}
+
+ALTERNATIVE = {
+    "safe_increment": {
+        "RLock acquired and released by hand, one-element list": '''
+import threading, time
+def safe_increment(n_threads, n):
+    if n_threads < 1:
+        raise ValueError("need at least one thread")
+    if n < 0:
+        raise ValueError("n must not be negative")
+    box = [0]
+    guard = threading.RLock()
+    def worker():
+        for _ in range(n):
+            guard.acquire()
+            try:
+                seen = box[0]
+                time.sleep(0)
+                box[0] = seen + 1
+            finally:
+                guard.release()
+    pool = [threading.Thread(target=worker) for _ in range(n_threads)]
+    [t.start() for t in pool]
+    [t.join() for t in pool]
+    return box[0]
+''',
+        "a Semaphore(1) in a ThreadPoolExecutor": '''
+import threading, time
+from concurrent.futures import ThreadPoolExecutor
+class Counter:
+    def __init__(self):
+        self.value = 0
+        self.gate = threading.Semaphore(1)
+    def add_one(self):
+        with self.gate:
+            v = self.value
+            time.sleep(0)
+            self.value = v + 1
+def safe_increment(n_threads, n):
+    if n_threads < 1 or n < 0:
+        raise ValueError("bad n_threads or n")
+    c = Counter()
+    def run():
+        for _ in range(n):
+            c.add_one()
+    with ThreadPoolExecutor(n_threads) as ex:
+        for f in [ex.submit(run) for _ in range(n_threads)]:
+            f.result()
+    return c.value
+''',
+    },
+    "bytecode_ops": {
+        "dis.Bytecode": '''
+from dis import Bytecode
+def bytecode_ops(fn):
+    return [ins.opname for ins in Bytecode(fn)]
+''',
+    },
+    "process_safe_counter": {
+        "one RLock shared by the Value and the workers": '''
+from helpers.races import add_ones
+from helpers.workers import mp_context
+def process_safe_counter(n_procs, n):
+    if n_procs < 1:
+        raise ValueError("n_procs must be positive")
+    if n < 0:
+        raise ValueError("n must be >= 0")
+    ctx = mp_context()
+    lock = ctx.RLock()
+    total = ctx.Value("q", 0, lock=lock)
+    procs = []
+    for _ in range(n_procs):
+        p = ctx.Process(target=add_ones, args=(total, n, lock))
+        p.start()
+        procs.append(p)
+    for p in procs:
+        p.join()
+    return int(total.value)
+''',
+    },
+    "transfer_many": {
+        "ordered locks taken with acquire/release, threads over slices": '''
+import threading
+def transfer_many(balances, transfers, n_threads):
+    if n_threads < 1:
+        raise ValueError("n_threads must be >= 1")
+    result = balances[:]
+    locks = {i: threading.RLock() for i in range(len(result))}
+    def worker(part):
+        for src, dst, amount in part:
+            low, high = min(src, dst), max(src, dst)
+            locks[low].acquire()
+            locks[high].acquire()
+            try:
+                result[src] -= amount
+                result[dst] += amount
+            finally:
+                locks[high].release()
+                locks[low].release()
+    threads = [threading.Thread(target=worker, args=(transfers[k::n_threads],)) for k in range(n_threads)]
+    for t in threads: t.start()
+    for t in threads: t.join()
+    return result
+''',
+        "try-lock with back-off": '''
+import threading, time
+from multiprocessing.dummy import Pool as ThreadPool
+def transfer_many(balances, transfers, n_threads):
+    if n_threads < 1:
+        raise ValueError("n_threads")
+    acc = list(balances)
+    locks = [threading.Lock() for _ in acc]
+    def apply(t):
+        src, dst, amount = t
+        while True:
+            with locks[src]:
+                if locks[dst].acquire(blocking=False):
+                    try:
+                        acc[src] -= amount
+                        acc[dst] += amount
+                        return
+                    finally:
+                        locks[dst].release()
+            time.sleep(0.0001)
+    with ThreadPool(n_threads) as pool:
+        pool.map(apply, transfers, chunksize=1)
+    return acc
+''',
+    },
+    "parallel_sum": {
+        "multiprocessing Pool with numpy partial sums and math.fsum": '''
+import math
+import numpy as np
+from helpers.workers import mp_context
+def parallel_sum(chunks, n_workers):
+    if n_workers < 1:
+        raise ValueError("n_workers must be at least 1")
+    arrays = [np.asarray(c, dtype=float) for c in chunks]
+    with mp_context().Pool(n_workers) as pool:
+        partials = pool.map(np.sum, arrays)
+    return math.fsum(float(p) for p in partials)
+''',
+    },
+}
+
+# The "partly wrong" sample student: these answers wrong (or left blank), the rest right.
+PARTIAL = {
+    "transfer_many": "locks taken in argument order",
+    "bytecode_ops": None,
+}
