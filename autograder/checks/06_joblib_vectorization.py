@@ -1,0 +1,405 @@
+"""Hidden checks of 06_joblib_vectorization (joblib, vectorising, blocks, bootstrap, BLAS threads)."""
+import math
+import random
+import sys
+from contextlib import contextmanager
+from pathlib import Path
+
+import cloudpickle
+import joblib.parallel
+import numpy as np
+from scipy.spatial.distance import cdist as scipy_cdist
+from threadpoolctl import threadpool_info, threadpool_limits
+
+from autograder.checks._support import arrays_close, exact_list, plain_array, raises_value_error, timeout
+from helpers import distances
+
+
+# --- tools ---------------------------------------------------------------------------------
+def _send_by_value(*functions):
+    """Let loky workers receive the answers' module-level functions by value.
+
+    In a notebook, answers live in __main__, which cloudpickle already pickles
+    by value. When the checks run against answers executed into a module that
+    no worker can import, register that module for pickling by value as well.
+    """
+    for fn in functions:
+        name = getattr(fn, "__module__", None)
+        module = sys.modules.get(name) if name else None
+        if module is None or name == "__main__":
+            continue
+        file = getattr(module, "__file__", None)
+        if getattr(module, "__spec__", None) is None and not (file and Path(file).is_file()):
+            try:
+                cloudpickle.register_pickle_by_value(module)
+            except (ValueError, TypeError):
+                pass
+
+
+@contextmanager
+def spy_parallel():
+    """Record every joblib.Parallel call made while the block runs: n_jobs, backend, tasks."""
+    calls = []
+    original = joblib.parallel.Parallel.__call__
+
+    def spying_call(self, iterable):
+        tasks = list(iterable)
+        record = {"n_jobs": self.n_jobs, "tasks": tasks, "backend": None}
+        calls.append(record)
+        try:
+            return original(self, tasks)
+        finally:
+            record["backend"] = type(self._backend).__name__
+
+    joblib.parallel.Parallel.__call__ = spying_call
+    try:
+        yield calls
+    finally:
+        joblib.parallel.Parallel.__call__ = original
+
+
+def _busiest(calls):
+    return max(calls, key=lambda c: len(c["tasks"])) if calls else None
+
+
+def _task_arrays(task):
+    """The arrays a task receives, also inside lists, tuples and dicts."""
+    _fn, args, kwargs = task
+    found, todo = [], [*args, *kwargs.values()]
+    while todo:
+        item = todo.pop()
+        if isinstance(item, np.ndarray):
+            found.append(item)
+        elif isinstance(item, (list, tuple)):
+            todo.extend(item)
+        elif isinstance(item, dict):
+            todo.extend(item.values())
+    return found
+
+
+@contextmanager
+def count_lines():
+    """Count the Python lines executed in this thread while the block runs (sys.settrace)."""
+    counter = {"lines": 0}
+
+    def local(frame, event, arg):
+        if event == "line":
+            counter["lines"] += 1
+        return local
+
+    def global_trace(frame, event, arg):
+        return local
+
+    previous = sys.gettrace()
+    sys.settrace(global_trace)
+    try:
+        yield counter
+    finally:
+        sys.settrace(previous)
+
+
+def _points(rows, cols, scale=1.0):
+    return (np.random.default_rng(random.randrange(2**32)).standard_normal((rows, cols)) * scale)
+
+
+# --- cdist_joblib ------------------------------------------------------------------------------
+@timeout(120)
+def test_cdist_joblib_values(cdist_joblib):
+    """the distances equal the serial reference, for any n_jobs and both kinds of worker"""
+    _send_by_value(cdist_joblib)
+    p = random.randint(2, 6)
+    X, Y = _points(random.randint(40, 70), p), _points(random.randint(20, 40), p)
+    expected = distances.cdist_naive(X, Y)
+    for n_jobs in (1, 2, 5):
+        for prefer in ("processes", "threads"):
+            arrays_close(cdist_joblib(X, Y, n_jobs, prefer), expected,
+                         f"cdist_joblib(X, Y, {n_jobs}, {prefer!r})", rtol=1e-9, atol=1e-9)
+    arrays_close(cdist_joblib(X, Y, 2), expected, "cdist_joblib(X, Y, 2) with the default prefer",
+                 rtol=1e-9, atol=1e-9)
+    one_row = X[:1]
+    arrays_close(cdist_joblib(one_row, Y, 3), expected[:1], "a single row of X with n_jobs=3", rtol=1e-9,
+                 atol=1e-9)
+
+
+@timeout(120)
+def test_cdist_joblib_uses_joblib(cdist_joblib):
+    """the row chunks run as joblib tasks on n_jobs workers of the kind asked for"""
+    _send_by_value(cdist_joblib)
+    p = random.randint(2, 6)
+    X, Y = _points(random.randint(40, 70), p), _points(random.randint(10, 30), p)
+    for n_jobs, prefer in ((2, "processes"), (3, "threads"), (5, "processes")):
+        with spy_parallel() as calls:
+            cdist_joblib(X, Y, n_jobs, prefer)
+        call = _busiest(calls)
+        assert call is not None, "cdist_joblib did not use joblib.Parallel"
+        assert call["n_jobs"] == n_jobs, (
+            f"with n_jobs={n_jobs} the Parallel call had n_jobs={call['n_jobs']}")
+        assert len(call["tasks"]) >= n_jobs, (
+            f"with n_jobs={n_jobs} there should be at least {n_jobs} row chunks, found {len(call['tasks'])}")
+        backend = call["backend"] or ""
+        if prefer == "threads":
+            assert "Threading" in backend, "prefer='threads' should run the chunks in threads"
+        else:
+            assert "Threading" not in backend and "Sequential" not in backend, (
+                "prefer='processes' should run the chunks in worker processes")
+
+
+def test_cdist_joblib_errors(cdist_joblib):
+    """n_jobs < 1 or an unknown prefer raises ValueError"""
+    X, Y = _points(5, 2), _points(4, 2)
+    with raises_value_error("cdist_joblib(X, Y, 0)"):
+        cdist_joblib(X, Y, 0)
+    with raises_value_error("cdist_joblib(X, Y, 2, prefer='gpu')"):
+        cdist_joblib(X, Y, 2, prefer="gpu")
+
+
+# --- cdist_vectorized -----------------------------------------------------------------------------
+def test_cdist_vectorized_values(cdist_vectorized):
+    """the distances equal scipy's cdist, with float and integer input"""
+    p = random.randint(1, 8)
+    X, Y = _points(random.randint(20, 50), p, 3.0), _points(random.randint(10, 40), p, 3.0)
+    arrays_close(cdist_vectorized(X, Y), scipy_cdist(X, Y), "cdist_vectorized(X, Y)", rtol=1e-6, atol=1e-6)
+    arrays_close(cdist_vectorized(Y, X), scipy_cdist(Y, X), "cdist_vectorized(Y, X)", rtol=1e-6, atol=1e-6)
+    Xi = np.random.default_rng(random.randrange(2**32)).integers(-50, 50, (12, 3))
+    Yi = np.random.default_rng(random.randrange(2**32)).integers(-50, 50, (7, 3))
+    arrays_close(cdist_vectorized(Xi, Yi), scipy_cdist(Xi, Yi), "cdist_vectorized on integer arrays",
+                 rtol=1e-6, atol=1e-6)
+
+
+def test_cdist_vectorized_same_points(cdist_vectorized):
+    """points that coincide are at distance 0 (never nan), even far from the origin"""
+    X = _points(60, random.randint(3, 6), 10.0) + random.uniform(50, 500)
+    D = plain_array(cdist_vectorized(X, X), "cdist_vectorized(X, X)")
+    assert D.shape == (60, 60), f"cdist_vectorized(X, X) has shape {D.shape}, expected (60, 60)"
+    assert not np.isnan(D).any(), "some distances are nan (a negative number under the square root?)"
+    diagonal = np.abs(np.diag(D))
+    scale = np.abs(X).max()
+    assert diagonal.max() <= 1e-6 * scale, "a point should be at distance 0 from itself"
+    arrays_close(D, scipy_cdist(X, X), "cdist_vectorized(X, X)", rtol=1e-6, atol=1e-6 * scale)
+
+
+def test_cdist_vectorized_no_row_loop(cdist_vectorized):
+    """no Python loop over the rows of X or of Y: the work does not grow with lines of Python"""
+    p = random.randint(2, 5)
+    small, large = 100, 2100
+    few = _points(random.randint(5, 15), p)
+    for label, make in (("rows of X", lambda rows: (_points(rows, p), few)),
+                        ("rows of Y", lambda rows: (few, _points(rows, p)))):
+        counts = []
+        for rows in (small, large):
+            X, Y = make(rows)
+            with count_lines() as counter:
+                cdist_vectorized(X, Y)
+            counts.append(counter["lines"])
+        grown = counts[1] - counts[0]
+        assert grown < 0.25 * (large - small), (
+            f"with {large - small} more {label} your function ran {grown} more lines of Python: "
+            "it loops over the rows")
+
+
+@timeout(90)
+def test_cdist_vectorized_fast(cdist_vectorized):
+    """far faster than the double loop on the same input (measured in the same run)"""
+    X, Y = _points(150, 8), _points(150, 8)
+    import time
+
+    def best(fn, repeat):
+        times = []
+        for _ in range(repeat):
+            start = time.perf_counter()
+            fn(X, Y)
+            times.append(time.perf_counter() - start)
+        return min(times)
+
+    loop = best(distances.cdist_naive, 2)
+    mine = best(cdist_vectorized, 5)
+    # Measured here: the loop about 60 ms, broadcasting under 1 ms (about 100x). Ask for 10x.
+    assert mine * 10 < loop, (
+        f"cdist_vectorized took {mine * 1e3:.1f} ms, the double loop {loop * 1e3:.1f} ms: "
+        "a vectorised version should be at least 10 times faster")
+
+
+def test_cdist_vectorized_errors(cdist_vectorized):
+    """rows of different lengths raise ValueError"""
+    with raises_value_error("cdist_vectorized on (4, 3) and (5, 2) arrays"):
+        cdist_vectorized(_points(4, 3), _points(5, 2))
+
+
+# --- block_matmul ------------------------------------------------------------------------------
+@timeout(120)
+def test_block_matmul_values(block_matmul):
+    """equals A @ B for non-square shapes that n_blocks does not divide, any n_jobs"""
+    _send_by_value(block_matmul)
+    for n_blocks, n_jobs in ((1, 1), (2, 1), (2, 2), (3, 2), (4, 5)):
+        m, k, n = (random.randint(4 * n_blocks + 1, 40) for _ in range(3))
+        while m == k or k == n or n_blocks > 1 and (m % n_blocks == 0 or k % n_blocks == 0):
+            m, k, n = (random.randint(4 * n_blocks + 1, 40) for _ in range(3))
+        A, B = _points(m, k), _points(k, n)
+        arrays_close(block_matmul(A, B, n_blocks, n_jobs), A @ B,
+                     f"block_matmul with shapes ({m}, {k}) @ ({k}, {n}), n_blocks={n_blocks}",
+                     rtol=1e-9, atol=1e-9)
+
+
+@timeout(120)
+def test_block_matmul_parallel_blocks(block_matmul):
+    """the block products run as joblib tasks on n_jobs workers, each task on blocks only"""
+    _send_by_value(block_matmul)
+    for n_blocks, n_jobs in ((2, 2), (3, 3)):
+        m, k, n = (random.randint(5 * n_blocks, 40) for _ in range(3))
+        A, B = _points(m, k), _points(k, n)
+        with spy_parallel() as calls:
+            C = block_matmul(A, B, n_blocks, n_jobs)
+        arrays_close(C, A @ B, "block_matmul", rtol=1e-9, atol=1e-9)
+        call = _busiest(calls)
+        assert call is not None, "block_matmul did not use joblib.Parallel"
+        assert call["n_jobs"] == n_jobs, f"with n_jobs={n_jobs} the Parallel call had n_jobs={call['n_jobs']}"
+        assert len(call["tasks"]) >= n_blocks ** 2, (
+            f"{n_blocks} x {n_blocks} blocks need at least {n_blocks ** 2} tasks, found {len(call['tasks'])}")
+        for task in call["tasks"]:
+            arrays = _task_arrays(task)
+            assert arrays, "each task should receive its blocks as arrays"
+            whole = [a for a in arrays if any(a.shape == M.shape and np.array_equal(a, M) for M in (A, B))]
+            assert not whole, (
+                "a task received a whole matrix: hand each task its blocks only")
+
+
+def test_block_matmul_errors(block_matmul):
+    """n_blocks < 1, n_jobs < 1 or shapes that cannot be multiplied raise ValueError"""
+    A, B = _points(6, 4), _points(4, 5)
+    with raises_value_error("block_matmul(A, B, 0, 2)"):
+        block_matmul(A, B, 0, 2)
+    with raises_value_error("block_matmul(A, B, 2, 0)"):
+        block_matmul(A, B, 2, 0)
+    with raises_value_error("block_matmul with shapes (6, 4) and (5, 4)"):
+        block_matmul(A, _points(5, 4), 2, 1)
+
+
+# --- bootstrap_ci ----------------------------------------------------------------------------------
+def _interval(result, what):
+    low, high = exact_list(result, what, length=2)
+    assert isinstance(low, (float, np.floating)) and isinstance(high, (float, np.floating)), (
+        f"{what} must return two floats")
+    assert math.isfinite(low) and math.isfinite(high), f"{what} returned a non-finite bound"
+    return float(low), float(high)
+
+
+def _sample(n=300):
+    rng = np.random.default_rng(random.randrange(2**32))
+    return rng.normal(random.uniform(-20, 20), random.uniform(0.5, 5), n)
+
+
+@timeout(120)
+def test_bootstrap_ci_reproducible(bootstrap_ci):
+    """the same seed gives the same interval whatever n_jobs; another seed another interval"""
+    _send_by_value(bootstrap_ci)
+    data = _sample()
+    seed = random.randrange(10**6)
+    one = _interval(bootstrap_ci(data, 1000, 1, seed), "bootstrap_ci")
+    three = _interval(bootstrap_ci(data, 1000, 3, seed), "bootstrap_ci")
+    again = _interval(bootstrap_ci(data, 1000, 2, seed), "bootstrap_ci")
+    assert np.allclose(one, three, rtol=0, atol=1e-12) and np.allclose(one, again, rtol=0, atol=1e-12), (
+        "the same seed gave different intervals for n_jobs=1, 2 and 3")
+    other = _interval(bootstrap_ci(data, 1000, 3, seed + 1), "bootstrap_ci")
+    assert one != other, "another seed should give another interval"
+    more = _interval(bootstrap_ci(data, 3000, 3, seed), "bootstrap_ci")
+    assert one != more, "3000 resamples gave exactly the interval of 1000: are the batches all the same?"
+
+
+@timeout(120)
+def test_bootstrap_ci_interval(bootstrap_ci):
+    """the interval contains the mean and has the width of a percentile interval of the mean"""
+    _send_by_value(bootstrap_ci)
+    data = _sample()
+    low, high = _interval(bootstrap_ci(data, 2000, 2, random.randrange(10**6)), "bootstrap_ci")
+    assert low < data.mean() < high, "the interval should contain the sample mean"
+    expected = 2 * 1.96 * data.std(ddof=1) / math.sqrt(data.size)
+    assert 0.75 * expected < high - low < 1.25 * expected, (
+        "the interval's width is far from that of the mean's 95% interval")
+    low90, high90 = _interval(bootstrap_ci(data, 2000, 2, random.randrange(10**6), alpha=0.1),
+                              "bootstrap_ci with alpha=0.1")
+    ratio = (high90 - low90) / (high - low)
+    assert 0.7 < ratio < 0.95, "alpha=0.1 should give a narrower (90%) interval than alpha=0.05"
+
+
+@timeout(120)
+def test_bootstrap_ci_parallel(bootstrap_ci):
+    """the resamples are drawn by several joblib tasks on n_jobs workers"""
+    _send_by_value(bootstrap_ci)
+    data = _sample(100)
+    for n_jobs in (2, 3):
+        with spy_parallel() as calls:
+            bootstrap_ci(data, 2000, n_jobs, random.randrange(10**6))
+        call = _busiest(calls)
+        assert call is not None, "bootstrap_ci did not use joblib.Parallel"
+        assert call["n_jobs"] == n_jobs, f"with n_jobs={n_jobs} the Parallel call had n_jobs={call['n_jobs']}"
+        assert len(call["tasks"]) >= 2, "the resamples should be split over several tasks"
+
+
+def test_bootstrap_ci_errors(bootstrap_ci):
+    """empty data, n_boot < 1, n_jobs < 1 or alpha outside (0, 1) raise ValueError"""
+    data = _sample(20)
+    with raises_value_error("bootstrap_ci([], 100, 1, 0)"):
+        bootstrap_ci(np.array([]), 100, 1, 0)
+    with raises_value_error("bootstrap_ci(data, 0, 1, 0)"):
+        bootstrap_ci(data, 0, 1, 0)
+    with raises_value_error("bootstrap_ci(data, 100, 0, 0)"):
+        bootstrap_ci(data, 100, 0, 0)
+    for alpha in (0.0, 1.5):
+        with raises_value_error(f"bootstrap_ci(data, 100, 1, 0, alpha={alpha})"):
+            bootstrap_ci(data, 100, 1, 0, alpha=alpha)
+
+
+# --- run_with_blas_threads ------------------------------------------------------------------------------
+def _blas_counts():
+    return [info["num_threads"] for info in threadpool_info() if info["user_api"] == "blas"]
+
+
+def test_run_with_blas_threads_limits_and_restores(run_with_blas_threads):
+    """BLAS runs n_threads threads inside fn, and the pools are restored afterwards"""
+    assert _blas_counts(), "no BLAS library is loaded (is NumPy installed?)"
+    outer = random.choice([3, 5])
+    with threadpool_limits(limits=outer, user_api="blas"):
+        before = _blas_counts()
+        for n_threads in (1, 2):
+            seen = {}
+            token = object()
+
+            def fn():
+                seen["counts"] = _blas_counts()
+                return token
+
+            result = run_with_blas_threads(fn, n_threads)
+            assert "counts" in seen, "fn was never called"
+            assert result is token, "run_with_blas_threads must return what fn() returns"
+            assert all(c == n_threads for c in seen["counts"]), (
+                f"inside fn, BLAS ran {seen['counts']} threads instead of {n_threads}")
+            assert _blas_counts() == before, (
+                f"after the call BLAS runs {_blas_counts()} threads instead of {before}: not restored")
+
+
+def test_run_with_blas_threads_restores_on_error(run_with_blas_threads):
+    """when fn raises, the exception reaches the caller and the pools are still restored"""
+    class Boom(RuntimeError):
+        pass
+
+    with threadpool_limits(limits=random.choice([3, 4]), user_api="blas"):
+        before = _blas_counts()
+
+        def fn():
+            raise Boom("fn failed")
+
+        try:
+            run_with_blas_threads(fn, 1)
+        except Boom:
+            pass
+        else:
+            raise AssertionError("the exception raised by fn did not reach the caller")
+        assert _blas_counts() == before, "after fn raised, the BLAS pools were not restored"
+
+
+def test_run_with_blas_threads_errors(run_with_blas_threads):
+    """n_threads < 1 raises ValueError (before calling fn)"""
+    called = []
+    with raises_value_error("run_with_blas_threads(fn, 0)"):
+        run_with_blas_threads(lambda: called.append(1), 0)
+    assert not called, "fn should not run when n_threads is invalid"

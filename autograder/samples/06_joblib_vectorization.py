@@ -1,0 +1,508 @@
+"""Wrong and alternative answers of 06_joblib_vectorization (see autograder/samples/__init__.py)."""
+
+WRONG = {
+    "cdist_joblib": {
+        "serial: the naive loop, no joblib": '''
+import numpy as np
+from helpers.distances import cdist_naive
+def cdist_joblib(X, Y, n_jobs, prefer="processes"):
+    if n_jobs < 1 or prefer not in ("processes", "threads"):
+        raise ValueError("bad arguments")
+    return cdist_naive(X, Y)
+''',
+        "joblib with n_jobs=1 whatever is asked": '''
+import numpy as np
+from joblib import Parallel, delayed
+from scipy.spatial.distance import cdist
+def cdist_joblib(X, Y, n_jobs, prefer="processes"):
+    if n_jobs < 1 or prefer not in ("processes", "threads"):
+        raise ValueError("bad arguments")
+    chunks = np.array_split(np.asarray(X, float), max(1, min(len(X), n_jobs)))
+    return np.vstack(Parallel(n_jobs=1)(delayed(cdist)(c, Y) for c in chunks))
+''',
+        "one task for the whole matrix": '''
+import numpy as np
+from joblib import Parallel, delayed
+from scipy.spatial.distance import cdist
+def cdist_joblib(X, Y, n_jobs, prefer="processes"):
+    if n_jobs < 1 or prefer not in ("processes", "threads"):
+        raise ValueError("bad arguments")
+    return Parallel(n_jobs=n_jobs, prefer=prefer)([delayed(cdist)(X, Y)])[0]
+''',
+        "prefer ignored: always threads": '''
+import numpy as np
+from joblib import Parallel, delayed
+from scipy.spatial.distance import cdist
+def cdist_joblib(X, Y, n_jobs, prefer="processes"):
+    if n_jobs < 1 or prefer not in ("processes", "threads"):
+        raise ValueError("bad arguments")
+    chunks = np.array_split(np.asarray(X, float), max(1, min(len(X), n_jobs)))
+    return np.vstack(Parallel(n_jobs=n_jobs, prefer="threads")(delayed(cdist)(c, Y) for c in chunks))
+''',
+        "squared distances": '''
+import numpy as np
+from joblib import Parallel, delayed
+from scipy.spatial.distance import cdist
+def cdist_joblib(X, Y, n_jobs, prefer="processes"):
+    if n_jobs < 1 or prefer not in ("processes", "threads"):
+        raise ValueError("bad arguments")
+    chunks = np.array_split(np.asarray(X, float), max(1, min(len(X), n_jobs)))
+    return np.vstack(Parallel(n_jobs=n_jobs, prefer=prefer)(
+        delayed(cdist)(c, Y, "sqeuclidean") for c in chunks))
+''',
+    },
+    "cdist_vectorized": {
+        "a Python loop over the rows of X": '''
+import numpy as np
+def cdist_vectorized(X, Y):
+    X = np.asarray(X, float); Y = np.asarray(Y, float)
+    if X.shape[1] != Y.shape[1]:
+        raise ValueError("rows of different lengths")
+    out = np.empty((len(X), len(Y)))
+    for i in range(len(X)):
+        out[i] = np.sqrt(((Y - X[i]) ** 2).sum(axis=1))
+    return out
+''',
+        "a comprehension over the rows of X": '''
+import numpy as np
+def cdist_vectorized(X, Y):
+    X = np.asarray(X, float); Y = np.asarray(Y, float)
+    if X.shape[1] != Y.shape[1]:
+        raise ValueError("rows of different lengths")
+    return np.array([np.linalg.norm(Y - x, axis=1) for x in X]).reshape(len(X), len(Y))
+''',
+        "a loop over the rows of Y": '''
+import numpy as np
+def cdist_vectorized(X, Y):
+    X = np.asarray(X, float); Y = np.asarray(Y, float)
+    if X.shape[1] != Y.shape[1]:
+        raise ValueError("rows of different lengths")
+    out = np.empty((len(X), len(Y)))
+    for j, y in enumerate(Y):
+        out[:, j] = np.sqrt(((X - y) ** 2).sum(axis=1))
+    return out
+''',
+        "the double loop": '''
+from helpers.distances import cdist_naive
+def cdist_vectorized(X, Y):
+    if len(X[0]) != len(Y[0]):
+        raise ValueError("rows of different lengths")
+    return cdist_naive(X, Y)
+''',
+        "expansion without clipping": '''
+import numpy as np
+def cdist_vectorized(X, Y):
+    X = np.asarray(X, float); Y = np.asarray(Y, float)
+    sq = (X ** 2).sum(1)[:, None] - 2 * X @ Y.T + (Y ** 2).sum(1)[None, :]
+    with np.errstate(invalid="ignore"):
+        return np.sqrt(sq)
+''',
+        "squared distances": '''
+import numpy as np
+def cdist_vectorized(X, Y):
+    X = np.asarray(X, float); Y = np.asarray(Y, float)
+    return ((X[:, None, :] - Y[None, :, :]) ** 2).sum(-1)
+''',
+        "Manhattan distances": '''
+import numpy as np
+def cdist_vectorized(X, Y):
+    X = np.asarray(X, float); Y = np.asarray(Y, float)
+    return np.abs(X[:, None, :] - Y[None, :, :]).sum(-1)
+''',
+        "integer input truncated": '''
+import numpy as np
+def cdist_vectorized(X, Y):
+    X = np.asarray(X); Y = np.asarray(Y)
+    d = X[:, None, :] - Y[None, :, :]
+    return np.sqrt((d * d).sum(-1)).astype(X.dtype)
+''',
+    },
+    "block_matmul": {
+        "A @ B with no blocks": '''
+import numpy as np
+def block_matmul(A, B, n_blocks, n_jobs):
+    if n_blocks < 1 or n_jobs < 1 or np.shape(A)[1] != np.shape(B)[0]:
+        raise ValueError("bad arguments")
+    return np.asarray(A) @ np.asarray(B)
+''',
+        "blocks computed serially": '''
+import numpy as np
+def block_matmul(A, B, n_blocks, n_jobs):
+    if n_blocks < 1 or n_jobs < 1 or np.shape(A)[1] != np.shape(B)[0]:
+        raise ValueError("bad arguments")
+    rows = np.array_split(np.asarray(A), n_blocks, axis=0)
+    cols = np.array_split(np.asarray(B), n_blocks, axis=1)
+    return np.block([[r @ c for c in cols] for r in rows])
+''',
+        "only row strips in parallel": '''
+import numpy as np
+from joblib import Parallel, delayed
+def block_matmul(A, B, n_blocks, n_jobs):
+    if n_blocks < 1 or n_jobs < 1 or np.shape(A)[1] != np.shape(B)[0]:
+        raise ValueError("bad arguments")
+    strips = np.array_split(np.asarray(A), n_blocks, axis=0)
+    return np.vstack(Parallel(n_jobs=n_jobs, prefer="threads")(delayed(np.dot)(s, B) for s in strips))
+''',
+        "every task gets the whole matrices": '''
+import numpy as np
+from joblib import Parallel, delayed
+def block_matmul(A, B, n_blocks, n_jobs):
+    if n_blocks < 1 or n_jobs < 1 or np.shape(A)[1] != np.shape(B)[0]:
+        raise ValueError("bad arguments")
+    A = np.asarray(A); B = np.asarray(B)
+    r = np.array_split(np.arange(A.shape[0]), n_blocks)
+    c = np.array_split(np.arange(B.shape[1]), n_blocks)
+    pieces = Parallel(n_jobs=n_jobs, prefer="threads")(
+        delayed(np.dot)(A, B) for i in range(n_blocks) for j in range(n_blocks))
+    return np.block([[pieces[i * n_blocks + j][np.ix_(r[i], c[j])] for j in range(n_blocks)]
+                     for i in range(n_blocks)])
+''',
+        "only square, evenly divisible blocks": '''
+import numpy as np
+from joblib import Parallel, delayed
+def block_matmul(A, B, n_blocks, n_jobs):
+    if n_blocks < 1 or n_jobs < 1 or np.shape(A)[1] != np.shape(B)[0]:
+        raise ValueError("bad arguments")
+    A = np.asarray(A); B = np.asarray(B)
+    s = A.shape[0] // n_blocks
+    blk = lambda M, i, j: M[i * s:(i + 1) * s, j * s:(j + 1) * s]
+    C = np.zeros((A.shape[0], B.shape[1]))
+    jobs = [(i, j, k) for i in range(n_blocks) for j in range(n_blocks) for k in range(n_blocks)]
+    out = Parallel(n_jobs=n_jobs, prefer="threads")(delayed(np.dot)(blk(A, i, k), blk(B, k, j)) for i, j, k in jobs)
+    for (i, j, k), p in zip(jobs, out):
+        C[i * s:i * s + p.shape[0], j * s:j * s + p.shape[1]] += p
+    return C
+''',
+        "sum over k forgotten": '''
+import numpy as np
+from joblib import Parallel, delayed
+def block_matmul(A, B, n_blocks, n_jobs):
+    if n_blocks < 1 or n_jobs < 1 or np.shape(A)[1] != np.shape(B)[0]:
+        raise ValueError("bad arguments")
+    Ab = [np.array_split(r, n_blocks, axis=1) for r in np.array_split(np.asarray(A), n_blocks, axis=0)]
+    Bb = [np.array_split(r, n_blocks, axis=1) for r in np.array_split(np.asarray(B), n_blocks, axis=0)]
+    out = Parallel(n_jobs=n_jobs, prefer="threads")(
+        delayed(np.dot)(Ab[i][i], Bb[i][j]) for i in range(n_blocks) for j in range(n_blocks))
+    return np.block([[out[i * n_blocks + j] for j in range(n_blocks)] for i in range(n_blocks)])
+''',
+    },
+    "bootstrap_ci": {
+        "one seed per worker: depends on n_jobs": '''
+import numpy as np
+from joblib import Parallel, delayed
+def _means(data, seed, size):
+    rng = np.random.default_rng(seed)
+    return data[rng.integers(0, len(data), (size, len(data)))].mean(1)
+def bootstrap_ci(data, n_boot, n_jobs, seed, alpha=0.05):
+    data = np.asarray(data, float)
+    if data.size == 0 or n_boot < 1 or n_jobs < 1 or not 0 < alpha < 1:
+        raise ValueError("bad arguments")
+    sizes = [len(c) for c in np.array_split(np.arange(n_boot), n_jobs)]
+    means = np.concatenate(Parallel(n_jobs=n_jobs)(delayed(_means)(data, seed + w, s) for w, s in enumerate(sizes)))
+    lo, hi = np.percentile(means, [100 * alpha / 2, 100 - 100 * alpha / 2])
+    return float(lo), float(hi)
+''',
+        "global NumPy RNG, never seeded in the workers": '''
+import numpy as np
+from joblib import Parallel, delayed
+def _means(data, size):
+    return data[np.random.randint(0, len(data), (size, len(data)))].mean(1)
+def bootstrap_ci(data, n_boot, n_jobs, seed, alpha=0.05):
+    data = np.asarray(data, float)
+    if data.size == 0 or n_boot < 1 or n_jobs < 1 or not 0 < alpha < 1:
+        raise ValueError("bad arguments")
+    np.random.seed(seed)
+    means = np.concatenate(Parallel(n_jobs=n_jobs)(delayed(_means)(data, 100) for _ in range(-(-n_boot // 100))))
+    lo, hi = np.percentile(means, [100 * alpha / 2, 100 - 100 * alpha / 2])
+    return float(lo), float(hi)
+''',
+        "the same seed in every batch": '''
+import numpy as np
+from joblib import Parallel, delayed
+def _means(data, seed, size):
+    rng = np.random.default_rng(seed)
+    return data[rng.integers(0, len(data), (size, len(data)))].mean(1)
+def bootstrap_ci(data, n_boot, n_jobs, seed, alpha=0.05):
+    data = np.asarray(data, float)
+    if data.size == 0 or n_boot < 1 or n_jobs < 1 or not 0 < alpha < 1:
+        raise ValueError("bad arguments")
+    sizes = [min(250, n_boot - s) for s in range(0, n_boot, 250)]
+    means = np.concatenate(Parallel(n_jobs=n_jobs)(delayed(_means)(data, seed, s) for s in sizes))
+    lo, hi = np.percentile(means, [100 * alpha / 2, 100 - 100 * alpha / 2])
+    return float(lo), float(hi)
+''',
+        "percentiles of the data, not of the means": '''
+import numpy as np
+from joblib import Parallel, delayed
+def _resample(data, seed, size):
+    rng = np.random.default_rng(seed)
+    return data[rng.integers(0, len(data), (size, len(data)))].ravel()
+def bootstrap_ci(data, n_boot, n_jobs, seed, alpha=0.05):
+    data = np.asarray(data, float)
+    if data.size == 0 or n_boot < 1 or n_jobs < 1 or not 0 < alpha < 1:
+        raise ValueError("bad arguments")
+    seeds = np.random.SeedSequence(seed).spawn(-(-n_boot // 100))
+    values = np.concatenate(Parallel(n_jobs=n_jobs)(delayed(_resample)(data, s, 100) for s in seeds))
+    lo, hi = np.percentile(values, [100 * alpha / 2, 100 - 100 * alpha / 2])
+    return float(lo), float(hi)
+''',
+        "normal approximation, no resampling": '''
+import numpy as np
+def bootstrap_ci(data, n_boot, n_jobs, seed, alpha=0.05):
+    data = np.asarray(data, float)
+    if data.size == 0 or n_boot < 1 or n_jobs < 1 or not 0 < alpha < 1:
+        raise ValueError("bad arguments")
+    half = 1.96 * data.std(ddof=1) / np.sqrt(data.size)
+    return float(data.mean() - half), float(data.mean() + half)
+''',
+        "serial loop": '''
+import numpy as np
+def bootstrap_ci(data, n_boot, n_jobs, seed, alpha=0.05):
+    data = np.asarray(data, float)
+    if data.size == 0 or n_boot < 1 or n_jobs < 1 or not 0 < alpha < 1:
+        raise ValueError("bad arguments")
+    rng = np.random.default_rng(seed)
+    means = [data[rng.integers(0, data.size, data.size)].mean() for _ in range(n_boot)]
+    lo, hi = np.percentile(means, [100 * alpha / 2, 100 - 100 * alpha / 2])
+    return float(lo), float(hi)
+''',
+        "alpha ignored": '''
+import numpy as np
+from joblib import Parallel, delayed
+def _means(data, seed, size):
+    rng = np.random.default_rng(seed)
+    return data[rng.integers(0, len(data), (size, len(data)))].mean(1)
+def bootstrap_ci(data, n_boot, n_jobs, seed, alpha=0.05):
+    data = np.asarray(data, float)
+    if data.size == 0 or n_boot < 1 or n_jobs < 1 or not 0 < alpha < 1:
+        raise ValueError("bad arguments")
+    sizes = [min(100, n_boot - s) for s in range(0, n_boot, 100)]
+    seeds = np.random.SeedSequence(seed).spawn(len(sizes))
+    means = np.concatenate(Parallel(n_jobs=n_jobs)(delayed(_means)(data, q, s) for q, s in zip(seeds, sizes)))
+    lo, hi = np.percentile(means, [2.5, 97.5])
+    return float(lo), float(hi)
+''',
+    },
+    "run_with_blas_threads": {
+        "sets OMP_NUM_THREADS after the libraries loaded": '''
+import os
+def run_with_blas_threads(fn, n_threads):
+    if n_threads < 1:
+        raise ValueError("n_threads must be at least 1")
+    old = os.environ.get("OMP_NUM_THREADS")
+    os.environ["OMP_NUM_THREADS"] = str(n_threads)
+    try:
+        return fn()
+    finally:
+        if old is None:
+            os.environ.pop("OMP_NUM_THREADS", None)
+        else:
+            os.environ["OMP_NUM_THREADS"] = old
+''',
+        "limits but never restores": '''
+from threadpoolctl import threadpool_limits
+def run_with_blas_threads(fn, n_threads):
+    if n_threads < 1:
+        raise ValueError("n_threads must be at least 1")
+    threadpool_limits(limits=n_threads)
+    return fn()
+''',
+        "restores only when fn returns": '''
+from threadpoolctl import threadpool_limits
+def run_with_blas_threads(fn, n_threads):
+    if n_threads < 1:
+        raise ValueError("n_threads must be at least 1")
+    limiter = threadpool_limits(limits=n_threads)
+    result = fn()
+    limiter.restore_original_limits()
+    return result
+''',
+        "always one thread": '''
+from threadpoolctl import threadpool_limits
+def run_with_blas_threads(fn, n_threads):
+    if n_threads < 1:
+        raise ValueError("n_threads must be at least 1")
+    with threadpool_limits(limits=1):
+        return fn()
+''',
+        "swallows fn's exception": '''
+from threadpoolctl import threadpool_limits
+def run_with_blas_threads(fn, n_threads):
+    if n_threads < 1:
+        raise ValueError("n_threads must be at least 1")
+    with threadpool_limits(limits=n_threads):
+        try:
+            return fn()
+        except Exception as err:
+            return err
+''',
+        "no check of n_threads": '''
+from threadpoolctl import threadpool_limits
+def run_with_blas_threads(fn, n_threads):
+    with threadpool_limits(limits=max(1, n_threads)):
+        return fn()
+''',
+    },
+}
+
+ALTERNATIVE = {
+    "cdist_joblib": {
+        "a notebook function per chunk, parallel_config for the backend": '''
+import numpy as np
+from joblib import Parallel, delayed, parallel_config
+def chunk_distances(chunk, Y):
+    d = chunk[:, None, :] - Y[None, :, :]
+    return np.sqrt((d ** 2).sum(-1))
+def cdist_joblib(X, Y, n_jobs, prefer="processes"):
+    if n_jobs < 1:
+        raise ValueError("n_jobs must be at least 1")
+    backends = {"processes": "loky", "threads": "threading"}
+    if prefer not in backends:
+        raise ValueError(f"unknown prefer {prefer!r}")
+    X = np.asarray(X, float); Y = np.asarray(Y, float)
+    bounds = np.linspace(0, len(X), min(len(X), n_jobs) + 1).astype(int)
+    with parallel_config(backend=backends[prefer], n_jobs=n_jobs):
+        pieces = Parallel()(delayed(chunk_distances)(X[a:b], Y) for a, b in zip(bounds[:-1], bounds[1:]))
+    return np.concatenate(pieces, axis=0)
+''',
+        "the naive helper per chunk, results as a generator": '''
+import numpy as np
+from joblib import Parallel, delayed
+from helpers.distances import cdist_naive
+def cdist_joblib(X, Y, n_jobs, prefer="processes"):
+    if n_jobs < 1 or prefer not in ("processes", "threads"):
+        raise ValueError("bad n_jobs or prefer")
+    chunks = np.array_split(np.asarray(X, float), max(1, min(len(X), 2 * n_jobs)))
+    out = Parallel(n_jobs=n_jobs, prefer=prefer, return_as="generator")(delayed(cdist_naive)(c, Y) for c in chunks)
+    return np.vstack(list(out))
+''',
+    },
+    "cdist_vectorized": {
+        "expansion with clipping": '''
+import numpy as np
+def cdist_vectorized(X, Y):
+    X = np.asarray(X, float); Y = np.asarray(Y, float)
+    if X.shape[1] != Y.shape[1]:
+        raise ValueError("X and Y rows differ in length")
+    sq = (X * X).sum(1)[:, None] - 2.0 * (X @ Y.T) + (Y * Y).sum(1)[None, :]
+    return np.sqrt(np.clip(sq, 0.0, None))
+''',
+        "a loop over the few coordinates": '''
+import numpy as np
+def cdist_vectorized(X, Y):
+    X = np.asarray(X, float); Y = np.asarray(Y, float)
+    if X.ndim != 2 or Y.ndim != 2 or X.shape[1] != Y.shape[1]:
+        raise ValueError("shapes do not match")
+    total = np.zeros((X.shape[0], Y.shape[0]))
+    for k in range(X.shape[1]):
+        total += np.subtract.outer(X[:, k], Y[:, k]) ** 2
+    return np.sqrt(total)
+''',
+        "scipy's cdist": '''
+import numpy as np
+from scipy.spatial import distance
+def cdist_vectorized(X, Y):
+    return distance.cdist(np.asarray(X, float), np.asarray(Y, float))
+''',
+        "np.linalg.norm over a broadcast difference": '''
+import numpy as np
+def cdist_vectorized(X, Y):
+    X = np.asarray(X, dtype=np.float64); Y = np.asarray(Y, dtype=np.float64)
+    return np.linalg.norm(X[:, np.newaxis] - Y[np.newaxis], axis=2)
+''',
+    },
+    "block_matmul": {
+        "one task per output block, processes": '''
+import numpy as np
+from joblib import Parallel, delayed
+def output_block(row_blocks, col_blocks):
+    return sum(a @ b for a, b in zip(row_blocks, col_blocks))
+def block_matmul(A, B, n_blocks, n_jobs):
+    if n_blocks < 1 or n_jobs < 1:
+        raise ValueError("n_blocks and n_jobs must be positive")
+    A = np.asarray(A, float); B = np.asarray(B, float)
+    if A.shape[1] != B.shape[0]:
+        raise ValueError("inner dimensions differ")
+    Ab = [np.array_split(r, n_blocks, axis=1) for r in np.array_split(A, n_blocks, axis=0)]
+    Bb = [np.array_split(c, n_blocks, axis=0) for c in np.array_split(B, n_blocks, axis=1)]
+    flat = Parallel(n_jobs=n_jobs)(delayed(output_block)(Ab[i], Bb[j])
+                                   for i in range(n_blocks) for j in range(n_blocks))
+    return np.vstack([np.hstack(flat[i * n_blocks:(i + 1) * n_blocks]) for i in range(n_blocks)])
+''',
+        "row strip times column strip, index arithmetic": '''
+import numpy as np
+from joblib import Parallel, delayed
+def block_matmul(A, B, n_blocks, n_jobs):
+    if n_blocks < 1 or n_jobs < 1 or A.shape[1] != B.shape[0]:
+        raise ValueError("bad arguments")
+    r = np.linspace(0, A.shape[0], n_blocks + 1).astype(int)
+    c = np.linspace(0, B.shape[1], n_blocks + 1).astype(int)
+    C = np.empty((A.shape[0], B.shape[1]))
+    jobs = [(i, j) for i in range(n_blocks) for j in range(n_blocks)]
+    out = Parallel(n_jobs=n_jobs, prefer="threads")(
+        delayed(np.matmul)(A[r[i]:r[i + 1]], B[:, c[j]:c[j + 1]]) for i, j in jobs)
+    for (i, j), block in zip(jobs, out):
+        C[r[i]:r[i + 1], c[j]:c[j + 1]] = block
+    return C
+''',
+    },
+    "bootstrap_ci": {
+        "one child seed per resample, a module-level worker": '''
+import numpy as np
+from joblib import Parallel, delayed
+def resample_means(data, seeds):
+    return [data[np.random.default_rng(s).integers(0, data.size, data.size)].mean() for s in seeds]
+def bootstrap_ci(data, n_boot, n_jobs, seed, alpha=0.05):
+    data = np.asarray(data, float).ravel()
+    if data.size == 0:
+        raise ValueError("empty data")
+    if n_boot < 1 or n_jobs < 1 or not (0 < alpha < 1):
+        raise ValueError("bad n_boot, n_jobs or alpha")
+    seeds = np.random.SeedSequence(seed).spawn(n_boot)
+    batches = [seeds[i:i + 64] for i in range(0, n_boot, 64)]
+    means = [m for part in Parallel(n_jobs=n_jobs)(delayed(resample_means)(data, b) for b in batches) for m in part]
+    return tuple(float(q) for q in np.quantile(means, [alpha / 2, 1 - alpha / 2]))
+''',
+        "Generator.spawn and threads": '''
+import numpy as np
+from joblib import Parallel, delayed
+def bootstrap_ci(data, n_boot, n_jobs, seed, alpha=0.05):
+    data = np.asarray(data, float)
+    if data.size == 0 or n_boot < 1 or n_jobs < 1 or not 0 < alpha < 1:
+        raise ValueError("invalid argument")
+    n_batches = (n_boot + 99) // 100
+    gens = np.random.default_rng(seed).spawn(n_batches)
+    sizes = [100] * (n_batches - 1) + [n_boot - 100 * (n_batches - 1)]
+    draw = lambda g, k: g.choice(data, size=(k, data.size), replace=True).mean(axis=1)
+    means = np.concatenate(Parallel(n_jobs=n_jobs, prefer="threads")(delayed(draw)(g, k) for g, k in zip(gens, sizes)))
+    return float(np.percentile(means, 50 * alpha)), float(np.percentile(means, 100 - 50 * alpha))
+''',
+    },
+    "run_with_blas_threads": {
+        "ThreadpoolController, BLAS only": '''
+from threadpoolctl import ThreadpoolController
+def run_with_blas_threads(fn, n_threads):
+    if not isinstance(n_threads, int) or n_threads < 1:
+        raise ValueError(f"n_threads must be a positive int, got {n_threads!r}")
+    with ThreadpoolController().limit(limits=n_threads, user_api="blas"):
+        return fn()
+''',
+        "try/finally with restore_original_limits": '''
+from threadpoolctl import threadpool_limits
+def run_with_blas_threads(fn, n_threads):
+    if n_threads < 1:
+        raise ValueError("n_threads < 1")
+    limiter = threadpool_limits(limits=n_threads)
+    try:
+        return fn()
+    finally:
+        limiter.restore_original_limits()
+''',
+    },
+}
+
+# The "partly wrong" sample student: these answers wrong (or left blank), the rest right.
+PARTIAL = {
+    "cdist_vectorized": "a Python loop over the rows of X",
+    "bootstrap_ci": None,
+}
