@@ -1,6 +1,8 @@
 """Where things are in the course, and the nbgrader configuration that goes with them."""
+import importlib.util
 import json
 import os
+import sys
 from functools import lru_cache
 from pathlib import Path
 
@@ -52,3 +54,17 @@ def load_config(**overrides):
 def api(**overrides):
     from nbgrader.apps import NbGraderAPI
     return NbGraderAPI(config=load_config(**overrides))
+
+
+def load_module(name, path):
+    """Import a file as module `name` once (course files are named like `01_x.py`,
+    which `import` cannot spell)."""
+    if name not in sys.modules:
+        path = Path(path)
+        if not path.is_file():
+            raise LookupError(f"{path} is missing")
+        spec = importlib.util.spec_from_file_location(name, path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[name]

@@ -14,7 +14,6 @@ The hidden block of a test cell is one line:
 A failure raises an AssertionError whose message says, in plain words, which
 checks failed and why, without showing the checks' code or inputs.
 """
-import importlib.util
 import inspect
 import shutil
 import sys
@@ -38,17 +37,12 @@ class Outcome:
 
 
 def load_checks(assignment):
-    """Import autograder/checks/<assignment>.py (names start with digits, so by path)."""
-    name = f"autograder.checks._{assignment}"
-    if name not in sys.modules:
-        path = CHECKS_DIR / f"{assignment}.py"
-        if not path.is_file():
-            raise LookupError(f"no hidden checks for assignment {assignment!r} ({path} is missing)")
-        spec = importlib.util.spec_from_file_location(name, path)
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
+    """Import autograder/checks/<assignment>.py."""
+    from .course import load_module
+    try:
+        return load_module(f"autograder.checks._{assignment}", CHECKS_DIR / f"{assignment}.py")
+    except LookupError:
+        raise LookupError(f"no hidden checks for assignment {assignment!r}") from None
 
 
 def checks_for(assignment, exercise):

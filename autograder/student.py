@@ -16,45 +16,6 @@ from . import course
 DIST = course.ROOT / "dist" / "student"
 _IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", ".ipynb_checkpoints")
 
-ENV_SH = r'''# Sourced by bin/lab and bin/validate: creates the course environment in .venv
-# on first use (or when requirements.txt changed), then activates it.
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-VENV="$ROOT/.venv"
-STAMP="$VENV/.requirements.sha256"
-
-pick_python() {
-  for candidate in "${COURSE_PYTHON:-}" python3.11 python3.12 python3; do
-    [ -n "$candidate" ] || continue
-    if command -v "$candidate" >/dev/null 2>&1 &&
-       "$candidate" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
-      echo "$candidate"; return 0
-    fi
-  done
-  echo "error: the course needs Python >= 3.11; install it or set COURSE_PYTHON" >&2
-  return 1
-}
-
-checksum() { (sha256sum "$1" 2>/dev/null || shasum -a 256 "$1") | cut -d' ' -f1; }
-
-# In the conda environment of environment.yml, use it; otherwise a .venv here.
-if [ "${CONDA_DEFAULT_ENV:-}" != "parallel-course" ]; then
-  want="$(checksum "$ROOT/requirements.txt")"
-  if [ ! -x "$VENV/bin/python" ] || [ "$(cat "$STAMP" 2>/dev/null)" != "$want" ]; then
-    py="$(pick_python)" || exit 1
-    echo "Setting up the course environment in .venv (one time, a few minutes)..."
-    "$py" -m venv "$VENV"
-    "$VENV/bin/python" -m pip install --quiet -r "$ROOT/requirements.txt" || exit 1
-    echo "$want" > "$STAMP"
-  fi
-  export PATH="$VENV/bin:$PATH"
-fi
-
-# PYTHONPATH makes `import helpers` work in every notebook kernel and in every
-# worker process the notebooks start.
-export PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}"
-cd "$ROOT"
-'''
-
 LAB = r'''#!/usr/bin/env bash
 # Opens the course in JupyterLab (the Validate button is in each notebook's toolbar).
 set -euo pipefail
@@ -158,7 +119,9 @@ def build(out=None, assignments=None):
     for name in ("requirements.txt", "environment.yml"):
         shutil.copy2(course.ROOT / name, out / name)
     (out / "bin").mkdir()
-    for name, text, mode in (("env.sh", ENV_SH, 0o644), ("lab", LAB, 0o755), ("validate", VALIDATE, 0o755)):
+    # bin/env.sh is the course's own set-up script: the same for students.
+    shutil.copy2(course.ROOT / "bin" / "env.sh", out / "bin" / "env.sh")
+    for name, text, mode in (("lab", LAB, 0o755), ("validate", VALIDATE, 0o755)):
         path = out / "bin" / name
         path.write_text(text)
         path.chmod(mode)

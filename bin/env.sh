@@ -1,5 +1,6 @@
-# Sourced by the other bin/ scripts: creates the course's virtual environment on
-# first use (or when requirements.txt changed), then activates it.
+# Sourced by the other bin/ scripts (the course's and the students'): creates the
+# course environment in .venv on first use (or when requirements.txt changed),
+# then activates it. Inside the conda environment of environment.yml, uses that.
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="$ROOT/.venv"
 STAMP="$VENV/.requirements.sha256"
@@ -12,26 +13,29 @@ pick_python() {
       echo "$candidate"; return 0
     fi
   done
-  echo "error: the course needs Python >= 3.11 (nbgrader 0.9.6 does); set COURSE_PYTHON" >&2
+  echo "error: the course needs Python >= 3.11 (nbgrader 0.9.6 does); install it or set COURSE_PYTHON" >&2
   return 1
 }
 
-want="$(sha256sum "$ROOT/requirements.txt" | cut -d' ' -f1)"
-if [ ! -x "$VENV/bin/python" ] || [ "$(cat "$STAMP" 2>/dev/null)" != "$want" ]; then
-  py="$(pick_python)" || exit 1
-  echo "Setting up the course environment in .venv (one time, about a minute)..."
-  "$py" -m venv "$VENV"
-  # pip's notes about this machine's extra package folders are noise: keep errors only.
-  "$VENV/bin/python" -m pip install --quiet -r "$ROOT/requirements.txt" 2>&1 |
-    grep -v "is ignored: it is neither a file nor a directory" || true
-  "$VENV/bin/python" -c "import torch, nbgrader" || exit 1
-  echo "$want" > "$STAMP"
+checksum() { (sha256sum "$1" 2>/dev/null || shasum -a 256 "$1") | cut -d' ' -f1; }
+
+if [ "${CONDA_DEFAULT_ENV:-}" != "parallel-course" ]; then
+  want="$(checksum "$ROOT/requirements.txt")"
+  if [ ! -x "$VENV/bin/python" ] || [ "$(cat "$STAMP" 2>/dev/null)" != "$want" ]; then
+    py="$(pick_python)" || exit 1
+    echo "Setting up the course environment in .venv (one time, a minute or more)..."
+    "$py" -m venv "$VENV"
+    # Notes from pip about package folders that do not exist are noise: keep the rest.
+    "$VENV/bin/python" -m pip install --quiet -r "$ROOT/requirements.txt" 2>&1 |
+      grep -v "is ignored: it is neither a file nor a directory" || true
+    "$VENV/bin/python" -c "import torch, nbgrader" || exit 1
+    echo "$want" > "$STAMP"
+  fi
+  # nbgrader calls the `alembic` executable from PATH: the environment's bin/ first.
+  export PATH="$VENV/bin:$PATH"
 fi
 
-# nbgrader calls the `alembic` executable from PATH, so the environment's bin/
-# must come first; PYTHONPATH makes `helpers` and `autograder` importable from
-# every notebook kernel and every spawned worker process.
-export PATH="$VENV/bin:$PATH"
+# PYTHONPATH makes the course's own packages (`import helpers`) importable in
+# every notebook kernel and in every worker process the notebooks start.
 export PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}"
-export MPLBACKEND="${MPLBACKEND:-Agg}"
 cd "$ROOT"

@@ -10,9 +10,7 @@ main job turns it into three sample submissions per assignment:
     sample_blank    the release notebook untouched
     sample_partial  some answers right, some wrong, some blank
 """
-import importlib.util
 import shutil
-import sys
 from pathlib import Path
 
 import nbformat
@@ -25,16 +23,10 @@ STUDENTS = ("sample_perfect", "sample_blank", "sample_partial")
 
 def catalogue(assignment):
     """The WRONG/ALTERNATIVE/PARTIAL catalogue module of an assignment."""
-    name = f"autograder.samples._{assignment}"
-    if name not in sys.modules:
-        path = HERE / f"{assignment}.py"
-        if not path.is_file():
-            raise LookupError(f"no answer catalogue for {assignment} ({path} is missing)")
-        spec = importlib.util.spec_from_file_location(name, path)
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
+    try:
+        return course.load_module(f"autograder.samples._{assignment}", HERE / f"{assignment}.py")
+    except LookupError:
+        raise LookupError(f"no answer catalogue for {assignment}") from None
 
 
 def fill(release_nb, answers):
