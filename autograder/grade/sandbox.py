@@ -89,6 +89,7 @@ class Cgroups:
         name = f"course-grading-{uuid.uuid4().hex[:12]}"
         try:
             for controller, parent in self._parents().items():
+                self._remove_stale(parent)
                 path = parent / name
                 path.mkdir()
                 self.paths[controller] = str(path)
@@ -102,6 +103,16 @@ class Cgroups:
             self.remove()
             self.paths, self.available = {}, False
             self.reason = str(err)
+
+    @staticmethod
+    def _remove_stale(parent, age=3600):
+        """Drop empty cgroups that a killed grader left behind (rmdir refuses busy ones)."""
+        for old in parent.glob("course-grading-*"):
+            try:
+                if time.time() - old.stat().st_mtime > age:
+                    old.rmdir()
+            except OSError:
+                pass
 
     @staticmethod
     def _parents():
