@@ -1,4 +1,5 @@
 """`feedback`: HTML feedback per student and assignment, hidden tests' code left out."""
+import os
 import re
 
 from nbgrader.preprocessors import NbGraderPreprocessor
@@ -20,8 +21,15 @@ class HideHiddenTraceback(NbGraderPreprocessor):
         if cell.cell_type == "code":
             for output in cell.get("outputs", []):
                 if output.output_type == "error":
-                    output.traceback = [self._scrub(frame) for frame in output.traceback]
+                    output.traceback = [self._scrub(frame) for frame in output.traceback
+                                        if not self._is_grader_frame(frame)]
         return cell, resources
+
+    @staticmethod
+    def _is_grader_frame(frame):
+        """A traceback entry inside the course's grading code (the hidden-check runner)."""
+        plain = _ANSI.sub("", frame).lstrip()
+        return plain.startswith("File ") and f"{os.sep}autograder{os.sep}" in plain.split("\n", 1)[0]
 
     @staticmethod
     def _scrub(frame):

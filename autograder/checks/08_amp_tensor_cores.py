@@ -46,13 +46,15 @@ def test_pad_to_multiple_errors(pad_to_multiple):
 
 # --- tensor_core_issues ------------------------------------------------------------------------
 def _random_dims(k, n):
-    """n sizes, each a multiple of k or not, at random; the non-multiples returned too."""
+    """n sizes, each a multiple of k or not, at random, at least one of them not."""
     dims = []
     for _ in range(n):
         if random.random() < 0.5:
             dims.append(k * random.randint(1, 8))
         else:
             dims.append(k * random.randint(0, 8) + random.randint(1, k - 1))
+    if all(d % k == 0 for d in dims):  # always leave something to find
+        dims[random.randrange(n)] += random.randint(1, k - 1)
     return dims
 
 
