@@ -49,11 +49,21 @@ def test_split_sequential_chained_equals_model(split_sequential):
         assert torch.allclose(out, model(x), atol=1e-6), "the chained stages do not compute what the model computes"
 
 
+# Widths where cutting greedily at the average stage size is not optimal (found by search).
+HARD_SPLITS = [([3, 20, 40, 8, 40, 8, 20], 3), ([40, 2, 40, 3, 40], 3), ([8, 20, 8, 20, 20, 2, 2], 3)]
+
+
+def _linear_chain(widths):
+    return nn.Sequential(*[nn.Linear(a, b) for a, b in zip(widths, widths[1:])])
+
+
 def test_split_sequential_balanced(split_sequential):
     """the largest stage's parameter count is the smallest possible"""
+    cases = [(_linear_chain(w), k) for w, k in random.sample(HARD_SPLITS, 2)]
     for _ in range(6):
         model, _ = _random_model()
-        k = random.randint(2, min(4, len(model)))
+        cases.append((model, random.randint(2, min(4, len(model)))))
+    for model, k in cases:
         stages = split_sequential(model, k)
         got = max(sum(_counts(list(s))) for s in stages)
         best = _optimal_max(_counts(list(model)), k)
