@@ -1,12 +1,16 @@
-"""Run one nbgrader command per submission, several at a time, with a progress bar.
+"""Run nbgrader on many submissions, several at a time, with a progress bar.
 
-nbgrader handles one submission per call; the course runs those calls in
-parallel (joblib threads driving subprocesses), each with its own log, with
-thread pools capped so that parallel graders do not oversubscribe the cores.
+nbgrader handles one submission per call. The course keeps one long-lived
+worker process per parallel job (autograder/worker.py), each taking the next
+submission from a shared queue, writes one log per submission, and caps the
+thread pools inside so that parallel graders do not oversubscribe the cores.
 """
+import json
 import os
+import queue
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -47,34 +51,83 @@ def job_environment(n_jobs, workdir=None):
     return env
 
 
-def run_one(verb, assignment, student, env, log_dir, extra=()):
-    log = Path(log_dir) / f"{verb}-{student}-{assignment}.log"
-    log.parent.mkdir(parents=True, exist_ok=True)
-    cmd = [sys.executable, "-m", "nbgrader", verb, assignment, "--student", student, "--force", *extra]
-    start = time.perf_counter()
-    with open(log, "w") as out:
-        code = subprocess.call(cmd, cwd=course.ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
-    return JobResult(assignment, student, code == 0, time.perf_counter() - start, log)
+class _Worker:
+    """One `python -m autograder.worker` process, fed one submission at a time."""
+
+    def __init__(self, verb, env, log_dir):
+        self.args = ([sys.executable, "-m", "autograder.worker", verb, str(log_dir)],
+                     dict(cwd=course.ROOT, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                          stderr=open(Path(log_dir) / f"{verb}-worker-{id(self)}.log", "a"), text=True))
+        self.process = None
+
+    def run(self, verb, assignment, student, log_dir):
+        if self.process is None or self.process.poll() is not None:
+            self.process = subprocess.Popen(self.args[0], **self.args[1])
+        start = time.perf_counter()
+        try:
+            self.process.stdin.write(f"{assignment} {student}\n")
+            self.process.stdin.flush()
+            reply = self.process.stdout.readline()
+        except (BrokenPipeError, OSError):
+            reply = ""
+        if not reply:  # the worker died: this submission failed, the next call starts a new one
+            self.process = None
+            log = Path(log_dir) / f"{verb}-{student}-{assignment}.log"
+            return JobResult(assignment, student, False, time.perf_counter() - start, log)
+        answer = json.loads(reply)
+        return JobResult(assignment, student, answer["ok"], answer["seconds"], Path(answer["log"]))
+
+    def close(self):
+        if self.process is not None and self.process.poll() is None:
+            self.process.stdin.close()
+            try:
+                self.process.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
 
 
-def run_all(verb, pairs, n_jobs=None, desc=None, log_dir=None, extra=(), workdir=None):
-    """Run `nbgrader <verb>` for every (assignment, student) pair; list of JobResults."""
+def run_all(verb, pairs, n_jobs=None, desc=None, log_dir=None, workdir=None):
+    """Run nbgrader's `verb` (autograde, generate_feedback) on every (assignment, student).
+
+    n_jobs workers, each a long-lived process, take submissions from one queue
+    (joblib threads drive them); returns JobResults sorted by assignment, student.
+    """
     from joblib import Parallel, delayed
     from tqdm.auto import tqdm
 
     pairs = list(pairs)
-    n_jobs = n_jobs or default_jobs()
+    n_jobs = max(1, min(n_jobs or default_jobs(), len(pairs) or 1))
     env = job_environment(n_jobs, workdir)
-    log_dir = log_dir or (Path(workdir) if workdir else course.WORKDIR) / "reports" / "logs"
-    results = []
-    tasks = (delayed(run_one)(verb, a, s, env, log_dir, extra) for a, s in pairs)
-    with tqdm(total=len(pairs), desc=desc or verb, unit="submission") as bar:
-        for result in Parallel(n_jobs=n_jobs, prefer="threads", return_as="generator_unordered")(tasks):
-            results.append(result)
-            bar.update()
-            if not result.ok:
-                bar.write(f"  {verb} failed for {result.student}/{result.assignment}: see {result.log}")
-    return sorted(results, key=lambda r: (r.assignment, r.student))
+    log_dir = Path(log_dir or (Path(workdir) if workdir else course.WORKDIR) / "reports" / "logs")
+    log_dir.mkdir(parents=True, exist_ok=True)
+    todo = queue.SimpleQueue()
+    for pair in pairs:
+        todo.put(pair)
+    bar = tqdm(total=len(pairs), desc=desc or verb, unit="submission")
+    lock = threading.Lock()
+
+    def drain():
+        worker, done = _Worker(verb, env, log_dir), []
+        try:
+            while True:
+                try:
+                    assignment, student = todo.get_nowait()
+                except queue.Empty:
+                    return done
+                result = worker.run(verb, assignment, student, log_dir)
+                done.append(result)
+                with lock:
+                    bar.update()
+                    if not result.ok:
+                        bar.write(f"  {verb} failed for {student}/{assignment}: see {result.log}")
+        finally:
+            worker.close()
+
+    try:
+        batches = Parallel(n_jobs=n_jobs, prefer="threads")(delayed(drain)() for _ in range(n_jobs))
+    finally:
+        bar.close()
+    return sorted((r for batch in batches for r in batch), key=lambda r: (r.assignment, r.student))
 
 
 def submitted_pairs(assignments=None, students=None, root=None):

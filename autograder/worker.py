@@ -1,0 +1,38 @@
+"""A long-lived nbgrader worker: one per parallel job, many submissions each.
+
+Started by autograder.jobs as `python -m autograder.worker <verb>`. It loads
+nbgrader and the course config once, then reads `assignment student` lines on
+stdin, runs nbgrader's own API call for each (autograde or generate_feedback),
+writes the call's log to the given folder and answers one JSON line on stdout.
+Starting nbgrader costs about 3 s; paying it once per worker instead of once
+per submission is most of what makes parallel grading pay.
+"""
+import json
+import sys
+import time
+from pathlib import Path
+
+
+def main():
+    verb, log_dir = sys.argv[1], Path(sys.argv[2])
+    from . import course
+    api = course.api(Application={"log_level": "INFO"})
+    call = {"autograde": api.autograde, "generate_feedback": api.generate_feedback}[verb]
+    answer = sys.stdout
+    sys.stdout = sys.stderr  # whatever nbgrader prints must not corrupt the answers
+    for line in sys.stdin:
+        assignment, student = line.split()
+        start = time.perf_counter()
+        try:
+            result = call(assignment, student, force=True)
+        except Exception as err:  # noqa: BLE001 (reported as this submission's failure)
+            result = {"success": False, "log": "", "error": repr(err)}
+        log = log_dir / f"{verb}-{student}-{assignment}.log"
+        log.write_text((result.get("log") or "") + ("\n" + result["error"] if result.get("error") else ""))
+        answer.write(json.dumps({"ok": bool(result["success"]), "seconds": time.perf_counter() - start,
+                                 "log": str(log)}) + "\n")
+        answer.flush()
+
+
+if __name__ == "__main__":
+    main()
