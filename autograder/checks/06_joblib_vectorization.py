@@ -310,12 +310,13 @@ def test_bootstrap_ci_interval(bootstrap_ci):
     """the interval contains the mean and has the width of a percentile interval of the mean"""
     _send_by_value(bootstrap_ci)
     data = _sample()
-    low, high = _interval(bootstrap_ci(data, 2000, 2, random.randrange(10**6)), "bootstrap_ci")
+    seed = random.randrange(10**6)  # the same resamples for both alphas: only alpha differs
+    low, high = _interval(bootstrap_ci(data, 2000, 2, seed), "bootstrap_ci")
     assert low < data.mean() < high, "the interval should contain the sample mean"
     expected = 2 * 1.96 * data.std(ddof=1) / math.sqrt(data.size)
     assert 0.75 * expected < high - low < 1.25 * expected, (
         "the interval's width is far from that of the mean's 95% interval")
-    low90, high90 = _interval(bootstrap_ci(data, 2000, 2, random.randrange(10**6), alpha=0.1),
+    low90, high90 = _interval(bootstrap_ci(data, 2000, 2, seed, alpha=0.1),
                               "bootstrap_ci with alpha=0.1")
     ratio = (high90 - low90) / (high - low)
     assert 0.7 < ratio < 0.95, "alpha=0.1 should give a narrower (90%) interval than alpha=0.05"
