@@ -14,37 +14,12 @@ import random
 import sys
 import threading
 import time
-from contextlib import contextmanager
 
 import pytest
 
-from autograder.checks._support import exact_float, exact_list, raises_value_error, timeout
+from autograder.checks._support import count_starts_and_joins, exact_float, exact_list, raises_value_error, timeout
 from helpers import gil, workers
 from helpers.system import usable_cores
-
-
-@contextmanager
-def count_starts():
-    """Spy on Thread.start and Process.start calls made while the block runs."""
-    counts = {"thread": 0, "process": 0}
-    thread_start = threading.Thread.start
-    process_start = multiprocessing.process.BaseProcess.start
-
-    def spy_thread(self, *args, **kwargs):
-        counts["thread"] += 1
-        return thread_start(self, *args, **kwargs)
-
-    def spy_process(self, *args, **kwargs):
-        counts["process"] += 1
-        return process_start(self, *args, **kwargs)
-
-    threading.Thread.start = spy_thread
-    multiprocessing.process.BaseProcess.start = spy_process
-    try:
-        yield counts
-    finally:
-        threading.Thread.start = thread_start
-        multiprocessing.process.BaseProcess.start = process_start
 
 
 def _gil_enabled():
@@ -70,7 +45,7 @@ def test_run_threads_concurrent(run_threads):
     """every call runs in its own thread of this process, all at the same time"""
     for n in (1, 3, 2 * usable_cores() + 3):
         barrier = threading.Barrier(n)
-        with count_starts() as counts:
+        with count_starts_and_joins() as counts:
             out = run_threads(gil.rendezvous, [(barrier, i, 10.0) for i in range(n)])
         out = exact_list(out, "the result", n)
         assert [r["value"] for r in out] == list(range(n)), "the results are not in input order"
@@ -78,7 +53,7 @@ def test_run_threads_concurrent(run_threads):
             f"with {n} calls, they did not all run at the same time (one after another, or too few threads)")
         assert all(r["pid"] == os.getpid() for r in out), "threads run in this process, not in another one"
         assert len({r["thread"] for r in out}) == n, f"{n} calls should run in {n} different threads"
-        assert counts["thread"] >= n, f"{n} threads should have been started"
+        assert counts["thread start"] >= n, f"{n} threads should have been started"
 
 
 # --- run_processes ----------------------------------------------------------------
@@ -98,7 +73,7 @@ def test_run_processes_concurrent(run_processes):
     with ctx.Manager() as manager:
         for n in (1, usable_cores() + 2):
             barrier = manager.Barrier(n)
-            with count_starts() as counts:
+            with count_starts_and_joins() as counts:
                 out = run_processes(gil.rendezvous, [(barrier, i, 20.0) for i in range(n)])
             out = exact_list(out, "the result", n)
             assert [r["value"] for r in out] == list(range(n)), "the results are not in input order"
@@ -106,7 +81,7 @@ def test_run_processes_concurrent(run_processes):
             assert all(r["met"] for r in out), (
                 f"with {n} calls, they did not all run at the same time (one after another, or too few processes)")
             assert len({r["pid"] for r in out}) == n, f"{n} calls should run in {n} different processes"
-            assert counts["process"] >= n, f"{n} processes should have been started"
+            assert counts["process start"] >= n, f"{n} processes should have been started"
 
 
 # --- gil_experiment ---------------------------------------------------------------
@@ -124,14 +99,14 @@ def test_gil_experiment_errors(gil_experiment):
 def test_gil_experiment_measures(gil_experiment):
     """returns five positive measured times, starting threads and processes to get them"""
     n = random.randint(2, 3)
-    with count_starts() as counts:
+    with count_starts_and_joins() as counts:
         out = gil_experiment(n, random.randint(200_000, 300_000))
     assert type(out) is dict, f"gil_experiment must return a dict, got {type(out).__name__}"
     assert set(out) == KEYS, f"the keys must be exactly {sorted(KEYS)}"
     for key in KEYS:
         assert exact_float(out[key], key) > 0, f"{key} must be a positive number of seconds"
-    assert counts["process"] >= n, f"with n_workers={n}, the CPU task should run in {n} processes"
-    assert counts["thread"] >= 2 * n, f"with n_workers={n}, both tasks should run in {n} threads each"
+    assert counts["process start"] >= n, f"with n_workers={n}, the CPU task should run in {n} processes"
+    assert counts["thread start"] >= 2 * n, f"with n_workers={n}, both tasks should run in {n} threads each"
     assert out["io_serial"] >= 0.8 * n * 0.05, "io_serial is shorter than the waits it should contain"
 
 
@@ -197,10 +172,10 @@ def test_numpy_threads_speedup_errors(numpy_threads_speedup):
 def test_numpy_threads_speedup_measures(numpy_threads_speedup):
     """returns a positive measured speedup and runs the job on the threads asked for"""
     k = random.randint(2, 4)
-    with count_starts() as counts:
+    with count_starts_and_joins() as counts:
         s = exact_float(numpy_threads_speedup(random.randint(500_000, 800_000), k), "the speedup")
     assert s > 0, "the speedup must be positive"
-    assert counts["thread"] >= 2, f"with n_threads={k}, the job should run on several threads"
+    assert counts["thread start"] >= 2, f"with n_threads={k}, the job should run on several threads"
     one = [exact_float(numpy_threads_speedup(400_000, 1), "the speedup") for _ in range(2)]
     assert min(one) < 2.0, "with a single thread there is nothing to gain: the speedup should be near 1"
 

@@ -19,7 +19,7 @@ from contextlib import contextmanager
 
 import pytest
 
-from autograder.checks._support import exact_float, exact_int, exact_list, raises_value_error, timeout
+from autograder.checks._support import count_starts_and_joins, exact_float, exact_int, exact_list, raises_value_error, timeout
 
 _yield = time.sleep            # the real one, even if an answer patches time.sleep
 _STDLIB = os.path.dirname(threading.__file__)
@@ -157,29 +157,6 @@ def _run_bounded(fn, args, seconds):
     return "ok", box["value"], harness
 
 
-@contextmanager
-def count_starts():
-    counts = {"thread": 0, "process": 0}
-    thread_start = threading.Thread.start
-    process_start = multiprocessing.process.BaseProcess.start
-
-    def spy_thread(self, *args, **kwargs):
-        counts["thread"] += 1
-        return thread_start(self, *args, **kwargs)
-
-    def spy_process(self, *args, **kwargs):
-        counts["process"] += 1
-        return process_start(self, *args, **kwargs)
-
-    threading.Thread.start = spy_thread
-    multiprocessing.process.BaseProcess.start = spy_process
-    try:
-        yield counts
-    finally:
-        threading.Thread.start = thread_start
-        multiprocessing.process.BaseProcess.start = process_start
-
-
 # --- safe_increment ---------------------------------------------------------------
 def test_safe_increment_errors(safe_increment):
     """n_threads < 1 or n < 0 raises ValueError"""
@@ -193,10 +170,10 @@ def test_safe_increment_exact(safe_increment):
     """the count is exactly n_threads * n, with one thread and with many"""
     for n_threads in (1, random.randint(3, 6)):
         n = random.randint(150, 300)
-        with count_starts() as counts:
+        with count_starts_and_joins() as counts:
             got = exact_int(safe_increment(n_threads, n), "the count")
         assert got == n_threads * n, f"{n_threads} threads x {n} increments gave {got}, not {n_threads * n}"
-        assert counts["thread"] >= n_threads, f"{n_threads} threads should have been started"
+        assert counts["thread start"] >= n_threads, f"{n_threads} threads should have been started"
 
 
 @timeout(90)
@@ -280,15 +257,15 @@ def test_process_safe_counter_errors(process_safe_counter):
 def test_process_safe_counter_exact(process_safe_counter):
     """processes add to one shared Value and the count is exact"""
     n_procs, n = 3, random.randint(4_000, 5_000)
-    with count_starts() as counts:
+    with count_starts_and_joins() as counts:
         got = exact_int(process_safe_counter(n_procs, n), "the count")
-    assert counts["process"] >= n_procs, f"{n_procs} processes should have been started"
+    assert counts["process start"] >= n_procs, f"{n_procs} processes should have been started"
     assert got == n_procs * n, (
         f"{n_procs} processes x {n} increments gave {got}, not {n_procs * n}: "
         "is each read-modify-write done under the Value's lock?")
-    with count_starts() as counts:
+    with count_starts_and_joins() as counts:
         assert process_safe_counter(1, 7) == 7, "one process adding 7 times should give 7"
-    assert counts["process"] >= 1, "the work must run in a process"
+    assert counts["process start"] >= 1, "the work must run in a process"
 
 
 # --- transfer_many ---------------------------------------------------------------------
@@ -322,13 +299,13 @@ def test_transfer_many_result(transfer_many):
         balances = [random.randint(0, 500) for _ in range(random.randint(3, 6))]
         transfers = _opposing_transfers(len(balances), 60)
         before = list(balances)
-        with count_starts() as counts:
+        with count_starts_and_joins() as counts:
             got = exact_list(transfer_many(balances, transfers, n_threads), "the result", len(balances))
         assert got == _serial_transfers(before, transfers), "the final balances are wrong"
         assert sum(got) == sum(before), "money was created or destroyed"
         assert balances == before, "the balances passed in must not be changed: return a new list"
         if n_threads > 1:
-            assert counts["thread"] >= 2, f"with n_threads={n_threads} the transfers should run on several threads"
+            assert counts["thread start"] >= 2, f"with n_threads={n_threads} the transfers should run on several threads"
 
 
 @timeout(120)
@@ -363,9 +340,9 @@ def test_parallel_sum_value(parallel_sum):
                   for _ in range(random.randint(4, 9))]
         chunks[1] = np.array(chunks[1])
         expected = math.fsum(float(x) for chunk in chunks for x in chunk)
-        with count_starts() as counts:
+        with count_starts_and_joins() as counts:
             got = exact_float(parallel_sum(chunks, n_workers), "the sum")
         assert abs(got - expected) <= 1e-9 * max(1.0, sum(abs(float(x)) for c in chunks for x in c)), (
             "the sum is wrong")
-        assert counts["process"] >= min(n_workers, 2), (
+        assert counts["process start"] >= min(n_workers, 2), (
             f"with n_workers={n_workers}, the partial sums should be computed in worker processes")
