@@ -34,6 +34,8 @@ c.OverwriteCells.add_missing_cells = True
 c.Execute.timeout = int(os.environ.get("COURSE_CELL_TIMEOUT", "180"))
 c.VerifyHiddenChecks.cell_timeout = c.Execute.timeout
 c.Execute.interrupt_on_timeout = True
+# Teaching demos (measurements, plots) grade nothing: grading skips cells tagged `demo`.
+c.Execute.skip_cells_with_tag = "demo"
 c.ResilientExecute.notebook_timeout = int(os.environ.get("COURSE_NOTEBOOK_TIMEOUT", "900"))
 # Per-submission sandbox (autograder/grade/sandbox.py): memory and process caps,
 # no network, private files. COURSE_SANDBOX_OFF=1 switches it off (debugging only).
@@ -42,7 +44,7 @@ c.GradingLimits.memory_mb = int(os.environ.get("COURSE_MEMORY_MB", "6144"))
 c.GradingLimits.max_processes = int(os.environ.get("COURSE_MAX_PROCESSES", "256"))
 
 from autograder.grade.preprocessors import (  # noqa: E402
-    ResilientExecute, StderrToStdout, VerifyHiddenChecks,
+    KeepExpectedFiles, ResilientExecute, StderrToStdout, VerifyHiddenChecks,
 )
 from nbconvert.preprocessors import ClearMetadataPreprocessor  # noqa: E402
 from nbgrader.preprocessors import (  # noqa: E402
@@ -50,6 +52,7 @@ from nbgrader.preprocessors import (  # noqa: E402
 )
 
 c.Autograde.autograde_preprocessors = [
+    KeepExpectedFiles,  # nothing handed in beside the notebook but what the release has
     ResilientExecute,   # a dead or hung kernel keeps the scores of the cells that ran
     StderrToStdout,     # a warning on stderr must not zero a passing test cell
     VerifyHiddenChecks, # hidden checks again, outside the student's kernel

@@ -47,6 +47,9 @@ def job_environment(n_jobs, workdir=None):
     # nbgrader runs `alembic` from PATH: put this interpreter's bin/ first.
     env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
     env.setdefault("MPLBACKEND", "Agg")
+    # No grading process puts its working directory first on sys.path (a student's
+    # file named like a grader module would stand in for it there).
+    env["PYTHONSAFEPATH"] = "1"
     env["PYTHONWARNINGS"] = env.get("PYTHONWARNINGS", "ignore::DeprecationWarning")
     return env
 

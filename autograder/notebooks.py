@@ -28,6 +28,15 @@ def is_test_cell(cell):
     return cell.cell_type == "code" and meta.get("grade", False) and not meta.get("solution", False)
 
 
+# Teaching cells that only demonstrate (measurements, plots): students run them,
+# grading skips them. Everything an answer or a test needs is in untagged cells.
+DEMO_TAG = "demo"
+
+
+def is_demo(cell):
+    return DEMO_TAG in cell.get("metadata", {}).get("tags", [])
+
+
 def answer_cells(nb):
     """{grade_id: source} of the autograded answer cells, in notebook order."""
     return {nbgrader_meta(c)["grade_id"]: c.source for c in nb.cells if is_answer_cell(c)}

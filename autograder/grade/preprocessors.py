@@ -1,15 +1,18 @@
 """nbgrader preprocessors used by `python -m autograder grade` (see nbgrader_config.py)."""
 import os
+import shutil
 import time
+from pathlib import Path
 
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from nbformat.notebooknode import NotebookNode
 from nbgrader.preprocessors import Execute, NbGraderPreprocessor
 from nbgrader.utils import is_grade
 from jupyter_client.manager import AsyncKernelManager
-from traitlets import Bool, Integer
+from traitlets import Bool, Integer, List
 from traitlets.config import Configurable
 
+from .. import hidden
 from . import sandbox
 
 
@@ -42,6 +45,9 @@ class SandboxedKernelManager(AsyncKernelManager):
         cmd = super().format_kernel_cmd(extra_arguments)
         if "ipykernel_launcher" in cmd:
             cmd[cmd.index("ipykernel_launcher")] = "autograder.grade.sandbox"
+            # -P: the submission's folder (the kernel's working directory) is not put
+            # first on sys.path, so a file handed in there cannot stand in for the grader.
+            cmd.insert(cmd.index("-m"), "-P")
         return cmd
 
 
@@ -70,6 +76,8 @@ class ResilientExecute(Execute):
         box = GradingLimits(parent=self).sandbox(own_folder)
         if box is not None:
             os.environ[sandbox.ENV] = box.limits.to_env()  # the kernel inherits it
+        if VerifyHiddenChecks(parent=self).enabled:
+            os.environ[hidden.DEFERRED] = "1"  # hidden checks: once, outside the kernel
         try:
             return super().preprocess(nb, resources, km)
         except (DeadKernelError, RuntimeError) as err:
@@ -81,6 +89,7 @@ class ResilientExecute(Execute):
             return self.nb, self.resources
         finally:
             os.environ.pop(sandbox.ENV, None)
+            os.environ.pop(hidden.DEFERRED, None)
             if box is not None:
                 box.close()  # whatever the submission left running goes too
 
@@ -106,6 +115,40 @@ class ResilientExecute(Execute):
         return cell, resources
 
 
+class KeepExpectedFiles(NbGraderPreprocessor):
+    """Grade only what the assignment expects beside the notebook.
+
+    A student can hand in anything beside the notebook; in the folder that is
+    graded, whatever the release of the assignment does not have goes away
+    before any code runs (the submitted/ copy keeps it). A module named like a
+    grader or library module therefore never reaches a grading process.
+    """
+
+    always_kept = List(["timestamp.txt"], help="Files nbgrader itself keeps beside a submission").tag(config=True)
+
+    def preprocess(self, nb, resources):
+        from .. import course
+        folder = resources.get("metadata", {}).get("path")
+        assignment = resources.get("nbgrader", {}).get("assignment")
+        release = course.RELEASE / str(assignment)
+        if not folder or not release.is_dir():
+            return nb, resources
+        expected = {p.relative_to(release) for p in release.rglob("*")} | set(map(Path, self.always_kept))
+        # Bottom-up and never through a link: a handed-in link to / must not lead the grader there.
+        for top, dirs, files in os.walk(folder, topdown=False, followlinks=False):
+            for name in files + dirs:
+                path = Path(top, name)
+                rel = path.relative_to(folder)
+                if rel in expected or path.suffix == ".ipynb" and len(rel.parts) == 1:
+                    continue
+                self.log.warning("not graded, not expected beside the notebook: %s", rel)
+                if path.is_dir() and not path.is_symlink():
+                    shutil.rmtree(path, ignore_errors=True)
+                else:
+                    path.unlink(missing_ok=True)
+        return nb, resources
+
+
 class StderrToStdout(NbGraderPreprocessor):
     """Turn stderr in test cells into stdout, so that only errors cost points.
 
@@ -120,6 +163,9 @@ class StderrToStdout(NbGraderPreprocessor):
                 if output.output_type == "stream" and output.name == "stderr":
                     output.name = "stdout"
         return cell, resources
+
+
+UNDECIDED = "ManualReviewNeeded"  # error name of a test cell whose checks could not decide
 
 
 class VerifyHiddenChecks(NbGraderPreprocessor):
@@ -156,11 +202,22 @@ class VerifyHiddenChecks(NbGraderPreprocessor):
         for cell in nb.cells:
             if cell.cell_type != "code" or not is_grade(cell):
                 continue
-            failed = [verdicts[e][1] for _, e in verify.hidden_exercises(cell.source)
-                      if e in verdicts and not verdicts[e][0]]
-            already = any(o.output_type == "error" for o in cell.get("outputs", []))
-            if failed and not already:
-                self.log.warning("hidden checks failed outside the kernel: %s", "; ".join(failed))
+            failed, undecided = [], False
+            for _, exercise in verify.hidden_exercises(cell.source):
+                # No verdict at all is a failure too: a check that did not run never passes.
+                passed, report, unsure = verdicts.get(
+                    exercise, (False, f"{exercise}: the hidden checks gave no verdict", False))
+                if not passed:
+                    failed.append(report)
+                    undecided |= unsure
+            if not failed:
+                continue
+            self.log.warning("hidden checks failed outside the kernel: %s", "; ".join(failed))
+            if undecided:  # regraded alone after the batch; still undecided -> a person looks
+                cell.outputs.append(_error_output(
+                    UNDECIDED, "a hidden check could not decide on this machine at grading time "
+                    "(too busy to measure a speedup); it will be looked at by a person:\n" + "\n".join(failed)))
+            elif not any(o.output_type == "error" for o in cell.get("outputs", [])):
                 cell.outputs.append(_error_output(
                     "HiddenCheckFailed", "checked again in a clean process:\n" + "\n".join(failed)))
         return nb, resources

@@ -7,10 +7,17 @@ first thing, before any student code and before it starts threads:
   (which Linux does not apply to root);
 - **memory**: a cgroup memory limit (the kernel is killed, which grading reports),
   else RLIMIT_AS (allocations fail with MemoryError);
-- **files** (needs root, or CAP_SYS_ADMIN): a private mount namespace in which the
-  course and work folders are read-only, the gradebook, source/ (solutions) and
-  every other student's folders are hidden, and only the submission's own folder
-  is writable;
+- **files** (needs root, or CAP_SYS_ADMIN): a private mount namespace in which
+  every file system is read-only, the course root and the work folder are
+  replaced by empty ones into which only an allow-list comes back read-only
+  (`helpers/`, `release/`, the environment, the runner), `/tmp`, `/var/tmp` and
+  `/dev/shm` are fresh and private, the grader's home is hidden, and only the
+  submission's own folder is writable;
+- **privileges** (same condition): after the mounts, the process drops to an
+  unprivileged uid/gid of its own (one per concurrent submission, so that two
+  submissions cannot signal or ptrace each other), with no supplementary
+  groups, no capabilities and `PR_SET_NO_NEW_PRIVS`; it can then neither undo
+  the mounts nor reach the grader's processes or files;
 - **network** (same condition): a new network namespace with only loopback. The
   kernel switches after binding its own sockets to Jupyter, so only the student's
   code is cut off;
@@ -47,9 +54,10 @@ class Limits:
     max_processes: int = 256       # processes and threads at once, per submission
     network: bool = False          # False: no network but loopback
     protect_files: bool = True
-    readonly: list = field(default_factory=list)   # folders mounted read-only
-    hidden: list = field(default_factory=list)     # folders/files replaced by empty ones
+    covered: list = field(default_factory=list)    # folders replaced by empty ones
+    allowed: list = field(default_factory=list)    # paths inside them that come back read-only
     writable: str = ""                             # the one folder left writable
+    uid: int = -1                                  # unprivileged uid/gid to run as (-1: keep)
     cgroups: dict = field(default_factory=dict)    # controller -> cgroup folder to join
 
     def to_env(self):
@@ -162,17 +170,75 @@ class Cgroups:
                 pass
 
 
+# What student code may see of the course root (read-only); everything else there
+# (source/, the checks, the answer catalogue, tests/, .git, the gradebook) is not there at all.
+ALLOWED_IN_COURSE = ("helpers", "release", "autograder/__init__.py", "autograder/hidden.py")
+UID_BASE = int(os.environ.get("COURSE_SANDBOX_UID_BASE", "64000"))
+UID_SLOTS = 512
+
+
+class UidSlot:
+    """An unprivileged uid no other submission graded at the same time runs as.
+
+    Two submissions with the same uid could signal or ptrace each other. A slot is
+    an flock on a file, so a killed grader frees its slot with its last breath.
+    """
+
+    def __init__(self):
+        import fcntl
+        folder = Path(tempfile.gettempdir()) / "course-grading-uids"
+        folder.mkdir(mode=0o700, exist_ok=True)
+        for slot in range(UID_SLOTS):
+            handle = open(folder / f"{slot}.lock", "a")
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                handle.close()
+                continue
+            self.uid, self._handle = UID_BASE + slot, handle
+            return
+        raise RuntimeError(f"all {UID_SLOTS} sandbox uids are in use")
+
+    def release(self):
+        self._handle.close()
+
+
+def _chown_tree(folder, uid, gid):
+    """chown a folder and what is in it, never following a link (a student's link to
+    /etc must not make the grader chown /etc)."""
+    for top, dirs, files in os.walk(folder, followlinks=False):
+        for name in [top, *(os.path.join(top, n) for n in dirs + files)]:
+            try:
+                os.lchown(name, uid, gid)
+            except OSError:
+                pass
+
+
 class Sandbox:
     """Owned by the grading process: prepares the environment of one submission's processes."""
 
     def __init__(self, limits, own_folder):
         from .. import course
-        limits.writable = str(Path(own_folder).resolve())
-        work = course.WORKDIR.resolve()
-        limits.readonly = sorted({str(course.ROOT.resolve()), str(work)})
-        limits.hidden = [str(p) for p in (work / "submitted", work / "autograded", work / "feedback",
-                                          work / "reports", course.SOURCE.resolve(), work / "gradebook.db")]
-        self.limits = limits
+        own = Path(own_folder).resolve()
+        limits.writable = str(own)
+        root, work = course.ROOT.resolve(), course.WORKDIR.resolve()
+        home = Path(os.path.expanduser("~")).resolve()
+        limits.covered = sorted({str(root), str(work)} | ({str(home)} if home != Path("/") else set()))
+        allowed = [root / rel for rel in ALLOWED_IN_COURSE]
+        # The interpreter and its environment come back where they live in a covered
+        # folder (a .venv in the course, a pyenv Python in the grader's home).
+        for prefix in {Path(p).resolve() for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)}:
+            if any(prefix.is_relative_to(c) and prefix != Path(c) for c in limits.covered):
+                allowed.append(prefix)
+        limits.allowed = [str(p) for p in allowed if p.exists()]
+        self.limits, self.own, self.slot = limits, own, None
+        if limits.protect_files and os.geteuid() == 0:
+            self.slot = UidSlot()
+            limits.uid = self.slot.uid
+            _chown_tree(own, limits.uid, limits.uid)  # the one folder the student's code may write
+        elif limits.protect_files:
+            _note(f"grading runs as uid {os.geteuid()}, not root: student code keeps that uid, "
+                  "and the course files are protected only by their permissions")
         self.cgroups = Cgroups(limits)
         limits.cgroups = self.cgroups.paths
         if not self.cgroups.available:
@@ -186,6 +252,9 @@ class Sandbox:
     def close(self):
         self.cgroups.kill_all()
         self.cgroups.remove()
+        if self.slot is not None:
+            _chown_tree(self.own, os.geteuid(), os.getegid())  # back to the grader
+            self.slot.release()
 
 
 # --- inside a sandboxed process -----------------------------------------------------------------------
@@ -206,26 +275,85 @@ def _rlimits(limits):
             resource.setrlimit(resource.RLIMIT_NPROC, (limits.max_processes + 512,) * 2)
 
 
+def _mount_points():
+    """Every mount point, deepest last (from /proc/self/mountinfo)."""
+    points = []
+    for line in Path("/proc/self/mountinfo").read_text().splitlines():
+        point = line.split()[4].encode().decode("unicode_escape")
+        points.append(point)
+    return points
+
+
+PSEUDO = ("/proc", "/sys", "/dev")
+
+
 def _protect_files(limits):
-    """Private mount namespace: read-only course, hidden secrets, one writable folder."""
+    """Private mount namespace: everything read-only, the course and work folders
+    emptied but for an allow-list, private temp folders, one writable folder."""
     own = Path(limits.writable)
     _call(_libc.unshare, CLONE_NEWNS)
     _mount(None, "/", None, MS_REC | MS_PRIVATE)
-    stash = tempfile.mkdtemp(prefix="course-own-")
-    _mount(own, stash, None, MS_BIND | MS_REC)
-    for folder in limits.readonly:
-        _mount(folder, folder, None, MS_BIND | MS_REC)
-        _mount(None, folder, None, MS_REMOUNT | MS_BIND | MS_RDONLY)
-    for path in map(Path, limits.hidden):
-        if path.is_dir():
-            _mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV, "size=64m,mode=0755")
-        elif path.is_file():
-            _mount("/dev/null", path, None, MS_BIND)
-    own.mkdir(parents=True, exist_ok=True)  # inside a hidden (tmpfs) folder, if it is one
-    _mount(stash, own, None, MS_BIND | MS_REC)
-    _libc.umount2(stash.encode(), MNT_DETACH)
-    os.rmdir(stash)
+    # Handles to what comes back, taken in the new namespace before anything is covered.
+    keep = {path: os.open(path, os.O_PATH) for path in [limits.writable, *limits.allowed]
+            if os.path.exists(path)}
+    for point in _mount_points():
+        if point == "/" or not point.startswith(PSEUDO):
+            try:
+                _mount(None, point, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
+            except OSError:
+                pass  # a mount we may not touch stays as it is; the uid still cannot write it
+    for folder in limits.covered:
+        if os.path.isdir(folder):
+            _mount("tmpfs", folder, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=0755")
+    for temp in ("/tmp", "/var/tmp", "/dev/shm"):
+        if os.path.isdir(temp):
+            _mount("tmpfs", temp, "tmpfs", MS_NOSUID | MS_NODEV, "size=2g,mode=1777")
+    for path, fd in keep.items():
+        target = Path(path)
+        if os.path.isdir(f"/proc/self/fd/{fd}"):
+            target.mkdir(parents=True, exist_ok=True)
+        else:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.touch(exist_ok=True)
+        _mount(f"/proc/self/fd/{fd}", target, None, MS_BIND | MS_REC)
+        read_only = MS_RDONLY if path != limits.writable else 0  # a bind keeps its source's flags
+        _mount(None, target, None, MS_REMOUNT | MS_BIND | read_only | MS_NOSUID | MS_NODEV)
+        os.close(fd)
+    for folder in limits.covered:  # the emptied folders themselves cannot be written either
+        if os.path.isdir(folder):
+            try:
+                _mount(None, folder, None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
+            except OSError:
+                pass
     os.chdir(own)
+
+
+def private_home(uid):
+    """HOME, IPython's and matplotlib's folders for the sandboxed uid, in the private /tmp."""
+    home = Path(tempfile.gettempdir()) / "course-home"
+    for sub in ("", ".ipython", ".config/matplotlib", ".cache"):
+        (home / sub).mkdir(parents=True, exist_ok=True)
+    if uid >= 0:
+        _chown_tree(home, uid, uid)
+    os.environ.update(HOME=str(home), IPYTHONDIR=str(home / ".ipython"), USER="student",
+                      LOGNAME="student", MPLCONFIGDIR=str(home / ".config/matplotlib"),
+                      XDG_CACHE_HOME=str(home / ".cache"), TMPDIR=tempfile.gettempdir())
+
+
+PR_SET_DUMPABLE, PR_SET_NO_NEW_PRIVS = 4, 38
+
+
+def drop_privileges(uid):
+    """Become `uid` (and gid `uid`) for good: no groups, no capabilities, no way back."""
+    os.setgroups([])
+    os.setresgid(uid, uid, uid)
+    os.setresuid(uid, uid, uid)
+    _call(_libc.prctl, PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+    # A uid change makes the process undumpable, which would hide its own worker
+    # processes' /proc entries from it; other submissions run as other uids.
+    _call(_libc.prctl, PR_SET_DUMPABLE, 1, 0, 0, 0)
+    if os.geteuid() != uid or os.getuid() != uid:
+        raise OSError("could not drop privileges")
 
 
 def cut_network():
@@ -240,8 +368,12 @@ def cut_network():
         sock.close()
 
 
-def enter(network_now=True):
-    """Apply COURSE_SANDBOX to this process; returns the Limits (None when not sandboxed)."""
+def enter(network_now=True, drop=True):
+    """Apply COURSE_SANDBOX to this process; returns the Limits (None when not sandboxed).
+
+    Call it while the process has one thread (a mount namespace cannot be
+    entered later). With drop=False the caller finishes with `become_student(limits)`.
+    """
     limits = Limits.from_env()
     if limits is None:
         return None
@@ -255,28 +387,66 @@ def enter(network_now=True):
             _protect_files(limits)
         except OSError as err:
             _note(f"file protection unavailable ({err}; needs root or CAP_SYS_ADMIN)")
+            if limits.uid >= 0:  # the grader could protect, and half of it was done: stop
+                os._exit(71)
     if network_now and not limits.network:
         try:
             cut_network()
         except OSError as err:
             _note(f"network isolation unavailable ({err}; needs root or CAP_SYS_ADMIN)")
+    if drop:
+        become_student(limits)
     return limits
 
 
+def become_student(limits):
+    """The last step: private home folders, then the unprivileged uid. A grader that
+    asked for a uid and cannot get it stops here rather than run student code as root."""
+    if limits is None or limits.uid < 0:
+        return
+    private_home(limits.uid)
+    try:
+        drop_privileges(limits.uid)
+    except OSError as err:
+        _note(f"could not drop privileges to uid {limits.uid}: {err}")
+        os._exit(70)
+
+
+def _connection_file_argument():
+    for flag in ("-f", "--f"):
+        if flag in sys.argv[:-1]:
+            return sys.argv.index(flag) + 1
+    return None
+
+
 def kernel_main():
-    """Entry point of a sandboxed IPython kernel (replaces `-m ipykernel_launcher`)."""
+    """Entry point of a sandboxed IPython kernel (replaces `-m ipykernel_launcher`).
+
+    Order matters: the mounts need a single-threaded process; the kernel then
+    binds its sockets to Jupyter in the host network; only then is the main
+    thread (which runs every cell and starts every worker) cut off the network
+    and the process dropped to its unprivileged uid.
+    """
     if sys.path and sys.path[0] == "":
         del sys.path[0]  # as ipykernel_launcher does
-    limits = enter(network_now=False)
+    where = _connection_file_argument()
+    connection = Path(sys.argv[where]).read_bytes() if where else None  # before its folder is hidden
+    limits = enter(network_now=False, drop=False)
+    if limits is not None and where:
+        private = Path(tempfile.mkdtemp(prefix="course-kernel-"))  # root-only, in the private /tmp
+        (private / "kernel.json").write_bytes(connection)
+        sys.argv[where] = str(private / "kernel.json")
+    sys.argv.append("--HistoryManager.enabled=False")  # no history file to write as another uid
     from ipykernel.kernelapp import IPKernelApp
 
     app = IPKernelApp.instance()
-    app.initialize()  # binds the sockets Jupyter talks to, in the host network
+    app.initialize()
     if limits is not None and not limits.network:
         try:
-            cut_network()  # the main thread runs every cell, and starts every worker
+            cut_network()
         except OSError as err:
             _note(f"network isolation unavailable ({err}; needs root or CAP_SYS_ADMIN)")
+    become_student(limits)
     app.start()
 
 

@@ -43,46 +43,56 @@ def to_python(source):
     return TransformerManager().transform_cell(source)
 
 
-def definitions_only(source):
-    """The imports, functions and classes of a teaching cell, without its demo statements."""
-    try:
-        tree = ast.parse(to_python(source))
-    except SyntaxError:
-        return ""
-    keep = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
-    return "\n".join(ast.unparse(node) for node in tree.body if isinstance(node, keep))
-
-
 def hidden_exercises(test_source):
     """[(assignment, exercise)] named by the hidden block of a test cell."""
     block = re.search(r"### BEGIN HIDDEN TESTS(.*?)### END HIDDEN TESTS", test_source, re.S)
     return HIDDEN_CALL.findall(block.group(1)) if block else []
 
 
+def check_sources(assignments):
+    """[(module name, file, source)] of the checks, read here by the grader: the
+    sandboxed child cannot see autograder/checks/ at all."""
+    from .. import hidden
+    modules = [("autograder.checks", hidden.CHECKS_DIR / "__init__.py"),
+               ("autograder.checks._support", hidden.CHECKS_DIR / "_support.py")]
+    modules += [(f"autograder.checks._{a}", hidden.CHECKS_DIR / f"{a}.py") for a in sorted(assignments)]
+    return [(name, str(path), path.read_text()) for name, path in modules]
+
+
 def payload_for(nb, source_nb):
-    """What the verifier executes and checks, from a submission and its source notebook."""
+    """What the verifier executes and checks, from a submission and its source notebook.
+
+    The code cells run in the submission's order, as a student's Run All would:
+    the course's teaching cells (as the source has them, demos left out), the
+    student's answer cells and any cell the student added.
+    """
     from .. import notebooks
 
+    course_cells = {c.get("id"): c for c in source_nb.cells
+                    if c.cell_type == "code" and not notebooks.nbgrader_meta(c)}
     source_ids = {c.get("id") for c in source_nb.cells}
-    prelude = [definitions_only(c.source) for c in source_nb.cells
-               if c.cell_type == "code" and not notebooks.nbgrader_meta(c)]
-    student = []
+    cells = []
     for cell in nb.cells:
         if cell.cell_type != "code":
             continue
         meta = notebooks.nbgrader_meta(cell)
         if notebooks.is_answer_cell(cell):
-            student.append((meta["grade_id"], cell.source))
+            cells.append((meta["grade_id"], cell.source))
+        elif not meta and cell.get("id") in course_cells:
+            taught = course_cells[cell.get("id")]
+            if not notebooks.is_demo(taught):
+                cells.append((f"course cell {cell.get('id')}", taught.source))
         elif not meta and cell.get("id") not in source_ids:
-            student.append((f"added cell {cell.get('id')}", cell.source))
+            cells.append((f"added cell {cell.get('id')}", cell.source))
     checks = {}
     for cell in nb.cells:
         if notebooks.is_test_cell(cell):
             for assignment, exercise in hidden_exercises(cell.source):
                 checks.setdefault(exercise, (assignment, []))[1].append(notebooks.nbgrader_meta(cell)["grade_id"])
-    return {"prelude": "\n".join(p for p in prelude if p), "student": student,
-            "exercises": [(a, e) for e, (a, _) in checks.items()],
-            "cells": {e: cells for e, (_, cells) in checks.items()}}
+    exercises = [(a, e) for e, (a, _) in checks.items()]
+    return {"cells": cells, "exercises": exercises,
+            "modules": check_sources({a for a, _ in exercises}),
+            "test_cells": {e: cells for e, (_, cells) in checks.items()}}
 
 
 # --- parent side ---------------------------------------------------------------------------
@@ -94,7 +104,7 @@ def _time_budget(assignment, exercise):
 def verify(payload, workdir, env=None, log=None, cell_timeout=180):
     """Run verifier children until every exercise has a verdict.
 
-    Returns {exercise: (passed, report)}. A child that crashes or overruns its
+    Returns {exercise: (passed, report, undecided)}. A child that crashes or overruns its
     time fails the exercise it was on, and a new child takes the rest. A student
     cell that kills or hangs the child while loading is left out of the next
     try, as a dead kernel would have left out every cell after it.
@@ -102,11 +112,13 @@ def verify(payload, workdir, env=None, log=None, cell_timeout=180):
     verdicts, remaining, skipped = {}, list(payload["exercises"]), set()
     while remaining:
         assignment_of = {e: a for a, e in remaining}
-        student = [(label, code) for label, code in payload["student"] if label not in skipped]
+        cells = [(label, code) for label, code in payload["cells"] if label not in skipped]
         read_fd, write_fd = os.pipe()
         with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as spec:
-            json.dump({**payload, "student": student, "exercises": remaining}, spec)
-        cmd = [sys.executable, "-c", "from autograder.grade.verify import main; main()", str(write_fd), spec.name]
+            json.dump({**payload, "cells": cells, "exercises": remaining}, spec)
+        # -P: the submission's folder (the working directory) does not come first on sys.path.
+        cmd = [sys.executable, "-P", "-c", "from autograder.grade.verify import main; main()",
+               str(write_fd), spec.name]
         out = open(log, "a") if log else subprocess.DEVNULL
         child = subprocess.Popen(cmd, cwd=workdir, env=env, pass_fds=(write_fd,), stdin=subprocess.DEVNULL,
                                  stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
@@ -140,7 +152,8 @@ def verify(payload, workdir, env=None, log=None, cell_timeout=180):
                         loading, current = None, message["start"]
                         budget = _time_budget(assignment_of[current], current)
                     else:
-                        verdicts[message["exercise"]] = (message["passed"], message["report"])
+                        verdicts[message["exercise"]] = (message["passed"], message["report"],
+                                                          bool(message.get("undecided")))
                         current = None
                     deadline = time.monotonic() + budget
         _kill_session(child)
@@ -155,11 +168,12 @@ def verify(payload, workdir, env=None, log=None, cell_timeout=180):
             verdicts[current] = (False, f"{current}: the checks did not finish within {budget:.0f} s"
                                  if timed_out else
                                  f"{current}: the grading process ended while checking it (exit code "
-                                 f"{code}): does your code exit, crash or use too much memory?")
+                                 f"{code}): does your code exit, crash or use too much memory?", False)
         left = [(a, e) for a, e in remaining if e not in verdicts]
         if left == remaining:  # no progress at all: give up rather than loop
             for _, e in left:
-                verdicts[e] = (False, f"{e}: the grading process stopped before checking it (exit code {code})")
+                verdicts[e] = (False, f"{e}: the grading process stopped before checking it (exit code {code})",
+                               False)
             left = []
         remaining = left
     return verdicts
@@ -291,35 +305,49 @@ def _run_student_code(namespace, label, source):
         asyncio.run(result)
 
 
+def _install_checks(modules):
+    """Make the checks importable from the sources the grader sent (their files are
+    not visible in the sandbox)."""
+    import types
+    for name, filename, source in modules:
+        module = types.ModuleType(name)
+        module.__file__ = filename
+        if name == "autograder.checks":
+            module.__path__ = []
+        sys.modules[name] = module
+        exec(compile(source, filename, "exec"), module.__dict__)
+
+
 def main():
     write_fd, spec_path = int(sys.argv[1]), sys.argv[2]
-    spec = json.loads(Path(spec_path).read_text())
+    spec = json.loads(Path(spec_path).read_text())  # before the sandbox hides /tmp
     from . import sandbox
-    sandbox.enter()  # before any student code: limits, private files, no network
+    # Still one thread here: limits, private files, no network, then the unprivileged uid.
+    sandbox.enter()
     channel = os.fdopen(write_fd, "w", buffering=1)
 
     def send(message):
         channel.write(json.dumps(message) + "\n")
 
+    _install_checks(spec["modules"])
     from .. import hidden
     os.environ.pop("NBGRADER_EXECUTION", None)  # graded as the student would run it
     for assignment in {a for a, _ in spec["exercises"]}:
         hidden.load_checks(assignment)  # imports everything the checks use, before student code
+    # The student's own modules (a `%%writefile defs.py`) import from the submission's
+    # folder, which comes last: it cannot stand in for a library or the course.
+    sys.path.append(os.getcwd())
     import builtins
     main_module = sys.modules["__main__"]
     namespace = main_module.__dict__
     namespace["get_ipython"] = lambda: _QuietShell()
-    try:
-        exec(compile(spec["prelude"], "<course cells>", "exec"), namespace)
-    except Exception as err:  # noqa: BLE001 (a teaching import failing is not the student's fault)
-        print(f"verify: a course cell failed to load: {err!r}", file=sys.stderr)
     before = _snapshot()
     failures = {}
-    for label, source in spec["student"]:
+    for label, source in spec["cells"]:
         send({"loading": label})
         try:
             _run_student_code(namespace, label, source)
-        except BaseException as err:  # noqa: BLE001
+        except BaseException as err:  # noqa: BLE001 (a cell that raises: the next ones still run)
             failures[label] = f"{type(err).__name__}: {err}"
     send({"loaded": True})
     run, report, check_names = hidden.run, hidden.report, builtins.all
@@ -337,9 +365,11 @@ def main():
             send({"exercise": exercise, "passed": False,
                   "report": f"{exercise}: the answer cell raised {failures[exercise]}"})
             continue
+        undecided = []
         try:
             outcomes = run(assignment, exercise, namespace)
             passed = check_names(o.passed for o in outcomes)
+            undecided = [o.description for o in outcomes if o.undecided]
             text = "" if passed else report(exercise, outcomes)
         except BaseException as err:  # noqa: BLE001
             passed, text = False, f"{exercise}: {type(err).__name__}: {err}"
@@ -347,7 +377,7 @@ def main():
         if tampered:
             passed, text = False, (f"{exercise}: your code replaced functions that grading relies on "
                                    f"while it ran ({', '.join(tampered[:5])})")
-        send({"exercise": exercise, "passed": passed, "report": text})
+        send({"exercise": exercise, "passed": passed, "report": text, "undecided": undecided})
     channel.close()
     sys.stdout.flush()
     os._exit(0)  # skip interpreter teardown: student threads or pools must not hang it
