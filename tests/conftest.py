@@ -7,6 +7,7 @@ import nbformat
 import pytest
 
 from autograder import course, gradebook, jobs, release
+from autograder.grade import autograde
 
 ASSIGNMENTS = course.assignments()
 
@@ -40,12 +41,14 @@ class GradingWorkdir:
         return folder
 
     def grade(self, students=None, env=None):
-        """Autograde the submissions (all, or these students) in parallel; list of JobResults."""
+        """Autograde the submissions (all, or these students) as `python -m autograder grade`
+        does: in parallel, then the undecided ones alone; list of JobResults."""
         pairs = jobs.submitted_pairs(self.assignments, students, root=self.path / "submitted")
         with pytest.MonkeyPatch.context() as mp:
             for key, value in (env or {}).items():
                 mp.setenv(key, value)
-            return jobs.run_all("autograde", pairs, workdir=self.path)
+            results, self.undecided = autograde(pairs, workdir=self.path)
+            return results
 
     def scores(self):
         with pytest.MonkeyPatch.context() as mp:

@@ -7,10 +7,32 @@ from autograder import course, notebooks
 from autograder.grade import verify
 
 
-def test_teaching_cells_contribute_only_definitions():
-    code = verify.definitions_only("%matplotlib inline\nimport os\nx = heavy_demo()\ndef f():\n    return 1\n")
-    assert "import os" in code and "def f" in code
-    assert "heavy_demo" not in code and "matplotlib" not in code
+def _notebook(*cells):
+    import nbformat
+    nb = nbformat.v4.new_notebook()
+    nb.cells = list(cells)
+    return nb
+
+
+def _answer(grade_id, source):
+    import nbformat
+    cell = nbformat.v4.new_code_cell(source)
+    cell.metadata["nbgrader"] = {"grade_id": grade_id, "solution": True, "grade": False, "locked": False,
+                                 "schema_version": 3}
+    return cell
+
+
+def test_replay_runs_course_cells_in_order_from_the_source_without_demos():
+    import nbformat
+    setup = nbformat.v4.new_code_cell("CONTEXT = 'spawn'")
+    demo = nbformat.v4.new_code_cell("slow_plot()")
+    demo.metadata["tags"] = ["demo"]
+    source = _notebook(setup, demo, _answer("f", "def f(): return CONTEXT"))
+    submission = _notebook(*(nbformat.from_dict(c) for c in source.cells))
+    submission.cells[0].source = "CONTEXT = 'edited by the student'"  # teaching cells come from the source
+    submission.cells[2].source = "def f(): return CONTEXT * 2"
+    payload = verify.payload_for(submission, source)
+    assert [code for _, code in payload["cells"]] == ["CONTEXT = 'spawn'", "def f(): return CONTEXT * 2"]
 
 
 def test_payload_takes_answers_and_added_cells_from_the_submission():
@@ -20,8 +42,8 @@ def test_payload_takes_answers_and_added_cells_from_the_submission():
     import nbformat
     submission.cells.insert(3, nbformat.v4.new_code_cell("HELPER = 1"))
     payload = verify.payload_for(submission, source)
-    labels = [label for label, _ in payload["student"]]
-    assert labels[0].startswith("added cell")
+    labels = [label for label, _ in payload["cells"]]
+    assert any(label.startswith("added cell") for label in labels)
     assert set(course.contract()[a]) <= set(labels)
     assert {e for _, e in payload["exercises"]} == set(course.contract()[a])
 
@@ -52,3 +74,20 @@ def test_library_laziness_is_not_tampering_but_student_patches_are():
         print(verify._changed(before))
     ''')
     assert lines == ["[]", "['numpy.allclose']", "['numpy.array_equal']", "['sys.settrace/sys.setprofile']"]
+
+
+def test_answer_using_a_teaching_cells_value_passes(tmp_path):
+    """An answer that relies on what a course cell just above it defines passes in the
+    clean re-run, as it does when the student runs the notebook top to bottom."""
+    payload = {
+        "cells": [("course cell a", "from helpers import workers\nCONTEXT = workers.mp_context()"),
+                  ("run_in_child", "def run_in_child(fn, *args):\n"
+                                   "    with CONTEXT.Pool(1) as pool:\n"
+                                   "        out = pool.apply(workers.traced, (fn, *args))\n"
+                                   "    return out['pid'], out['result']\n")],
+        "exercises": [("01_processes_threads", "run_in_child")],
+        "modules": verify.check_sources({"01_processes_threads"}),
+    }
+    verdicts = verify.verify(payload, str(tmp_path))
+    passed, report, undecided = verdicts["run_in_child"]
+    assert passed, report

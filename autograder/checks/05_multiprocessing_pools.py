@@ -129,7 +129,11 @@ def _is_count_ratio(estimate, n, n_workers):
 
 @timeout(120)
 def test_monte_carlo_pi_accurate_and_reproducible(monte_carlo_pi):
-    """within 4 standard errors of pi, the same for the same seed, another for another seed"""
+    """within 6.5 standard errors of pi, and the same estimate again for the same seed
+
+    False failure of a correct answer: P(|Z| > 6.5) = 8e-11 per estimate, two
+    estimates: < 2e-10.
+    """
     for n_workers in (2, multiprocessing.cpu_count() + 1):
         # n % (2 * n_workers) > n_workers: an answer that drops half the samples
         # cannot pass for 4 * hits / n by luck (its sample count is out of range).
@@ -137,10 +141,23 @@ def test_monte_carlo_pi_accurate_and_reproducible(monte_carlo_pi):
         seed = random.randrange(2**31)
         est = exact_float(monte_carlo_pi(n, n_workers, seed), "the estimate")
         se = 4 * math.sqrt(math.pi / 4 * (1 - math.pi / 4) / n)
-        assert abs(est - math.pi) < 4 * se, "the estimate is more than 4 standard errors from pi"
+        assert abs(est - math.pi) < 6.5 * se, "the estimate is more than 6.5 standard errors from pi"
         assert _is_count_ratio(est, n, n_workers), "the estimate is not 4 * hits / samples from n_samples points"
         assert monte_carlo_pi(n, n_workers, seed) == est, "the same seed gave another estimate"
-        assert monte_carlo_pi(n, n_workers, seed + 1) != est, "another seed gave the same estimate"
+
+
+@timeout(120)
+def test_monte_carlo_pi_seed_matters(monte_carlo_pi):
+    """other seeds give other estimates
+
+    Two correct estimates from 20,001 samples coincide with probability about
+    1 / (sqrt(2 pi) * 82) = 0.005 (82: the standard deviation of the difference of
+    two hit counts); the check fails only if all six seeds give one estimate:
+    0.005 ** 5 = 3e-12.
+    """
+    first = random.randrange(2**30)
+    estimates = {monte_carlo_pi(20_001, 2, first + k) for k in range(6)}
+    assert len(estimates) > 1, "six different seeds gave the same estimate: is the seed used?"
 
 
 @timeout(90)

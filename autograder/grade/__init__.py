@@ -1,10 +1,66 @@
 """`grade`: autograde every submission in submitted/, in parallel, into the gradebook.
 
 Each submission is graded by nbgrader's own `autograde` with the preprocessors
-set in nbgrader_config.py (autograder.grade.preprocessors).
+set in nbgrader_config.py (autograder.grade.preprocessors). A hidden check that
+cannot decide (a timing check on a machine too busy to show a speedup) never
+passes: its submission is graded again alone after the parallel batch, and if
+it still cannot decide, the cell scores zero and the submission is listed in
+reports/manual_review.csv for a person to look at.
 """
-from .. import jobs
+import csv
+import json
+from pathlib import Path
+
+from .. import course, jobs
 from ..gradebook import scores
+
+UNDECIDED = "ManualReviewNeeded"  # error name of a test cell whose hidden checks could not decide
+
+
+def undecided_cells(pairs, workdir=None):
+    """{(assignment, student): [test cells whose checks could not decide]}."""
+    found = {}
+    base = Path(workdir or course.WORKDIR) / "autograded"
+    for assignment, student in pairs:
+        path = base / student / assignment / f"{assignment}.ipynb"
+        try:
+            cells = json.loads(path.read_text())["cells"]
+        except (OSError, ValueError, KeyError):
+            continue
+        names = [c.get("metadata", {}).get("nbgrader", {}).get("grade_id", "?") for c in cells
+                 if any(o.get("ename") == UNDECIDED for o in c.get("outputs", []))]
+        if names:
+            found[(assignment, student)] = names
+    return found
+
+
+def autograde(pairs, n_jobs=None, workdir=None):
+    """Grade (assignment, student) pairs in parallel, then the undecided ones again, alone.
+
+    Returns (JobResults, {pair: undecided cells}) after the second pass.
+    """
+    results = {(r.assignment, r.student): r
+               for r in jobs.run_all("autograde", pairs, n_jobs=n_jobs, desc="autograde", workdir=workdir)}
+    unsure = undecided_cells(pairs, workdir)
+    if unsure:
+        print(f"grade: {len(unsure)} submission(s) had a check that could not decide; "
+              "grading them again, one at a time")
+        for r in jobs.run_all("autograde", list(unsure), n_jobs=1, desc="regrade alone", workdir=workdir):
+            results[(r.assignment, r.student)] = r
+        unsure = undecided_cells(list(unsure), workdir)
+    _write_review_list(unsure, workdir)
+    return sorted(results.values(), key=lambda r: (r.assignment, r.student)), unsure
+
+
+def _write_review_list(unsure, workdir):
+    reports = Path(workdir or course.WORKDIR) / "reports"
+    reports.mkdir(parents=True, exist_ok=True)
+    with open(reports / "manual_review.csv", "w", newline="") as out:
+        writer = csv.writer(out)
+        writer.writerow(["student", "assignment", "cell", "why"])
+        for (assignment, student), cells in sorted(unsure.items()):
+            for cell in cells:
+                writer.writerow([student, assignment, cell, "a hidden check could not decide, twice"])
 
 
 def grade(assignments=None, students=None, n_jobs=None):
@@ -12,15 +68,18 @@ def grade(assignments=None, students=None, n_jobs=None):
     if not pairs:
         raise SystemExit("grade: nothing in submitted/ (run `python -m autograder samples` "
                          "or collect submissions first)")
-    return jobs.run_all("autograde", pairs, n_jobs=n_jobs, desc="autograde")
+    return autograde(pairs, n_jobs=n_jobs)
 
 
 def main(args):
-    results = grade(args.assignments or None, args.students or None, args.jobs)
+    results, unsure = grade(args.assignments or None, args.students or None, args.jobs)
     failed = [r for r in results if not r.ok]
     table = scores()
     for row in table:
         print(f"  {row['student']:<20} {row['assignment']:<28} {row['score']:6.1f} / {row['max_score']:g}")
     print(f"grade: {len(results) - len(failed)} of {len(results)} submissions graded"
           + (f"; failed: {', '.join(f'{r.student}/{r.assignment}' for r in failed)}" if failed else ""))
+    if unsure:
+        print(f"grade: {len(unsure)} submission(s) need a person (a check could not decide): "
+              f"{course.REPORTS / 'manual_review.csv'}")
     return 1 if failed else 0

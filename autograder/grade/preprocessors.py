@@ -13,7 +13,7 @@ from traitlets import Bool, Integer, List
 from traitlets.config import Configurable
 
 from .. import hidden
-from . import sandbox
+from . import UNDECIDED, sandbox
 
 
 def _error_output(ename, evalue):
@@ -163,9 +163,6 @@ class StderrToStdout(NbGraderPreprocessor):
                 if output.output_type == "stream" and output.name == "stderr":
                     output.name = "stdout"
         return cell, resources
-
-
-UNDECIDED = "ManualReviewNeeded"  # error name of a test cell whose checks could not decide
 
 
 class VerifyHiddenChecks(NbGraderPreprocessor):
