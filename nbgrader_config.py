@@ -44,7 +44,7 @@ c.GradingLimits.memory_mb = int(os.environ.get("COURSE_MEMORY_MB", "6144"))
 c.GradingLimits.max_processes = int(os.environ.get("COURSE_MAX_PROCESSES", "256"))
 
 from autograder.grade.preprocessors import (  # noqa: E402
-    KeepExpectedFiles, ResilientExecute, StderrToStdout, VerifyHiddenChecks,
+    KeepExpectedFiles, RecordTimings, ResilientExecute, StderrToStdout, VerifyHiddenChecks,
 )
 from nbconvert.preprocessors import ClearMetadataPreprocessor  # noqa: E402
 from nbgrader.preprocessors import (  # noqa: E402
@@ -61,6 +61,7 @@ c.Autograde.autograde_preprocessors = [
     SaveAutoGrades,
     AssignLatePenalties,
     CheckCellMetadata,
+    RecordTimings,      # where the time went, for `python -m autograder benchmark`
 ]
 
 # Feedback: hidden blocks are cut from the test cells shown to students; the

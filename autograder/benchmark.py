@@ -1,95 +1,170 @@
 """`benchmark`: how fast and how steady grading is, measured on this machine.
 
-    python -m autograder benchmark 01_processes_threads --copies 8
-        times plain `nbgrader autograde` (one command, one submission after the
-        other) against `python -m autograder grade` (submissions in parallel) on
-        the same copies of the reference answers, and prints the ratio;
+    python -m autograder benchmark --copies 2
+        grades N students who each hand in the reference answers of every
+        assignment (or of the assignments named), once with plain nbgrader
+        (its stock configuration, one `nbgrader autograde` command per
+        assignment) and once with `python -m autograder grade`; prints seconds
+        per student for each, how busy the cores were during `grade`
+        (CPU seconds / (wall seconds x cores)), and where `grade`'s time went
+        (kernel start, course/answer/test cells, hidden checks, nbgrader);
 
-    python -m autograder benchmark 01_processes_threads --repeat 20 --busy
-        grades the reference answers 20 times while another process keeps one
-        core busy, and prints every distinct score (one, if grading is steady).
+    python -m autograder benchmark --repeat 20 [--busy]
+        grades the reference answers 20 times with jobs = cores (optionally
+        while another process keeps one core busy) and prints the distinct
+        scores of each assignment (one each, full marks, if grading is steady).
 
 Everything happens in a temporary work folder; the course's gradebook is untouched.
 """
 import contextlib
+import json
+import os
+import resource
+import shutil
 import subprocess
 import sys
 import tempfile
 import time
+from collections import defaultdict
 from pathlib import Path
 
 import nbformat
 
 from . import course, gradebook, jobs, release, samples
+from .grade import autograde
+
+PARTS = ("kernel start", "course cells", "answer cells", "test cells", "hidden checks (clean process)")
 
 
 @contextlib.contextmanager
-def temporary_course(assignment, students):
-    """A temp work folder with the reference answers submitted under each student name."""
-    import os
+def temporary_course(assignments, students):
+    """A temp work folder in which every student hands in the reference answers of each assignment."""
     work = Path(tempfile.mkdtemp(prefix="course-bench-"))
     old = os.environ.get("COURSE_WORKDIR")
     os.environ["COURSE_WORKDIR"] = str(work)
     try:
-        release.generate([assignment], release_dir=work / "release-check",
+        release.generate(assignments, release_dir=work / "release-check",
                          db_url=f"sqlite:///{work / 'gradebook.db'}")
-        perfect = samples.submissions(assignment)["sample_perfect"]
-        for student in students:
-            folder = work / "submitted" / student / assignment
-            folder.mkdir(parents=True)
-            nbformat.write(perfect, str(folder / f"{assignment}.ipynb"))
+        for assignment in assignments:
+            perfect = samples.submissions(assignment)["sample_perfect"]
+            for student in students:
+                folder = work / "submitted" / student / assignment
+                shutil.copytree(course.RELEASE / assignment, folder, ignore=shutil.ignore_patterns("*.ipynb"))
+                nbformat.write(perfect, str(folder / f"{assignment}.ipynb"))
         yield work
     finally:
         if old is None:
             os.environ.pop("COURSE_WORKDIR", None)
         else:
             os.environ["COURSE_WORKDIR"] = old
+        shutil.rmtree(work, ignore_errors=True)
 
 
-def totals(assignment):
-    return {row["student"]: row["score"] for row in gradebook.scores([assignment])}
+def totals(assignments):
+    return {(row["student"], row["assignment"]): row["score"] for row in gradebook.scores(assignments)}
 
 
-def compare_with_plain(assignment, copies, n_jobs=None):
+def _stock_config(work):
+    """A folder whose nbgrader_config.py is nbgrader's stock configuration for this course."""
+    folder = work / "stock"
+    folder.mkdir()
+    (folder / "nbgrader_config.py").write_text(
+        "c = get_config()\n"
+        f"c.CourseDirectory.course_id = 'parallel-python-pytorch'\n"
+        f"c.CourseDirectory.root = {str(work)!r}\n"
+        f"c.CourseDirectory.source_directory = {str(course.SOURCE)!r}\n"
+        f"c.CourseDirectory.release_directory = {str(work / 'release-check')!r}\n"
+        f"c.CourseDirectory.db_url = {'sqlite:///' + str(work / 'gradebook.db')!r}\n")
+    return folder
+
+
+def _cpu_of_children():
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _where_time_went(work, students, assignments, results):
+    """Seconds per student, by part, from the timings each grading wrote (RecordTimings)."""
+    parts = defaultdict(float)
+    for student in students:
+        for assignment in assignments:
+            path = work / "reports" / "timings" / f"{student}__{assignment}.json"
+            if path.is_file():
+                for part, seconds in json.loads(path.read_text()).items():
+                    parts[part] += seconds
+    measured = sum(parts[p] for p in PARTS)
+    parts["nbgrader and the rest"] = sum(r.seconds for r in results) - measured
+    return {part: seconds / len(students) for part, seconds in parts.items()
+            if part in PARTS or part == "nbgrader and the rest"}
+
+
+def compare_with_plain(assignments, copies, n_jobs=None):
+    assignments = list(assignments)
     students = [f"copy_{i:02d}" for i in range(copies)]
-    with temporary_course(assignment, students) as work:
-        env = jobs.job_environment(1, work)
+    with temporary_course(assignments, students) as work:
+        env, stock = jobs.job_environment(1, work), _stock_config(work)
         start = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "nbgrader", "autograde", assignment, "--force"],
-                       cwd=course.ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+        for assignment in assignments:
+            subprocess.run([sys.executable, "-m", "nbgrader", "autograde", assignment, "--force"],
+                           cwd=stock, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
         plain = time.perf_counter() - start
-        plain_scores = totals(assignment)
-        start = time.perf_counter()
-        results = jobs.run_all("autograde", [(assignment, s) for s in students], n_jobs=n_jobs, workdir=work)
-        parallel = time.perf_counter() - start
-        ours = totals(assignment)
-    return {"plain_seconds": plain, "parallel_seconds": parallel, "ratio": plain / parallel,
-            "jobs": n_jobs or jobs.default_jobs(), "all_graded": all(r.ok for r in results),
-            "same_scores": plain_scores == ours, "scores": sorted(set(ours.values()))}
+        plain_scores = totals(assignments)
+        cpu, start = _cpu_of_children(), time.perf_counter()
+        results, _ = autograde([(a, s) for a in assignments for s in students], n_jobs=n_jobs, workdir=work)
+        ours_seconds = time.perf_counter() - start
+        cpu = _cpu_of_children() - cpu
+        ours = totals(assignments)
+        maxima = {a: _max(a) for a in assignments}
+        breakdown = _where_time_went(work, students, assignments, results)
+    cores = jobs.default_jobs()
+    return {"assignments": assignments, "students": copies, "jobs": n_jobs or cores,
+            "plain_seconds_per_student": plain / copies, "grade_seconds_per_student": ours_seconds / copies,
+            "ratio": plain / ours_seconds, "busy_cores": cpu / (ours_seconds * cores),
+            "breakdown": breakdown, "all_graded": all(r.ok for r in results),
+            "full_marks": bool(ours) and all(score == maxima[a] for (_, a), score in ours.items()),
+            "plain_scores": plain_scores, "scores": ours}
 
 
-def stability(assignment, repeat, busy):
+def _max(assignment):
+    rows = [r for r in gradebook.scores([assignment])]
+    return rows[0]["max_score"] if rows else None
+
+
+def stability(assignments, repeat, busy):
+    assignments = list(assignments)
     students = [f"run_{i:02d}" for i in range(repeat)]
     spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"]) if busy else None
     try:
-        with temporary_course(assignment, students) as work:
-            results = jobs.run_all("autograde", [(assignment, s) for s in students], workdir=work)
-            scores = totals(assignment)
+        with temporary_course(assignments, students) as work:
+            results, unsure = autograde([(a, s) for a in assignments for s in students], workdir=work)
+            scores = totals(assignments)
+            maxima = {a: _max(a) for a in assignments}
     finally:
         if spinner:
             spinner.kill()
-    return {"runs": repeat, "all_graded": all(r.ok for r in results), "distinct_scores": sorted(set(scores.values()))}
+    distinct = {a: sorted({v for (_, b), v in scores.items() if b == a}) for a in assignments}
+    return {"runs": repeat, "all_graded": all(r.ok for r in results), "distinct_scores": distinct,
+            "maxima": maxima, "undecided": len(unsure)}
 
 
 def main(args):
-    assignment = (args.assignments or course.assignments())[0]
+    assignments = args.assignments or course.assignments()
     if args.repeat:
-        result = stability(assignment, args.repeat, args.busy)
-        print(f"benchmark: {assignment} graded {result['runs']} times"
-              f"{' with one core kept busy' if args.busy else ''}: scores {result['distinct_scores']}")
-        return 0 if result["all_graded"] and len(result["distinct_scores"]) == 1 else 1
-    result = compare_with_plain(assignment, args.copies, args.jobs)
-    print(f"benchmark: {args.copies} submissions of {assignment}: plain nbgrader autograde "
-          f"{result['plain_seconds']:.1f} s, parallel grade ({result['jobs']} jobs) "
-          f"{result['parallel_seconds']:.1f} s: {result['ratio']:.2f}x; same scores: {result['same_scores']}")
-    return 0 if result["all_graded"] and result["same_scores"] else 1
+        result = stability(assignments, args.repeat, args.busy)
+        steady = True
+        for a in assignments:
+            scores = result["distinct_scores"][a]
+            steady &= scores == [result["maxima"][a]]
+            print(f"benchmark: {a} graded {result['runs']} times"
+                  f"{' with one core kept busy' if args.busy else ''}: scores {scores} of {result['maxima'][a]}")
+        return 0 if result["all_graded"] and steady else 1
+    result = compare_with_plain(assignments, args.copies, args.jobs)
+    print(f"benchmark: {result['students']} students x {len(assignments)} assignments (reference answers)")
+    print(f"  plain nbgrader autograde (stock configuration): {result['plain_seconds_per_student']:.1f} s per student")
+    print(f"  python -m autograder grade ({result['jobs']} jobs): {result['grade_seconds_per_student']:.1f} s "
+          f"per student ({result['ratio']:.2f}x); cores busy {100 * result['busy_cores']:.0f} %")
+    print("  where grade's time went, per student (seconds of one job; jobs run side by side):")
+    for part, seconds in result["breakdown"].items():
+        print(f"    {part:<32} {seconds:7.1f}")
+    print(f"  every submission graded: {result['all_graded']}; full marks everywhere: {result['full_marks']}")
+    return 0 if result["all_graded"] and result["full_marks"] else 1

@@ -43,10 +43,10 @@ def parser():
     bench = verbs.add_parser("benchmark", help="time parallel grading against plain nbgrader; "
                              "check that grading is steady", description=benchmark.__doc__,
                              formatter_class=argparse.RawDescriptionHelpFormatter)
-    bench.add_argument("assignments", nargs="*", help="the assignment to use (default: the first)")
-    bench.add_argument("--copies", type=int, default=8, help="submissions to grade (default 8)")
+    bench.add_argument("assignments", nargs="*", help="the assignments to use (default: all)")
+    bench.add_argument("--copies", type=int, default=2, help="students handing in every assignment (default 2)")
     bench.add_argument("--jobs", type=int, default=None)
-    bench.add_argument("--repeat", type=int, default=0, help="grade the reference N times instead")
+    bench.add_argument("--repeat", type=int, default=0, help="grade the reference answers N times instead")
     bench.add_argument("--busy", action="store_true", help="keep one core busy meanwhile")
     bench.set_defaults(fn=benchmark.main)
     auth = verbs.add_parser("author", help="notebook <-> text form (see autograder/author.py)")

@@ -7,12 +7,12 @@ from pathlib import Path
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from nbformat.notebooknode import NotebookNode
 from nbgrader.preprocessors import Execute, NbGraderPreprocessor
-from nbgrader.utils import is_grade
+from nbgrader.utils import is_grade, is_solution
 from jupyter_client.manager import AsyncKernelManager
 from traitlets import Bool, Integer, List
 from traitlets.config import Configurable
 
-from .. import hidden
+from .. import hidden, notebooks
 from . import UNDECIDED, sandbox
 
 
@@ -72,6 +72,11 @@ class ResilientExecute(Execute):
     def preprocess(self, nb, resources=None, km=None):
         self._stopped_because = None
         self._started = time.monotonic()
+        self._timings = {"kernel start": 0.0, "answer cells": 0.0, "test cells": 0.0,
+                         "course cells": 0.0, "demo cells (skipped)": 0.0}
+        self._first_cell = None
+        if resources is not None:
+            resources["course_timings"] = self._timings  # read by RecordTimings
         own_folder = (resources or {}).get("metadata", {}).get("path") or os.getcwd()
         box = GradingLimits(parent=self).sandbox(own_folder)
         if box is not None:
@@ -102,6 +107,12 @@ class ResilientExecute(Execute):
         if self._stopped_because is not None:
             cell.outputs = [_error_output("NotRun", f"not run: {self._stopped_because}")]
             return cell, resources
+        if self._first_cell is None:  # nbclient starts the kernel before the first cell
+            self._first_cell = time.monotonic()
+            self._timings["kernel start"] = self._first_cell - self._started
+        kind = ("demo cells (skipped)" if notebooks.is_demo(cell) else "answer cells" if is_solution(cell)
+                else "test cells" if is_grade(cell) else "course cells")
+        started = time.monotonic()
         try:
             return super().preprocess_cell(cell, resources, index)
         except DeadKernelError as err:
@@ -109,6 +120,8 @@ class ResilientExecute(Execute):
         except CellTimeoutError:
             self._stopped_because = (
                 f"cell {index} did not stop within {self.timeout} s, even when interrupted")
+        finally:
+            self._timings[kind] += time.monotonic() - started
         self.log.warning("grading stops early: %s", self._stopped_because)
         cell.outputs = list(cell.get("outputs", [])) + [
             _error_output("KernelStopped", self._stopped_because)]
@@ -189,6 +202,7 @@ class VerifyHiddenChecks(NbGraderPreprocessor):
         if not payload["exercises"]:
             return nb, resources
         workdir = resources.get("metadata", {}).get("path") or "."
+        started = time.monotonic()
         box = GradingLimits(parent=self).sandbox(workdir)
         try:
             verdicts = verify.verify(payload, workdir, env=box.environment() if box else None,
@@ -196,6 +210,7 @@ class VerifyHiddenChecks(NbGraderPreprocessor):
         finally:
             if box is not None:
                 box.close()
+            resources.setdefault("course_timings", {})["hidden checks (clean process)"] = time.monotonic() - started
         for cell in nb.cells:
             if cell.cell_type != "code" or not is_grade(cell):
                 continue
@@ -217,4 +232,20 @@ class VerifyHiddenChecks(NbGraderPreprocessor):
             elif not any(o.output_type == "error" for o in cell.get("outputs", [])):
                 cell.outputs.append(_error_output(
                     "HiddenCheckFailed", "checked again in a clean process:\n" + "\n".join(failed)))
+        return nb, resources
+
+
+class RecordTimings(NbGraderPreprocessor):
+    """Write where a submission's grading time went to reports/timings/ (for `benchmark`)."""
+
+    def preprocess(self, nb, resources):
+        import json
+        from .. import course
+        timings = resources.get("course_timings")
+        if timings:
+            folder = course.REPORTS / "timings"
+            folder.mkdir(parents=True, exist_ok=True)
+            info = resources.get("nbgrader", {})
+            path = folder / f"{info.get('student')}__{info.get('assignment')}.json"
+            path.write_text(json.dumps({k: round(v, 3) for k, v in timings.items()}))
         return nb, resources
