@@ -37,6 +37,13 @@ def _with_cell_after(nb, grade_id, source):
     return nb
 
 
+def _with_cell_first(nb, source):
+    """The notebook with a student-added code cell before everything else."""
+    nb = copy.deepcopy(nb)
+    nb.cells.insert(0, nbformat.v4.new_code_cell(source))
+    return nb
+
+
 def _replace_answer(nb, exercise, code):
     nb = copy.deepcopy(nb)
     for c in nb.cells:
@@ -183,11 +190,13 @@ except OSError:
     pass
 print("REACHED:", reached)
 '''
-# In the clean re-run (no real IPython there), write "passed" for every exercise to every
-# inherited file descriptor, then leave; in the kernel, blank the test cells.
+# In the clean re-run, as soon as the first check starts, write "passed" for every
+# exercise to every inherited file descriptor and leave; in the kernel, blank the tests.
 FORGE_VERDICT = '''
-import json, os
-if not hasattr(get_ipython(), "kernel"):
+import json, os, sys, threading, time
+def _forge():
+    while not any(t.name.startswith("check:") for t in threading.enumerate()):
+        time.sleep(0.001)
     for fd in map(int, os.listdir("/proc/self/fd")):
         for ex in ("cpu_info", "run_in_child", "creation_cost", "visible_appends"):
             try:
@@ -195,9 +204,33 @@ if not hasattr(get_ipython(), "kernel"):
             except OSError:
                 pass
     os._exit(0)
-def _skip_tests(lines):
-    return ["pass\\n"] if "assert" in "".join(lines) else lines
-get_ipython().input_transformers_cleanup.append(_skip_tests)
+if "ipykernel" not in sys.modules:  # the clean re-run
+    threading.Thread(target=_forge, daemon=True).start()
+else:
+    def _skip_tests(lines):
+        return ["pass\\n"] if "assert" in "".join(lines) else lines
+    get_ipython().input_transformers_cleanup.append(_skip_tests)
+'''
+# A thread that outlives its cell: in the clean re-run it makes every check pass while a
+# check runs, and puts the runner back in between, when the snapshot is compared.
+BACKGROUND_THREAD = '''
+import sys, threading, time
+def _meddle():
+    real = None
+    while True:
+        hidden = sys.modules.get("autograder.hidden")
+        checking = any(t.name.startswith("check:") for t in threading.enumerate())
+        if hidden is not None and checking and real is None:
+            real, hidden._call_with_timeout = hidden._call_with_timeout, lambda *a, **k: None
+        elif hidden is not None and not checking and real is not None:
+            hidden._call_with_timeout, real = real, None
+        time.sleep(0.001)
+if "ipykernel" not in sys.modules:  # the clean re-run
+    threading.Thread(target=_meddle, daemon=True).start()
+else:
+    def _skip_tests(lines):
+        return ["pass\\n"] if "assert" in "".join(lines) else lines
+    get_ipython().input_transformers_cleanup.append(_skip_tests)
 '''
 EXIT = "import os\nos._exit(1)\n"
 SEGFAULT = "import ctypes\nctypes.string_at(0)\n"
@@ -205,6 +238,7 @@ MEMORY_HOG = "hog = b'x' * (3 * 2**30)\n"
 FORK_BOMB = '''
 import subprocess, sys
 subprocess.Popen([sys.executable, "-c", "import os\\nwhile True: os.fork()  # course-fork-bomb"])
+print("fork bomb started")
 '''
 STUBBORN = '''
 import time
@@ -252,9 +286,10 @@ def _cases():
         "writes_gradebook": (_with_cell_after(perfect, None, WRITE_GRADEBOOK), "full"),
         "memory_hog": (_with_cell_after(perfect, "test_cpu_info", MEMORY_HOG), "cpu_info only"),
         "handed_in_grader": (blank, "zero"),
-        "snoop": (_with_cell_after(blank, None, SNOOP), "zero"),
-        "reach_grader": (_with_cell_after(blank, None, REACH_GRADER), "zero"),
-        "forge_verdict": (_with_cell_after(blank, None, FORGE_VERDICT), "zero"),
+        "snoop": (_with_cell_first(blank, SNOOP), "zero"),
+        "reach_grader": (_with_cell_first(blank, REACH_GRADER), "zero"),
+        "forge_verdict": (_with_cell_first(blank, FORGE_VERDICT), "zero"),
+        "background_thread": (_with_cell_first(blank, BACKGROUND_THREAD), "zero"),
     }
     if _can_contain_processes():
         cases["fork_bomb"] = (_with_cell_after(perfect, "test_cpu_info", FORK_BOMB), "survives")
@@ -368,8 +403,7 @@ def test_fork_bomb_is_contained(trust):
     assert next(r for r in results if r.student == "fork_bomb").ok
     left = subprocess.run(["pgrep", "-f", "course-fork-bomb"], capture_output=True, text=True).stdout.split()
     assert not left, f"{len(left)} fork-bomb processes survived grading"
-    got, top = work.total("fork_bomb", A)
-    assert got < top
+    assert "fork bomb started" in _outputs(work.graded_notebook("fork_bomb", A)), "the bomb never ran"
 
 
 def _outputs(nb):
