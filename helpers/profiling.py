@@ -48,9 +48,10 @@ def sample_stacks(fn, *args, interval=0.001):
     """
     target = threading.get_ident()
     leaf, inclusive = Counter(), Counter()
-    done = threading.Event()
+    running, done = threading.Event(), threading.Event()
 
     def sampler():
+        running.wait()
         while not done.is_set():
             frame = sys._current_frames().get(target)
             names = set()
@@ -64,9 +65,13 @@ def sample_stacks(fn, *args, interval=0.001):
 
     thread = threading.Thread(target=sampler, daemon=True)
     thread.start()
+    switch = sys.getswitchinterval()
+    sys.setswitchinterval(interval / 4)      # let the sampler get the GIL about when it asks
     try:
+        running.set()
         result = fn(*args)
     finally:
         done.set()
+        sys.setswitchinterval(switch)
         thread.join()
     return result, leaf, inclusive
