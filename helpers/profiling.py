@@ -13,13 +13,14 @@ from contextlib import contextmanager
 
 
 @contextmanager
-def native_stderr_filtered(drop=("USDT:",)):
+def native_stderr_filtered(drop=("USDT:", "ERROR: External init callback must run in same thread")):
     """Hold back lines that C++ code writes to file descriptor 2 and start with `drop`.
 
     Some torch builds print `USDT: ... profiler_start` / `profiler_stop` notes on
-    the process's stderr every time torch.profiler starts and stops. They are
-    noise, and in a notebook they show up as red stderr output. Python's own
-    warnings (sys.stderr) are not touched; other native lines are passed on.
+    the process's stderr every time torch.profiler starts and stops, and a note
+    when the profiler is first started outside the main thread. They are noise,
+    and in a notebook they show up as red stderr output. Python's own warnings
+    (sys.stderr) are not touched; other native lines are passed on.
     """
     sys.stderr.flush()
     saved = os.dup(2)

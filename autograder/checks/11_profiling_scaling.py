@@ -3,6 +3,11 @@ import math
 import random
 import time
 
+# torch.profiler imports torch._dynamo on first use, which re-wraps torch.manual_seed. Loaded
+# here, with the checks, that happens before grading records the functions it relies on, so
+# the re-wrapping is not mistaken for a submission replacing them.
+import torch._dynamo  # noqa: F401
+
 from autograder.checks._support import exact_float, exact_list, raises_value_error, timeout
 from helpers import profiling
 
