@@ -1,0 +1,379 @@
+"""Hidden checks of 11_profiling_scaling (profilers, scaling laws, roofline, torch.profiler)."""
+import math
+import random
+import time
+
+# torch.profiler imports torch._dynamo on first use, which re-wraps torch.manual_seed. Loaded
+# here, with the checks, that happens before grading records the functions it relies on, so
+# the re-wrapping is not mistaken for a submission replacing them.
+import torch._dynamo  # noqa: F401
+
+from autograder.checks._support import exact_float, exact_list, raises_value_error, timeout
+from helpers import profiling
+
+
+# --- hotspots ------------------------------------------------------------------------
+# A workload built afresh for every check, with random function names: four leaves whose
+# own times stand in the ratios 27 : 9 : 3 : 1, a wrapper around the biggest leaf, a
+# driver that calls everything (so by cumulative time the driver and the wrapper rank
+# first), and a tiny function called hundreds of times (so by call count it ranks first).
+# The leaves are called in interleaved rounds: a burst of load on the machine lands on
+# all of them alike instead of inflating one.
+_WORKLOAD = '''
+def {leaf}(n):
+    total = 0
+    for i in range(n):
+        total += i % 7
+    return total
+'''
+_DRIVER = '''
+def {wrapper}(n):
+    return {biggest}(n)
+
+def {tiny}(x):
+    return x
+
+def {driver}(rounds, unit):
+    CALLS.append(1)
+    total = 0
+    for _ in range(rounds):
+        for name, weight in ORDER:
+            total += (WRAPPED if name == {biggest!r} else LEAVES[name])(weight * unit)
+        for k in range(25):
+            total += {tiny}(k)
+    return total
+'''
+_STEMS = ("parse", "scan", "merge", "index", "render", "encode", "filter", "reduce", "blend", "score")
+
+
+def _workload():
+    """(driver, leaf names by own time, call counter) of a freshly generated workload."""
+    stems = random.sample(_STEMS, 7)
+    tag = random.randrange(100, 1000)
+    leaves = [f"{stem}_{tag}" for stem in stems[:4]]               # leaves[0] does the most work
+    wrapper, tiny, driver = (f"{stem}_{tag}" for stem in stems[4:])
+    namespace = {"CALLS": []}
+    source = "".join(_WORKLOAD.format(leaf=leaf) for leaf in leaves)
+    source += _DRIVER.format(wrapper=wrapper, biggest=leaves[0], tiny=tiny, driver=driver)
+    exec(compile(source, f"<workload {tag}>", "exec"), namespace)
+    order = list(zip(leaves, (27, 9, 3, 1)))
+    random.shuffle(order)
+    if order[0][0] == leaves[0]:                                   # the biggest is never met first
+        order.append(order.pop(0))
+    namespace.update(ORDER=order, LEAVES={name: namespace[name] for name in leaves},
+                     WRAPPED=namespace[wrapper])
+    return namespace[driver], leaves, namespace["CALLS"]
+
+
+def _calibrated_unit():
+    """Loop steps per unit: the smallest leaf gets about 15 ms in all (20 rounds), the biggest 0.4 s."""
+    steps = 20_000
+    start = time.perf_counter()
+    total = 0
+    for i in range(steps):
+        total += i % 7
+    per_step = (time.perf_counter() - start) / steps
+    return max(2_000, int(0.015 / 20 / per_step))                  # 20 rounds
+
+
+def _one_ranking(hotspots, top):
+    driver, leaves, calls = _workload()
+    unit = _calibrated_unit()
+    start = time.perf_counter()
+    found = hotspots(driver, 20, unit, top=top) if top is not None else hotspots(driver, 20, unit)
+    wall = time.perf_counter() - start
+    return found, leaves[:top or 3], calls, wall
+
+
+def _ranking_problem(found, expected, calls, wall):
+    """None when `found` is right, else the reason it is not."""
+    want = len(expected)
+    found = exact_list(found, "hotspots(...)")
+    if len(found) != want:
+        return f"asked for top={want}, got {len(found)} entries"
+    assert len(calls) == 1, f"fn ran {len(calls)} times; it must run exactly once"
+    pairs = []
+    for item in found:
+        item = exact_list(item, "each entry", 2)
+        assert isinstance(item[0], str), "each entry must be (function name as a str, seconds)"
+        pairs.append((item[0], exact_float(item[1], "the seconds")))
+    names = [name for name, _ in pairs]
+    assert all(":" not in n and "/" not in n and "(" not in n for n in names), (
+        "give the function's own name as cProfile records it, not file:line(name)")
+    seconds = [s for _, s in pairs]
+    assert seconds == sorted(seconds, reverse=True), "the entries are not sorted largest first"
+    assert seconds[0] <= wall and sum(seconds) <= 1.05 * wall + 0.005, (
+        "the seconds add up to more than the call took: are they cumulative times or whole-call times?")
+    if names != expected:
+        return f"the functions are not those with the largest own time, in order"
+    assert seconds[0] >= 0.25 * wall, "the seconds of the top function are far below its own time (units?)"
+    return None
+
+
+def _check_hotspots(hotspots, top):
+    """Up to three tries: each try has a fresh workload; a wrong ranking must repeat to fail.
+
+    A correct answer fails one try only if a load burst swaps two functions whose own times
+    differ threefold, summed over 20 interleaved rounds (an extra stall of at least twice the
+    smaller one's whole time, landing on it): measured, 0 failures in 80 tries of the
+    reference on a 2-core machine at load average 8 to 29. Three tries with fresh workloads
+    must all fail: with a per-try rate p < 1/80 that is below 2e-6, and below 1e-9 for the
+    per-try rate of about 1e-3 or less that the threefold margin suggests. The spec's wrong
+    answers (cumulative time, whole-call time, unsorted, top ignored, file paths) fail every try.
+    """
+    reasons = []
+    for _ in range(3):
+        problem = _ranking_problem(*_one_ranking(hotspots, top))
+        if problem is None:
+            return
+        reasons.append(problem)
+    raise AssertionError(reasons[0])
+
+
+@timeout(90)
+def test_hotspots_own_time_ranking(hotspots):
+    """the default top=3 functions by own time, largest first, with their seconds"""
+    _check_hotspots(hotspots, None)
+
+
+@timeout(90)
+def test_hotspots_top(hotspots):
+    """top=1 and top=2 return that many functions"""
+    for top in random.sample((1, 2), 2):
+        _check_hotspots(hotspots, top)
+
+
+# --- speedup_efficiency ----------------------------------------------------------------------
+def _random_times():
+    """Wall times keyed by worker count; 1 is never first, and another count is fastest."""
+    counts = random.sample((2, 3, 4, 6, 8, 12, 16, 32), random.randint(2, 5)) + [1]
+    random.shuffle(counts)
+    if counts[0] == 1:
+        counts.append(counts.pop(0))
+    base = random.uniform(0.5, 20.0)
+    return {n: base / random.uniform(0.6, 1.1 * n) for n in counts} | {1: base}
+
+
+def test_speedup_efficiency_values(speedup_efficiency):
+    """each count maps to (T1/Tn, T1/(n*Tn)) against the one-worker time"""
+    for _ in range(30):
+        times = _random_times()
+        got = speedup_efficiency(dict(times))
+        assert isinstance(got, dict), f"return a dict, got {type(got).__name__}"
+        assert set(got) == set(times), "the result must have one entry per worker count"
+        for n, pair in got.items():
+            pair = exact_list(pair, f"the entry for {n} workers", 2)
+            speedup, efficiency = (exact_float(v, "speedup and efficiency") for v in pair)
+            want = times[1] / times[n]
+            assert math.isclose(speedup, want, rel_tol=1e-9), (
+                "a speedup is not T1 / Tn with T1 the one-worker time")
+            assert math.isclose(efficiency, want / n, rel_tol=1e-9), "an efficiency is not speedup / n"
+    only = speedup_efficiency({1: 3.5})
+    assert set(only) == {1} and tuple(only[1]) == (1.0, 1.0), "one worker alone: (1.0, 1.0)"
+
+
+def test_speedup_efficiency_errors(speedup_efficiency):
+    """a missing one-worker time, or a count or time that is not positive, raises ValueError"""
+    for bad in ({2: 1.0, 4: 0.6}, {1: 2.0, 2: 0.0}, {1: 2.0, 4: -0.5}, {1: 0.0, 2: 1.0},
+                {1: 2.0, 0: 1.0}, {1: 2.0, -2: 1.0}):
+        with raises_value_error(f"speedup_efficiency({bad})"):
+            speedup_efficiency(bad)
+
+
+# --- karp_flatt ------------------------------------------------------------------------------
+def test_karp_flatt_values(karp_flatt):
+    """e = (1/S - 1/n) / (1 - 1/n) for random speedups and worker counts"""
+    for _ in range(50):
+        n = random.randint(2, 128)
+        s = random.uniform(1.0, n)
+        got = exact_float(karp_flatt(s, n), "the serial fraction")
+        want = (1 / s - 1 / n) / (1 - 1 / n)
+        assert math.isclose(got, want, rel_tol=1e-9, abs_tol=1e-12), (
+            "the serial fraction is not (1/S - 1/n) / (1 - 1/n)")
+    n = random.randint(2, 64)
+    assert abs(karp_flatt(float(n), n)) < 1e-12, "a perfect speedup has serial fraction 0"
+    assert math.isclose(karp_flatt(1.0, n), 1.0), "no speedup means serial fraction 1"
+
+
+def test_karp_flatt_errors(karp_flatt):
+    """n_workers < 2 or a speedup that is not positive raises ValueError"""
+    for bad in ((1.5, 1), (1.5, 0), (1.5, -4), (0.0, 4), (-2.0, 4)):
+        with raises_value_error(f"karp_flatt{bad}"):
+            karp_flatt(*bad)
+
+
+# --- gustafson_speedup ----------------------------------------------------------------------
+def test_gustafson_speedup_values(gustafson_speedup):
+    """s + (1 - s) * n for random fractions and worker counts (not Amdahl's law)"""
+    for _ in range(50):
+        s, n = random.random(), random.randint(1, 1024)
+        got = exact_float(gustafson_speedup(s, n), "the scaled speedup")
+        assert math.isclose(got, s + (1 - s) * n, rel_tol=1e-9), (
+            "the scaled speedup is not s + (1 - s) * n")
+    n = random.randint(2, 64)
+    assert math.isclose(gustafson_speedup(0.0, n), n) and math.isclose(gustafson_speedup(1.0, n), 1.0)
+    assert math.isclose(gustafson_speedup(random.random(), 1), 1.0), "one worker: speedup 1"
+
+
+def test_gustafson_speedup_errors(gustafson_speedup):
+    """a fraction outside [0, 1] or n_workers < 1 raises ValueError"""
+    for bad in ((-0.01, 4), (1.01, 4), (0.5, 0), (0.5, -2)):
+        with raises_value_error(f"gustafson_speedup{bad}"):
+            gustafson_speedup(*bad)
+
+
+# --- arithmetic_intensity ----------------------------------------------------------------------
+def _intensity(kind, n, itemsize):
+    flops, items = {"axpy": (2 * n, 3 * n), "dot": (2 * n, 2 * n), "matmul": (2 * n**3, 3 * n**2)}[kind]
+    return flops / (items * itemsize)
+
+
+def test_arithmetic_intensity_values(arithmetic_intensity):
+    """FLOPs per byte of axpy, dot and matmul for random sizes and item sizes"""
+    for _ in range(40):
+        kind = random.choice(("axpy", "dot", "matmul"))
+        n, itemsize = random.randint(1, 5000), random.choice((1, 2, 4, 8, 16))
+        got = exact_float(arithmetic_intensity(kind, n, itemsize), "the intensity")
+        assert math.isclose(got, _intensity(kind, n, itemsize), rel_tol=1e-9), (
+            f"the intensity of {kind} is wrong (a multiply-add is 2 FLOPs; bytes = items x itemsize)")
+    n = random.randint(2, 3000)
+    for kind in ("axpy", "dot", "matmul"):
+        assert math.isclose(arithmetic_intensity(kind, n), _intensity(kind, n, 8), rel_tol=1e-9), (
+            "itemsize defaults to 8 (float64)")
+
+
+def test_arithmetic_intensity_errors(arithmetic_intensity):
+    """an unknown kind or n < 1 raises ValueError"""
+    for bad in (("conv", 10), ("matvec", 10), ("", 10), ("dot", 0), ("axpy", -3), ("matmul", 0)):
+        with raises_value_error(f"arithmetic_intensity{bad}"):
+            arithmetic_intensity(*bad)
+
+
+# --- roofline ------------------------------------------------------------------------------------
+def _roofline_result(roofline, *args):
+    pair = exact_list(roofline(*args), f"roofline{args}", 2)
+    assert isinstance(pair[1], str), "the second element must be 'compute' or 'memory'"
+    return exact_float(pair[0], "the time bound"), pair[1]
+
+
+def test_roofline_values(roofline):
+    """the bound is the larger of the two times, named after it, for random kernels"""
+    for _ in range(50):
+        peak, bandwidth = 10 ** random.uniform(9, 13), 10 ** random.uniform(9, 12)
+        compute_time, memory_time = 10 ** random.uniform(-6, 1), 10 ** random.uniform(-6, 1)
+        if abs(math.log(compute_time / memory_time)) < 1e-3:
+            continue                                   # ties are checked exactly below
+        flops, bytes_moved = compute_time * peak, memory_time * bandwidth
+        seconds, bound = _roofline_result(roofline, flops, bytes_moved, peak, bandwidth)
+        want = max(flops / peak, bytes_moved / bandwidth)
+        assert math.isclose(seconds, want, rel_tol=1e-9), "the time is not max(flops/peak, bytes/bandwidth)"
+        assert bound == ("compute" if compute_time > memory_time else "memory"), (
+            "the bound is named wrongly: 'compute' when flops/peak is the larger time")
+    assert _roofline_result(roofline, 2.0**30, 2.0**31, 2.0**29, 2.0**30) == (2.0, "compute"), (
+        "a tie counts as compute-bound")
+    assert _roofline_result(roofline, 0.0, 8e6, 1e10, 4e9) == (0.002, "memory"), "no FLOPs: memory-bound"
+
+
+def test_roofline_errors(roofline):
+    """a non-positive peak or bandwidth, or negative work, raises ValueError"""
+    for bad in ((1e9, 1e9, 0.0, 1e9), (1e9, 1e9, -1e9, 1e9), (1e9, 1e9, 1e9, 0.0), (1e9, 1e9, 1e9, -5.0),
+                (-1.0, 1e9, 1e9, 1e9), (1e9, -1.0, 1e9, 1e9)):
+        with raises_value_error(f"roofline{bad}"):
+            roofline(*bad)
+
+
+# --- torch_top_ops --------------------------------------------------------------------------------
+# The model's three biggest operators are custom operators (registered with torch.library under
+# fresh random names, so no list of names can be learnt) that wait a set time: their self times
+# are fixed by design, about 0.4 s, 0.15 s and 0.06 s, whatever the machine's speed or load.
+# CPU-bound operators would not do: on a busy machine a 0.3 ms operator preempted once took
+# 14 ms in one run and 0.3 ms in the next. Around them, ordinary operators of microseconds:
+# a small nn.Linear, and aten::add called 30 times (first by call count). The biggest one is
+# called through a wrapper operator (first by total time), and runs last (first-seen order
+# is wrong too).
+_OP_SECONDS = {"heavy": 0.4, "mid": 0.15, "low": 0.06}
+_registered = []
+
+
+def _model_with_known_ops():
+    """(model, input, [names of the three biggest operators by self time, largest first])."""
+    import torch
+    from torch import nn
+
+    namespace = f"course{random.randrange(10**6)}_{len(_registered)}"
+    names = dict(zip(("heavy", "mid", "low", "wrapper"),
+                     random.sample(("gather", "pack", "route", "merge", "stage", "shard", "fetch", "bucket"), 4)))
+    ops = {}
+    for role in ("heavy", "mid", "low"):
+        @torch.library.custom_op(f"{namespace}::{names[role]}", mutates_args=())
+        def waiting_op(x: torch.Tensor, seconds: float) -> torch.Tensor:
+            time.sleep(seconds)
+            return x.clone()
+        ops[role] = waiting_op
+
+    @torch.library.custom_op(f"{namespace}::{names['wrapper']}", mutates_args=())
+    def wrapper(x: torch.Tensor, seconds: float) -> torch.Tensor:
+        return getattr(getattr(torch.ops, namespace), names["heavy"])(x, seconds)
+    _registered.append(namespace)
+
+    class Known(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = nn.Linear(16, 16)
+
+        def forward(self, x):
+            t, one = torch.zeros(4), torch.ones(4)
+            for _ in range(30):
+                t = torch.add(t, one)
+            h = self.lin(x)
+            order = ["low", "mid"]
+            random.shuffle(order)
+            outs = [ops[role](x, _OP_SECONDS[role]) for role in order]
+            return h, t, outs, wrapper(x, _OP_SECONDS["heavy"])
+
+    expected = [f"{namespace}::{names[role]}" for role in ("heavy", "mid", "low")]
+    return Known(), torch.randn(8, 16), expected
+
+
+@timeout(120)
+def test_torch_top_ops_self_time(torch_top_ops):
+    """the top operators by self CPU time (not total time, not call count), largest first
+
+    False failures: the ranked operators wait 0.4 s, 0.15 s and 0.06 s; every other operator
+    runs for microseconds. A correct answer can fail one try only if the machine stalls an
+    operator of microseconds for more than 60 ms, or a wait overruns by more than 90 ms,
+    during its profile: measured, 0 failures in 80 tries of the reference on a 2-core machine
+    at load average 8 to 29. It gets three tries, each with a fresh model; with a per-try rate
+    of 1e-4 or less (such stalls need a load far above 29) all three failing is below 1e-9.
+    Total-time, call-count, first-seen and unsorted rankings fail every try.
+    """
+    for top in random.sample((1, 2, 3), 3):
+        problem = None
+        for _ in range(3):
+            model, x, expected = _model_with_known_ops()
+            with profiling.native_stderr_filtered():
+                got = torch_top_ops(model, x, top)
+            got = exact_list(got, f"torch_top_ops(model, x, top={top})")
+            assert all(isinstance(name, str) for name in got), "return operator names (str) such as 'aten::addmm'"
+            if len(got) != top:
+                problem = f"asked for top={top}, got {len(got)} names"
+            elif list(got) != expected[:top]:
+                problem = (f"with top={top} the names are not those of the operators with the largest "
+                           "self CPU time, largest first")
+            else:
+                problem = None
+                break
+        assert problem is None, problem
+
+
+@timeout(60)
+def test_torch_top_ops_default_top(torch_top_ops):
+    """top defaults to 3"""
+    model, x, expected = _model_with_known_ops()
+    for _ in range(3):
+        with profiling.native_stderr_filtered():
+            got = exact_list(torch_top_ops(model, x), "torch_top_ops(model, x)")
+        assert len(got) == 3, f"top defaults to 3, got {len(got)} names"
+        if list(got) == expected:
+            return
+    raise AssertionError("the names are not those of the three operators with the largest self CPU time")

@@ -1,0 +1,407 @@
+"""Wrong and alternative answers of 11_profiling_scaling (see autograder/samples/__init__.py)."""
+
+_HOTSPOTS_HEAD = '''
+import cProfile
+import pstats
+import time
+'''
+
+WRONG = {
+    "hotspots": {
+        "cumulative time (the caller ranks first)": _HOTSPOTS_HEAD + '''
+def hotspots(fn, *args, top=3):
+    profiler = cProfile.Profile()
+    profiler.runcall(fn, *args)
+    stats = pstats.Stats(profiler).stats
+    ranked = sorted(stats.items(), key=lambda kv: kv[1][3], reverse=True)
+    return [(key[2], values[3]) for key, values in ranked[:top]]
+''',
+        "the wall time of the whole call": _HOTSPOTS_HEAD + '''
+def hotspots(fn, *args, top=3):
+    start = time.perf_counter()
+    profiler = cProfile.Profile()
+    profiler.runcall(fn, *args)
+    wall = time.perf_counter() - start
+    stats = pstats.Stats(profiler).stats
+    ranked = sorted(stats.items(), key=lambda kv: kv[1][2], reverse=True)
+    return [(key[2], wall) for key, _ in ranked[:top]]
+''',
+        "unsorted (profiler order)": _HOTSPOTS_HEAD + '''
+def hotspots(fn, *args, top=3):
+    profiler = cProfile.Profile()
+    profiler.runcall(fn, *args)
+    stats = pstats.Stats(profiler).stats
+    return [(key[2], values[2]) for key, values in list(stats.items())[:top]]
+''',
+        "smallest first": _HOTSPOTS_HEAD + '''
+def hotspots(fn, *args, top=3):
+    profiler = cProfile.Profile()
+    profiler.runcall(fn, *args)
+    stats = pstats.Stats(profiler).stats
+    ranked = sorted(((key[2], values[2]) for key, values in stats.items()), key=lambda kv: kv[1], reverse=True)
+    return ranked[:top][::-1]
+''',
+        "top ignored": _HOTSPOTS_HEAD + '''
+def hotspots(fn, *args, top=3):
+    profiler = cProfile.Profile()
+    profiler.runcall(fn, *args)
+    stats = pstats.Stats(profiler).stats
+    ranked = sorted(((key[2], values[2]) for key, values in stats.items()), key=lambda kv: kv[1], reverse=True)
+    return ranked[:3]
+''',
+        "file:line(name) instead of the name": _HOTSPOTS_HEAD + '''
+def hotspots(fn, *args, top=3):
+    profiler = cProfile.Profile()
+    profiler.runcall(fn, *args)
+    stats = pstats.Stats(profiler).stats
+    ranked = sorted(stats.items(), key=lambda kv: kv[1][2], reverse=True)
+    return [(pstats.func_std_string(key), values[2]) for key, values in ranked[:top]]
+''',
+        "by call count": _HOTSPOTS_HEAD + '''
+def hotspots(fn, *args, top=3):
+    profiler = cProfile.Profile()
+    profiler.runcall(fn, *args)
+    stats = pstats.Stats(profiler).stats
+    ranked = sorted(stats.items(), key=lambda kv: kv[1][1], reverse=True)
+    return [(key[2], values[2]) for key, values in ranked[:top]]
+''',
+        "runs fn twice (timing it outside the profiler)": _HOTSPOTS_HEAD + '''
+def hotspots(fn, *args, top=3):
+    fn(*args)
+    profiler = cProfile.Profile()
+    profiler.runcall(fn, *args)
+    stats = pstats.Stats(profiler).stats
+    ranked = sorted(((key[2], values[2]) for key, values in stats.items()), key=lambda kv: kv[1], reverse=True)
+    return ranked[:top]
+''',
+    },
+    "speedup_efficiency": {
+        "efficiency equal to the speedup": '''
+def speedup_efficiency(times):
+    if 1 not in times or any(n <= 0 or t <= 0 for n, t in times.items()):
+        raise ValueError("bad times")
+    return {n: (times[1] / t, times[1] / t) for n, t in times.items()}
+''',
+        "the fastest run as the baseline": '''
+def speedup_efficiency(times):
+    if 1 not in times or any(n <= 0 or t <= 0 for n, t in times.items()):
+        raise ValueError("bad times")
+    base = min(times.values())
+    return {n: (base / t, base / (n * t)) for n, t in times.items()}
+''',
+        "the first count as the baseline": '''
+def speedup_efficiency(times):
+    if 1 not in times or any(n <= 0 or t <= 0 for n, t in times.items()):
+        raise ValueError("bad times")
+    base = next(iter(times.values()))
+    return {n: (base / t, base / (n * t)) for n, t in times.items()}
+''',
+        "speedup inverted": '''
+def speedup_efficiency(times):
+    if 1 not in times or any(n <= 0 or t <= 0 for n, t in times.items()):
+        raise ValueError("bad times")
+    return {n: (t / times[1], t / (n * times[1])) for n, t in times.items()}
+''',
+        "no argument checks": '''
+def speedup_efficiency(times):
+    base = times.get(1, 1.0)
+    return {n: (base / t, base / (n * t)) for n, t in times.items() if t}
+''',
+    },
+    "karp_flatt": {
+        "1/S": '''
+def karp_flatt(speedup, n_workers):
+    if n_workers < 2 or speedup <= 0:
+        raise ValueError("bad arguments")
+    return 1 / speedup
+''',
+        "Amdahl inverted wrongly: the parallel fraction": '''
+def karp_flatt(speedup, n_workers):
+    if n_workers < 2 or speedup <= 0:
+        raise ValueError("bad arguments")
+    return (1 - 1 / speedup) / (1 - 1 / n_workers)
+''',
+        "Amdahl inverted wrongly: 1 + 1/n below": '''
+def karp_flatt(speedup, n_workers):
+    if n_workers < 2 or speedup <= 0:
+        raise ValueError("bad arguments")
+    return (1 / speedup - 1 / n_workers) / (1 + 1 / n_workers)
+''',
+        "no check on n_workers": '''
+def karp_flatt(speedup, n_workers):
+    if speedup <= 0:
+        raise ValueError("bad speedup")
+    if n_workers == 1:
+        return 0.0
+    return (1 / speedup - 1 / n_workers) / (1 - 1 / n_workers)
+''',
+    },
+    "gustafson_speedup": {
+        "Amdahl's law": '''
+def gustafson_speedup(serial_fraction, n_workers):
+    if not 0 <= serial_fraction <= 1 or n_workers < 1:
+        raise ValueError("bad arguments")
+    return 1 / (serial_fraction + (1 - serial_fraction) / n_workers)
+''',
+        "fractions swapped": '''
+def gustafson_speedup(serial_fraction, n_workers):
+    if not 0 <= serial_fraction <= 1 or n_workers < 1:
+        raise ValueError("bad arguments")
+    return (1 - serial_fraction) + serial_fraction * n_workers
+''',
+        "no argument checks": '''
+def gustafson_speedup(serial_fraction, n_workers):
+    return serial_fraction + (1 - serial_fraction) * n_workers
+''',
+    },
+    "arithmetic_intensity": {
+        "a multiply-add counted as one FLOP": '''
+def arithmetic_intensity(kind, n, itemsize=8):
+    if n < 1:
+        raise ValueError("n must be positive")
+    table = {"axpy": (n, 3 * n), "dot": (n, 2 * n), "matmul": (n**3, 3 * n**2)}
+    if kind not in table:
+        raise ValueError(kind)
+    flops, items = table[kind]
+    return flops / (items * itemsize)
+''',
+        "bytes not scaled by itemsize": '''
+def arithmetic_intensity(kind, n, itemsize=8):
+    if n < 1:
+        raise ValueError("n must be positive")
+    table = {"axpy": (2 * n, 3 * n), "dot": (2 * n, 2 * n), "matmul": (2 * n**3, 3 * n**2)}
+    if kind not in table:
+        raise ValueError(kind)
+    flops, items = table[kind]
+    return flops / (items * 8)
+''',
+        "axpy moves two vectors": '''
+def arithmetic_intensity(kind, n, itemsize=8):
+    if n < 1:
+        raise ValueError("n must be positive")
+    table = {"axpy": (2 * n, 2 * n), "dot": (2 * n, 2 * n), "matmul": (2 * n**3, 3 * n**2)}
+    if kind not in table:
+        raise ValueError(kind)
+    flops, items = table[kind]
+    return flops / (items * itemsize)
+''',
+        "unknown kind falls back to matmul": '''
+def arithmetic_intensity(kind, n, itemsize=8):
+    if n < 1:
+        raise ValueError("n must be positive")
+    if kind == "axpy":
+        return 2 * n / (3 * n * itemsize)
+    if kind == "dot":
+        return 2 * n / (2 * n * itemsize)
+    return 2 * n**3 / (3 * n**2 * itemsize)
+''',
+    },
+    "roofline": {
+        "the sum of both times": '''
+def roofline(flops, bytes_moved, peak_flops, bandwidth):
+    if peak_flops <= 0 or bandwidth <= 0 or flops < 0 or bytes_moved < 0:
+        raise ValueError("bad arguments")
+    compute, memory = flops / peak_flops, bytes_moved / bandwidth
+    return compute + memory, "compute" if compute >= memory else "memory"
+''',
+        "the bound named the wrong way round": '''
+def roofline(flops, bytes_moved, peak_flops, bandwidth):
+    if peak_flops <= 0 or bandwidth <= 0 or flops < 0 or bytes_moved < 0:
+        raise ValueError("bad arguments")
+    compute, memory = flops / peak_flops, bytes_moved / bandwidth
+    return max(compute, memory), "memory" if compute >= memory else "compute"
+''',
+        "the smaller time": '''
+def roofline(flops, bytes_moved, peak_flops, bandwidth):
+    if peak_flops <= 0 or bandwidth <= 0 or flops < 0 or bytes_moved < 0:
+        raise ValueError("bad arguments")
+    compute, memory = flops / peak_flops, bytes_moved / bandwidth
+    return min(compute, memory), "compute" if compute >= memory else "memory"
+''',
+        "a tie counted as memory-bound": '''
+def roofline(flops, bytes_moved, peak_flops, bandwidth):
+    if peak_flops <= 0 or bandwidth <= 0 or flops < 0 or bytes_moved < 0:
+        raise ValueError("bad arguments")
+    compute, memory = flops / peak_flops, bytes_moved / bandwidth
+    return max(compute, memory), "compute" if compute > memory else "memory"
+''',
+        "no argument checks": '''
+def roofline(flops, bytes_moved, peak_flops, bandwidth):
+    compute, memory = flops / peak_flops, bytes_moved / bandwidth
+    return max(compute, memory), "compute" if compute >= memory else "memory"
+''',
+    },
+    "torch_top_ops": {
+        "total (inclusive) CPU time": '''
+from torch.profiler import ProfilerActivity, profile
+def torch_top_ops(model, x, top=3):
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        model(x)
+    events = sorted(prof.key_averages(), key=lambda e: e.cpu_time_total, reverse=True)
+    return [e.key for e in events[:top]]
+''',
+        "by call count": '''
+from torch.profiler import ProfilerActivity, profile
+def torch_top_ops(model, x, top=3):
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        model(x)
+    events = sorted(prof.key_averages(), key=lambda e: e.count, reverse=True)
+    return [e.key for e in events[:top]]
+''',
+        "unsorted (first seen)": '''
+from torch.profiler import ProfilerActivity, profile
+def torch_top_ops(model, x, top=3):
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        model(x)
+    return [e.key for e in list(prof.key_averages())[:top]]
+''',
+        "smallest first": '''
+from torch.profiler import ProfilerActivity, profile
+def torch_top_ops(model, x, top=3):
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        model(x)
+    events = sorted(prof.key_averages(), key=lambda e: e.self_cpu_time_total, reverse=True)
+    return [e.key for e in events[:top]][::-1]
+''',
+        "top ignored": '''
+from torch.profiler import ProfilerActivity, profile
+def torch_top_ops(model, x, top=3):
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        model(x)
+    events = sorted(prof.key_averages(), key=lambda e: e.self_cpu_time_total, reverse=True)
+    return [e.key for e in events[:3]]
+''',
+    },
+}
+
+ALTERNATIVE = {
+    "hotspots": {
+        "pstats sort_stats and get_stats_profile": '''
+import cProfile
+import pstats
+from pstats import SortKey
+def hotspots(fn, *args, top=3):
+    with cProfile.Profile() as profiler:
+        fn(*args)
+    profile = pstats.Stats(profiler).sort_stats(SortKey.TIME).get_stats_profile()
+    ranked = sorted(profile.func_profiles.items(), key=lambda kv: kv[1].tottime, reverse=True)
+    return [(name, float(fp.tottime)) for name, fp in ranked[:top]]
+''',
+        "sort_stats('tottime') and fcn_list": '''
+import cProfile
+import pstats
+def hotspots(fn, *args, top=3):
+    profiler = cProfile.Profile()
+    profiler.enable()
+    try:
+        fn(*args)
+    finally:
+        profiler.disable()
+    stats = pstats.Stats(profiler).sort_stats("tottime")
+    return [(key[2], stats.stats[key][2]) for key in stats.fcn_list[:top]]
+''',
+        "raw getstats() entries": '''
+import cProfile
+import heapq
+def hotspots(fn, *args, top=3):
+    profiler = cProfile.Profile()
+    profiler.runcall(fn, *args)
+    entries = heapq.nlargest(top, profiler.getstats(), key=lambda e: e.inlinetime)
+    return [(getattr(e.code, "co_name", str(e.code)), e.inlinetime) for e in entries]
+''',
+    },
+    "speedup_efficiency": {
+        "lists, in count order": '''
+def speedup_efficiency(times):
+    if 1 not in times:
+        raise ValueError("times has no one-worker entry")
+    for n in sorted(times):
+        if n <= 0 or times[n] <= 0:
+            raise ValueError(f"bad entry {n}: {times[n]}")
+    t1 = times[1]
+    out = {}
+    for n in sorted(times):
+        speedup = t1 / times[n]
+        out[n] = [speedup, speedup / n]
+    return out
+''',
+    },
+    "karp_flatt": {
+        "(n/S - 1) / (n - 1)": '''
+def karp_flatt(speedup, n_workers):
+    if n_workers < 2:
+        raise ValueError("need at least two workers")
+    if speedup <= 0:
+        raise ValueError("speedup must be positive")
+    return (n_workers / speedup - 1) / (n_workers - 1)
+''',
+    },
+    "gustafson_speedup": {
+        "n - s (n - 1)": '''
+def gustafson_speedup(serial_fraction, n_workers):
+    if serial_fraction < 0 or serial_fraction > 1:
+        raise ValueError("serial_fraction outside [0, 1]")
+    if n_workers < 1:
+        raise ValueError("n_workers must be at least 1")
+    return n_workers - serial_fraction * (n_workers - 1)
+''',
+    },
+    "arithmetic_intensity": {
+        "if/elif on bytes": '''
+def arithmetic_intensity(kind, n, itemsize=8):
+    if n < 1:
+        raise ValueError("n must be >= 1")
+    if kind == "axpy":
+        flops, nbytes = 2 * n, 3 * n * itemsize
+    elif kind == "dot":
+        flops, nbytes = 2 * n, 2 * n * itemsize
+    elif kind == "matmul":
+        flops, nbytes = 2 * n**3, 3 * n * n * itemsize
+    else:
+        raise ValueError(f"unknown kind {kind}")
+    return flops / nbytes
+''',
+    },
+    "roofline": {
+        "intensity against the ridge point": '''
+def roofline(flops, bytes_moved, peak_flops, bandwidth):
+    if peak_flops <= 0 or bandwidth <= 0:
+        raise ValueError("peak and bandwidth must be positive")
+    if flops < 0 or bytes_moved < 0:
+        raise ValueError("work cannot be negative")
+    bound = "compute" if flops / bytes_moved >= peak_flops / bandwidth else "memory"
+    return max(flops / peak_flops, bytes_moved / bandwidth), bound
+''',
+    },
+    "torch_top_ops": {
+        "legacy autograd profiler, no_grad, events summed by hand": '''
+from collections import defaultdict
+import torch
+def torch_top_ops(model, x, top=3):
+    with torch.no_grad():
+        with torch.autograd.profiler.profile() as prof:
+            model(x)
+    self_time = defaultdict(float)
+    for event in prof.function_events:
+        self_time[event.name] += event.self_cpu_time_total
+    return sorted(self_time, key=self_time.get, reverse=True)[:top]
+''',
+        "table sorted by self time, kept as events": '''
+import torch
+from torch.profiler import ProfilerActivity, profile, record_function
+def torch_top_ops(model, x, top=3):
+    with profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof:
+        with record_function("one forward"):
+            model(x)
+    averages = prof.key_averages()
+    averages.sort(key=lambda e: e.self_cpu_time_total, reverse=True)
+    return [e.key for e in averages][:top]
+''',
+    },
+}
+
+PARTIAL = {
+    "hotspots": "cumulative time (the caller ranks first)",
+    "gustafson_speedup": "Amdahl's law",
+    "roofline": None,
+}
