@@ -49,6 +49,7 @@ one call), and `with ranks.recording() as runs:` collects every launch made in
 the block (what a function that launches ranks itself did).
 """
 import contextlib
+import importlib.machinery
 import importlib.util
 import inspect
 import multiprocessing
@@ -123,12 +124,25 @@ def free_port():
 
 # --- shipping functions by value ------------------------------------------------------
 def _importable(module_name):
-    """Can a fresh interpreter import this module by name (so pickling by reference works)?"""
+    """Can a fresh interpreter import this module by name (so pickling by reference works)?
+
+    A module loaded from a file under another name (importlib's spec_from_file_location)
+    sits in sys.modules but cannot be imported by that name elsewhere: look on disk.
+    """
     if module_name in (None, "__main__", "__mp_main__"):
         return False
+    module = sys.modules.get(module_name)
+    if module is not None:
+        spec = getattr(module, "__spec__", None)
+        if spec is None:
+            return False
+        if spec.origin in ("built-in", "frozen"):
+            return True
+    parent, _, _ = module_name.rpartition(".")
     try:
-        return importlib.util.find_spec(module_name) is not None
-    except (ImportError, ValueError, AttributeError):
+        search = importlib.import_module(parent).__path__ if parent else None
+        return importlib.machinery.PathFinder.find_spec(module_name, search) is not None
+    except (ImportError, AttributeError, ValueError):
         return False
 
 
