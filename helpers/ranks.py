@@ -42,7 +42,7 @@ What it does for you, and why:
   all-reduces happen in C++, so the launcher routes them through a counted
   Python hook (the standard `allreduce_hook`): they appear as `all_reduce`
   calls, and once per synchronising backward pass as "ddp_gradient_sync";
-  "ddp_forward" counts the forward passes of DDP models.
+  "ddp_forward" counts the forward passes of DDP models with gradients enabled.
 
 `ranks.local_counts()` returns the counts so far from inside a rank (to count
 one call), and `with ranks.recording() as runs:` collects every launch made in
@@ -275,6 +275,7 @@ def _install_counters():
 
 def _count_ddp_gradient_syncs():
     """Send DDP's gradient all-reduce through a counted Python hook (numerically the default one)."""
+    import torch
     from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
     from torch.nn.parallel import DistributedDataParallel as DDP
 
@@ -293,7 +294,8 @@ def _count_ddp_gradient_syncs():
         return original_register(self, state, counting(hook))
 
     def forward(self, *args, **kwargs):
-        _note(_DDP_FORWARD, 0)
+        if torch.is_grad_enabled():            # a training pass (evaluation runs under no_grad)
+            _note(_DDP_FORWARD, 0)
         if not getattr(self, "_course_hooked", False):
             self._course_hooked = True
             original_register(self, self.process_group, counting(default_hooks.allreduce_hook))
