@@ -1,0 +1,313 @@
+"""Hidden checks of 12_collectives_sharding (ring all-reduce, ZeRO, partitioning, no_sync, FSDP2).
+
+The multi-rank checks start ranks with helpers.ranks.launch, which counts each
+rank's point-to-point and collective calls and the bytes handed to them: the
+checks rely on those counts and on the results, never on the clock.
+"""
+import itertools
+import math
+import random
+
+import torch
+from torch import nn
+
+from autograder.checks._support import exact_float, exact_list, raises_value_error, timeout
+from helpers import ranks, sharding
+
+_SENDS = ("send", "isend")
+_RECEIVES = ("recv", "irecv")
+_GATHERS = ("all_gather", "all_gather_into_tensor", "all_gather_single", "_all_gather_base")
+
+
+# --- ring_allreduce_p2p -----------------------------------------------------------------
+def _ring_on_rank(ring, cases):
+    """Runs in every rank: the student's ring on each case, with the counts of that one call."""
+    import torch
+    import torch.distributed as dist
+
+    from helpers import ranks
+
+    rank = dist.get_rank()
+    out = []
+    for seed, shape, dtype in cases:
+        x = torch.randn(shape, generator=torch.Generator().manual_seed(seed * 1000 + rank)).to(dtype)
+        before = ranks.local_counts()
+        y = ring(x.clone())
+        after = ranks.local_counts()
+        used = {}
+        for name, entry in after.items():
+            old = before.get(name, {})
+            calls = entry["calls"] - old.get("calls", 0)
+            if calls:
+                used[name] = {"calls": calls, "bytes": entry["bytes"] - old.get("bytes", 0)}
+        out.append((x, y.detach().clone() if isinstance(y, torch.Tensor) else y, used))
+    return out
+
+
+def _check_ring(ring, world_size, cases):
+    run = ranks.launch(_ring_on_rank, world_size, ring, cases, timeout=90)
+    p = world_size
+    for k, (_, shape, dtype) in enumerate(cases):
+        inputs = [run.results[r][k][0] for r in range(p)]
+        expected = torch.stack([t.double() for t in inputs]).sum(0)
+        n = expected.numel()
+        itemsize = inputs[0].element_size()
+        for r in range(p):
+            _, y, used = run.results[r][k]
+            assert isinstance(y, torch.Tensor), f"ring_allreduce_p2p must return a tensor, got {type(y).__name__}"
+            assert tuple(y.shape) == tuple(shape), (
+                f"the result has shape {tuple(y.shape)}, the input {tuple(shape)}")
+            assert torch.allclose(y.double(), expected, rtol=1e-4, atol=1e-4), (
+                f"with {p} ranks and {n} elements rank {r} does not hold the element-wise sum over ranks"
+                + (" (a length not divisible by the number of ranks?)" if n % p else ""))
+            collectives = sorted(name for name in used if name in ranks.COLLECTIVES)
+            assert not collectives, f"the ring must use point-to-point messages only; it called {collectives}"
+            sends = sum(used.get(name, {}).get("calls", 0) for name in _SENDS)
+            receives = sum(used.get(name, {}).get("calls", 0) for name in _RECEIVES)
+            assert sends == 2 * (p - 1) and receives == 2 * (p - 1), (
+                f"with {p} ranks each rank sends and receives 2(p-1) = {2 * (p - 1)} messages in a ring "
+                f"(reduce-scatter, then all-gather); rank {r} sent {sends} and received {receives}")
+            sent = sum(used.get(name, {}).get("bytes", 0) for name in _SENDS)
+            most = 2 * (p - 1) * math.ceil(n / p) * itemsize
+            least = 2 * (p - 1) * (n // p) * itemsize
+            assert least <= sent <= most, (
+                f"in a ring each rank sends 2(p-1) chunks of about n/p elements: {least}-{most} bytes "
+                f"here; rank {r} sent {sent}")
+    return run
+
+
+@timeout(150)
+def test_ring_allreduce_p2p_three_ranks(ring_allreduce_p2p):
+    """3 ranks: the sum on every rank, 2(p-1) messages, about 2(p-1)/p of the tensor sent, no collective"""
+    seed = random.randint(0, 10**6)
+    n_uneven = 3 * random.randint(300, 600) + random.choice([1, 2])
+    cases = [(seed, (n_uneven,), torch.float32),                  # not divisible by 3
+             (seed + 1, (4, random.choice([5, 7])), torch.float64),  # 2-D, not divisible
+             (seed + 2, (3 * random.randint(2, 50),), torch.float32)]  # divisible
+    _check_ring(ring_allreduce_p2p, 3, cases)
+
+
+@timeout(90)
+def test_ring_allreduce_p2p_one_rank(ring_allreduce_p2p):
+    """1 rank: the tensor itself, and no message at all"""
+    _check_ring(ring_allreduce_p2p, 1, [(random.randint(0, 10**6), (random.randint(1, 40),), torch.float32)])
+
+
+# --- zero_memory --------------------------------------------------------------------------------
+def _zero(psi, n, stage):
+    return [16 * psi, 4 * psi + 12 * psi / n, 2 * psi + 14 * psi / n, 16 * psi / n][stage]
+
+
+def test_zero_memory_paper_figures(zero_memory):
+    """7.5 B parameters on 64 ranks: 120, 31.4, 16.6 and 1.9 GB per rank"""
+    for stage, gb in enumerate([120, 31.4, 16.6, 1.9]):
+        got = exact_float(zero_memory(7_500_000_000, 64, stage), f"zero_memory(7.5e9, 64, {stage})")
+        assert abs(got / 1e9 - gb) < 0.05, (
+            f"stage {stage}: 7.5 B parameters on 64 ranks need {gb} GB per rank (the paper), got {got / 1e9:.2f} GB "
+            "(bytes, not GB; 2 + 2 + 12 bytes per parameter)")
+
+
+def test_zero_memory_formula(zero_memory):
+    """every stage, for other sizes and rank counts, including 1 rank and 0 parameters"""
+    for psi, n in [(1000, 1), (0, 8), (random.randint(10**3, 10**10), random.randint(2, 512)), (12345, 3)]:
+        for stage in range(4):
+            got = exact_float(zero_memory(psi, n, stage), "zero_memory(...)")
+            want = _zero(psi, n, stage)
+            assert math.isclose(got, want, rel_tol=1e-9, abs_tol=1e-6), (
+                f"zero_memory({psi}, {n}, {stage}) should be {want:.6g} bytes, got {got:.6g}"
+                + (" (stage 2 shards optimiser states and gradients, not the parameters)" if stage == 2 else ""))
+
+
+def test_zero_memory_errors(zero_memory):
+    """another stage, world_size < 1 or n_params < 0 raise ValueError"""
+    for args in [(100, 4, 4), (100, 4, -1), (100, 0, 1), (-1, 4, 0)]:
+        with raises_value_error(f"zero_memory{args}"):
+            zero_memory(*args)
+
+
+# --- partition_parameters -----------------------------------------------------------------------
+def _loads(parts, sizes, world_size):
+    parts = exact_list(parts, "the result", world_size)
+    seen = []
+    for part in parts:
+        part = exact_list(part, "each rank's list")
+        for index in part:
+            assert isinstance(index, int) and not isinstance(index, bool), (
+                f"indices must be ints, got {type(index).__name__}")
+        seen += part
+    assert sorted(seen) == list(range(len(sizes))), (
+        "every parameter index must be on exactly one rank (indices into sizes, not the sizes)")
+    return [sum(sizes[i] for i in part) for part in parts]
+
+
+def _best(sizes, world_size):
+    """The optimal largest load, by trying every assignment (small cases only)."""
+    best = math.inf
+    for choice in itertools.product(range(world_size), repeat=len(sizes)):
+        loads = [0] * world_size
+        for size, rank in zip(sizes, choice):
+            loads[rank] += size
+        best = min(best, max(loads))
+    return best
+
+
+def _perfect(world_size, target, rng):
+    """Sizes that split into world_size groups of exactly `target` each (so the best is target)."""
+    sizes = []
+    for _ in range(world_size):
+        cuts = sorted(rng.sample(range(1, target), rng.randint(1, 5)))
+        sizes += [b - a for a, b in zip([0] + cuts, cuts + [target])]
+    rng.shuffle(sizes)
+    return sizes
+
+
+def test_partition_parameters_balance(partition_parameters):
+    """the largest load is at most 4/3 of the best possible, on cases that expose naive rules"""
+    rng = random.Random(random.randint(0, 10**6))
+    cases = [([10, 1, 10, 1], 2),                         # round-robin puts both 10s together
+             ([9, 1, 1, 1, 1, 1, 1, 1, 1, 1], 2),          # equal counts per rank: 13 > 4/3 × 9
+             ([1, 1, 2], 2),                               # greedy in index order: 3 > 4/3 × 2
+             ([5, 5, 4, 4, 3, 3, 3], 3)]                   # LPT's worst case family
+    for _ in range(3):
+        p = rng.randint(2, 3)
+        cases.append(([rng.randint(0, 30) for _ in range(rng.randint(2, 8))], p))
+    for sizes, p in cases:
+        loads = _loads(partition_parameters(list(sizes), p), sizes, p)
+        best = _best(sizes, p)
+        assert max(loads) <= 4 / 3 * best + 1e-9, (
+            f"with {p} ranks the most loaded rank carries {max(loads)}, more than 4/3 of the best "
+            f"possible {best} (round-robin or equal counts ignore the sizes: place large ones first)")
+    for _ in range(3):                                     # larger: the best is known by construction
+        p = rng.randint(2, 6)
+        target = rng.randint(50, 10**6)
+        sizes = _perfect(p, target, rng)
+        loads = _loads(partition_parameters(list(sizes), p), sizes, p)
+        assert max(loads) <= 4 / 3 * target, (
+            f"{len(sizes)} parameters on {p} ranks: the best split has {target} on every rank, "
+            f"yours puts {max(loads)} on one (more than 4/3 of that)")
+
+
+def test_partition_parameters_edges(partition_parameters):
+    """fewer parameters than ranks, no parameters, one rank; ValueError for bad input"""
+    sizes = [7, 3]
+    loads = _loads(partition_parameters(sizes, 4), sizes, 4)
+    assert sorted(loads) == [0, 0, 3, 7], "with more ranks than parameters each parameter gets its own rank"
+    assert _loads(partition_parameters([], 3), [], 3) == [0, 0, 0], "no parameters: three empty lists"
+    sizes = [random.randint(0, 9) for _ in range(6)]
+    assert _loads(partition_parameters(sizes, 1), sizes, 1) == [sum(sizes)], "one rank takes everything"
+    with raises_value_error("partition_parameters([1, 2], 0)"):
+        partition_parameters([1, 2], 0)
+    with raises_value_error("partition_parameters([1, -2], 2)"):
+        partition_parameters([1, -2], 2)
+
+
+# --- training recipes: the single-process reference ----------------------------------------
+def _single_process(steps, seed):
+    model = sharding.make_model(seed)
+    X, y = sharding.make_data(seed)
+    optimizer = torch.optim.SGD(model.parameters(), lr=sharding.LR)
+    for step in range(steps):
+        inputs, targets = sharding.global_batch(X, y, step)
+        optimizer.zero_grad()
+        nn.functional.mse_loss(model(inputs), targets).backward()
+        optimizer.step()
+    return model.state_dict()
+
+
+def _same_weights(weights, expected, hint):
+    assert isinstance(weights, dict), f"return a state dict (a dict), got {type(weights).__name__}"
+    assert set(weights) == set(expected), (
+        f"the keys should be the plain model's {sorted(expected)}, got {sorted(weights)}")
+    for name, value in expected.items():
+        got = weights[name]
+        assert type(got) is torch.Tensor, (
+            f"{name} must be a plain torch.Tensor (gather sharded DTensors with full_tensor()), "
+            f"got {type(got).__name__}")
+        assert got.shape == value.shape, f"{name} has shape {tuple(got.shape)}, expected {tuple(value.shape)}"
+        assert torch.allclose(got.detach(), value, atol=2e-5, rtol=1e-4), (
+            f"the final weights differ from single-process training on the global batch ({hint})")
+
+
+def _the_launch(runs, world_size, name):
+    assert runs, (f"{name} must start its ranks with helpers.ranks.launch: the grader reads the "
+                  "launcher's counts")
+    run = runs[-1]
+    assert run.world_size == world_size, (
+        f"{name}(world_size={world_size}, ...) started {run.world_size} ranks")
+    return run
+
+
+# --- accumulate_gradients -----------------------------------------------------------------
+def _check_accumulate(accumulate_gradients, world_size, micro_batches):
+    seed = random.randint(0, 10**6)
+    steps = sharding.N_SAMPLES // sharding.GLOBAL_BATCH
+    with ranks.recording() as runs:
+        weights = accumulate_gradients(world_size, micro_batches, seed)
+    run = _the_launch(runs, world_size, "accumulate_gradients")
+    _same_weights(weights, _single_process(steps, seed),
+                  "is each micro-batch loss divided by micro_batches? each rank on its share?")
+    for rank, counts in enumerate(run.counts):
+        forwards = counts.get("ddp_forward", {}).get("calls", 0)
+        syncs = counts.get("ddp_gradient_sync", {}).get("calls", 0)
+        assert forwards == steps * micro_batches, (
+            f"with micro_batches={micro_batches} each rank runs {micro_batches} forward passes of its "
+            f"DistributedDataParallel model per step, {steps * micro_batches} in all; rank {rank} ran {forwards}")
+        assert syncs == steps, (
+            f"exactly one gradient all-reduce per optimiser step: {steps} in all; rank {rank} made {syncs} "
+            "(are the first micro_batches - 1 forward and backward passes inside model.no_sync()?)")
+
+
+@timeout(150)
+def test_accumulate_gradients_ranks(accumulate_gradients):
+    """2 or 3 ranks, 2 or 4 micro-batches: the single-process weights, one all-reduce per step"""
+    _check_accumulate(accumulate_gradients, random.choice([2, 3]), random.choice([2, 4]))
+
+
+def test_accumulate_gradients_errors(accumulate_gradients):
+    """world_size or micro_batches below 1, or a product that does not divide GLOBAL_BATCH: ValueError"""
+    for args in [(0, 2, 0), (2, 0, 0), (-1, 1, 0), (5, 1, 0), (3, 3, 0)]:
+        with raises_value_error(f"accumulate_gradients{args}"):
+            accumulate_gradients(*args)
+
+
+# --- train_fsdp -------------------------------------------------------------------------------------
+def _linear_bytes(model):
+    return [sum(p.numel() * p.element_size() for p in m.parameters())
+            for m in model.modules() if isinstance(m, nn.Linear)]
+
+
+def _check_fsdp(train_fsdp, world_size, steps):
+    seed = random.randint(0, 10**6)
+    with ranks.recording() as runs:
+        weights = train_fsdp(world_size, steps, seed)
+    run = _the_launch(runs, world_size, "train_fsdp")
+    _same_weights(weights, _single_process(steps, seed),
+                  "each rank on its share of the global batch? SGD with sharding.LR?")
+    layers = _linear_bytes(sharding.make_model(0))
+    # One layer gathered, with FSDP's padding of each parameter's rows up to a multiple of world_size.
+    one_layer = 1.25 * max(layers) + 256
+    for rank, counts in enumerate(run.counts):
+        gathers = sum(counts.get(name, {}).get("calls", 0) for name in _GATHERS)
+        largest = max([counts.get(name, {}).get("largest", 0) for name in _GATHERS])
+        assert gathers >= len(layers) * steps, (
+            f"with fully_shard on each of the {len(layers)} Linear layers, every forward pass gathers "
+            f"each layer's parameters: at least {len(layers) * steps} all-gathers in {steps} steps; "
+            f"rank {rank} made {gathers} (a plain DDP wrapper gathers nothing; sharding only the "
+            "root gathers the whole model at once)")
+        assert largest <= one_layer, (
+            f"no rank should hold more than its shard plus one layer's full parameters "
+            f"(about {max(layers)} bytes here), but rank {rank} gathered {largest} bytes at once: "
+            "call fully_shard on each Linear layer before the root")
+
+
+@timeout(150)
+def test_train_fsdp_ranks(train_fsdp):
+    """2 or 3 ranks (3: uneven shards): the single-process weights, gathered one layer at a time"""
+    _check_fsdp(train_fsdp, random.choice([2, 3]), 2)
+
+
+def test_train_fsdp_errors(train_fsdp):
+    """world_size below 1 or not dividing GLOBAL_BATCH, or steps < 0: ValueError"""
+    for args in [(0, 1, 0), (5, 1, 0), (2, -1, 0)]:
+        with raises_value_error(f"train_fsdp{args}"):
+            train_fsdp(*args)

@@ -1,0 +1,479 @@
+"""Wrong and alternative answers of 12_collectives_sharding (see autograder/samples/__init__.py)."""
+
+# --- ring_allreduce_p2p ----------------------------------------------------------------------
+_RING_HEAD = '''
+import torch
+import torch.distributed as dist
+
+def ring_allreduce_p2p(tensor):
+    rank, p = dist.get_rank(), dist.get_world_size()
+    flat = tensor.detach().reshape(-1).clone()
+'''
+
+_REDUCE_SCATTER = '''
+    chunks = list(torch.tensor_split(flat, p))
+    right, left = (rank + 1) % p, (rank - 1) % p
+    for step in range(p - 1):
+        s, r = (rank - step) % p, (rank - step - 1) % p
+        incoming = torch.empty_like(chunks[r])
+        req = dist.isend(chunks[s], dst=right)
+        dist.recv(incoming, src=left)
+        req.wait()
+        chunks[r] += incoming
+'''
+
+_ALL_GATHER = '''
+    for step in range(p - 1):
+        s, r = (rank + 1 - step) % p, (rank - step) % p
+        incoming = torch.empty_like(chunks[r])
+        req = dist.isend(chunks[s], dst=right)
+        dist.recv(incoming, src=left)
+        req.wait()
+        chunks[r].copy_(incoming)
+    return flat.reshape(tensor.shape)
+'''
+
+# --- accumulate_gradients ---------------------------------------------------------------------
+_ACC_LAUNCH = '''
+def accumulate_gradients(world_size, micro_batches, seed):
+    if world_size < 1 or micro_batches < 1 or sharding.GLOBAL_BATCH % (world_size * micro_batches):
+        raise ValueError("bad world_size or micro_batches")
+    steps = sharding.N_SAMPLES // sharding.GLOBAL_BATCH
+    return ranks.launch(accumulate_rank, world_size, micro_batches, seed, steps, timeout=100).results[0]
+'''
+
+_ACC_IMPORTS = '''
+import contextlib
+import torch
+import torch.distributed as dist
+from torch import nn
+from torch.nn.parallel import DistributedDataParallel
+from helpers import ranks, sharding
+'''
+
+_ACC_GOOD_LOOP = '''
+        for i, (x, t) in enumerate(pieces):
+            context = model.no_sync() if i < len(pieces) - 1 else contextlib.nullcontext()
+            with context:
+                (nn.functional.mse_loss(model(x), t) / micro_batches).backward()
+'''
+
+
+def _acc(loop=_ACC_GOOD_LOOP, launch=_ACC_LAUNCH):
+    return _ACC_IMPORTS + '''
+def accumulate_rank(micro_batches, seed, steps):
+    rank, world_size = dist.get_rank(), dist.get_world_size()
+    model = DistributedDataParallel(sharding.make_model(seed))
+    X, y = sharding.make_data(seed)
+    opt = torch.optim.SGD(model.parameters(), lr=sharding.LR)
+    for step in range(steps):
+        xb, yb = sharding.global_batch(X, y, step)
+        xb, yb = sharding.rank_share(xb, rank, world_size), sharding.rank_share(yb, rank, world_size)
+        opt.zero_grad()
+        pieces = list(zip(xb.chunk(micro_batches), yb.chunk(micro_batches)))
+''' + loop + '''
+        opt.step()
+    return model.module.state_dict() if rank == 0 else None
+''' + launch
+
+
+# --- train_fsdp -----------------------------------------------------------------------------
+_FSDP_IMPORTS = '''
+import torch
+import torch.distributed as dist
+from torch import nn
+from torch.distributed.fsdp import fully_shard
+from torch.nn.parallel import DistributedDataParallel
+from helpers import ranks, sharding
+'''
+
+_FSDP_WRAP = '''
+    for layer in model:
+        if isinstance(layer, nn.Linear):
+            fully_shard(layer)
+    fully_shard(model)
+'''
+
+_FSDP_RESULT = '''
+    full = {k: v.full_tensor() for k, v in model.state_dict().items()}
+    return full if rank == 0 else None
+'''
+
+_FSDP_LAUNCH = '''
+def train_fsdp(world_size, steps, seed):
+    if world_size < 1 or sharding.GLOBAL_BATCH % world_size or steps < 0:
+        raise ValueError("bad arguments")
+    return ranks.launch(fsdp_rank, world_size, steps, seed, timeout=100).results[0]
+'''
+
+
+def _fsdp(wrap=_FSDP_WRAP, result=_FSDP_RESULT, launch=_FSDP_LAUNCH):
+    return _FSDP_IMPORTS + '''
+def fsdp_rank(steps, seed):
+    rank, world_size = dist.get_rank(), dist.get_world_size()
+    model = sharding.make_model(seed)
+''' + wrap + '''
+    X, y = sharding.make_data(seed)
+    opt = torch.optim.SGD(model.parameters(), lr=sharding.LR)
+    for step in range(steps):
+        xb, yb = sharding.global_batch(X, y, step)
+        xb, yb = sharding.rank_share(xb, rank, world_size), sharding.rank_share(yb, rank, world_size)
+        opt.zero_grad()
+        nn.functional.mse_loss(model(xb), yb).backward()
+        opt.step()
+''' + result + launch
+
+
+WRONG = {
+    "ring_allreduce_p2p": {
+        "calls all_reduce": '''
+import torch
+import torch.distributed as dist
+
+def ring_allreduce_p2p(tensor):
+    out = tensor.detach().clone()
+    dist.all_reduce(out)
+    return out
+''',
+        "gathers everything at rank 0, which sends the sum back": _RING_HEAD + '''
+    if rank == 0:
+        for src in range(1, p):
+            incoming = torch.empty_like(flat)
+            dist.recv(incoming, src=src)
+            flat += incoming
+        for dst in range(1, p):
+            dist.send(flat, dst=dst)
+    else:
+        dist.send(flat, dst=0)
+        dist.recv(flat, src=0)
+    return flat.reshape(tensor.shape)
+''',
+        "stops after the reduce-scatter": _RING_HEAD + _REDUCE_SCATTER + '''
+    return flat.reshape(tensor.shape)
+''',
+        "equal chunks of n // p: the remainder is never summed": _RING_HEAD + '''
+    size = flat.numel() // p
+    chunks = [flat[i * size:(i + 1) * size] for i in range(p)]
+    right, left = (rank + 1) % p, (rank - 1) % p
+    for step in range(p - 1):
+        s, r = (rank - step) % p, (rank - step - 1) % p
+        incoming = torch.empty_like(chunks[r])
+        req = dist.isend(chunks[s], dst=right)
+        dist.recv(incoming, src=left)
+        req.wait()
+        chunks[r] += incoming
+''' + _ALL_GATHER,
+        "every rank sends its whole tensor to every other rank": _RING_HEAD + '''
+    total = flat.clone()
+    requests = [dist.isend(flat, dst=other) for other in range(p) if other != rank]
+    for other in range(p):
+        if other != rank:
+            incoming = torch.empty_like(flat)
+            dist.recv(incoming, src=other)
+            total += incoming
+    for request in requests:
+        request.wait()
+    return total.reshape(tensor.shape)
+''',
+    },
+    "zero_memory": {
+        "stage 2 shards the parameters too": '''
+def zero_memory(n_params, world_size, stage):
+    if stage not in (0, 1, 2, 3) or world_size < 1 or n_params < 0:
+        raise ValueError("bad arguments")
+    return [16 * n_params, 4 * n_params + 12 * n_params / world_size,
+            16 * n_params / world_size, 16 * n_params / world_size][stage]
+''',
+        "optimiser states left out": '''
+def zero_memory(n_params, world_size, stage):
+    if stage not in (0, 1, 2, 3) or world_size < 1 or n_params < 0:
+        raise ValueError("bad arguments")
+    params, grads = 2 * n_params, 2 * n_params
+    if stage >= 2:
+        grads /= world_size
+    if stage >= 3:
+        params /= world_size
+    return float(params + grads)
+''',
+        "in GB, not bytes": '''
+def zero_memory(n_params, world_size, stage):
+    if stage not in (0, 1, 2, 3) or world_size < 1 or n_params < 0:
+        raise ValueError("bad arguments")
+    return [16 * n_params, 4 * n_params + 12 * n_params / world_size,
+            2 * n_params + 14 * n_params / world_size, 16 * n_params / world_size][stage] / 1e9
+''',
+        "no ValueError": '''
+def zero_memory(n_params, world_size, stage):
+    world_size = max(world_size, 1)
+    table = [16 * n_params, 4 * n_params + 12 * n_params / world_size,
+             2 * n_params + 14 * n_params / world_size, 16 * n_params / world_size]
+    return float(table[min(max(stage, 0), 3)])
+''',
+    },
+    "partition_parameters": {
+        "round-robin by index": '''
+def partition_parameters(sizes, world_size):
+    if world_size < 1 or any(s < 0 for s in sizes):
+        raise ValueError("bad arguments")
+    return [list(range(r, len(sizes), world_size)) for r in range(world_size)]
+''',
+        "equal numbers of parameters per rank, in contiguous blocks": '''
+import numpy as np
+def partition_parameters(sizes, world_size):
+    if world_size < 1 or any(s < 0 for s in sizes):
+        raise ValueError("bad arguments")
+    return [[int(i) for i in block] for block in np.array_split(np.arange(len(sizes)), world_size)]
+''',
+        "equal numbers per rank, largest dealt first": '''
+def partition_parameters(sizes, world_size):
+    if world_size < 1 or any(s < 0 for s in sizes):
+        raise ValueError("bad arguments")
+    order = sorted(range(len(sizes)), key=lambda i: -sizes[i])
+    return [order[r::world_size] for r in range(world_size)]
+''',
+        "least-loaded rank in index order, not largest first": '''
+def partition_parameters(sizes, world_size):
+    if world_size < 1 or any(s < 0 for s in sizes):
+        raise ValueError("bad arguments")
+    parts, loads = [[] for _ in range(world_size)], [0] * world_size
+    for i, size in enumerate(sizes):
+        r = loads.index(min(loads))
+        parts[r].append(i)
+        loads[r] += size
+    return parts
+''',
+        "returns the sizes, not the indices": '''
+def partition_parameters(sizes, world_size):
+    if world_size < 1 or any(s < 0 for s in sizes):
+        raise ValueError("bad arguments")
+    parts, loads = [[] for _ in range(world_size)], [0] * world_size
+    for size in sorted(sizes, reverse=True):
+        r = loads.index(min(loads))
+        parts[r].append(size)
+        loads[r] += size
+    return parts
+''',
+        "no ValueError for a negative size": '''
+def partition_parameters(sizes, world_size):
+    if world_size < 1:
+        raise ValueError("bad world_size")
+    parts, loads = [[] for _ in range(world_size)], [0] * world_size
+    for i in sorted(range(len(sizes)), key=lambda i: -sizes[i]):
+        r = loads.index(min(loads))
+        parts[r].append(i)
+        loads[r] += sizes[i]
+    return parts
+''',
+    },
+    "accumulate_gradients": {
+        "no no_sync: one all-reduce per micro-batch": _acc('''
+        for x, t in pieces:
+            (nn.functional.mse_loss(model(x), t) / micro_batches).backward()
+'''),
+        "loss not scaled: gradients micro_batches times too large": _acc(_ACC_GOOD_LOOP.replace(
+            " / micro_batches).backward()", ").backward()")),
+        "no_sync around the backward only, forward outside": _acc('''
+        for i, (x, t) in enumerate(pieces):
+            loss = nn.functional.mse_loss(model(x), t) / micro_batches
+            if i < len(pieces) - 1:
+                with model.no_sync():
+                    loss.backward()
+            else:
+                loss.backward()
+'''),
+        "micro_batches ignored: one backward per step": _acc('''
+        nn.functional.mse_loss(model(xb), yb).backward()
+'''),
+        "trains in the calling process, no ranks": _ACC_IMPORTS + '''
+def accumulate_gradients(world_size, micro_batches, seed):
+    if world_size < 1 or micro_batches < 1 or sharding.GLOBAL_BATCH % (world_size * micro_batches):
+        raise ValueError("bad arguments")
+    model = sharding.make_model(seed)
+    X, y = sharding.make_data(seed)
+    opt = torch.optim.SGD(model.parameters(), lr=sharding.LR)
+    for step in range(sharding.N_SAMPLES // sharding.GLOBAL_BATCH):
+        xb, yb = sharding.global_batch(X, y, step)
+        opt.zero_grad()
+        for x, t in zip(xb.chunk(micro_batches), yb.chunk(micro_batches)):
+            (nn.functional.mse_loss(model(x), t) / micro_batches).backward()
+        opt.step()
+    return model.state_dict()
+''',
+        "no ValueError": _acc(launch='''
+def accumulate_gradients(world_size, micro_batches, seed):
+    steps = sharding.N_SAMPLES // sharding.GLOBAL_BATCH
+    return ranks.launch(accumulate_rank, max(world_size, 1), max(micro_batches, 1), seed, steps,
+                        timeout=100).results[0]
+'''),
+    },
+    "train_fsdp": {
+        "a plain DDP wrapper": _fsdp(wrap='''
+    model = DistributedDataParallel(model)
+''', result='''
+    return model.module.state_dict() if rank == 0 else None
+'''),
+        "only the root sharded": _fsdp(wrap='''
+    fully_shard(model)
+'''),
+        "returns rank 0's local shards, not the full tensors": _fsdp(result='''
+    local = {k: v.to_local().clone() for k, v in model.state_dict().items()}
+    return local if rank == 0 else None
+'''),
+        "no ValueError": _fsdp(launch='''
+def train_fsdp(world_size, steps, seed):
+    return ranks.launch(fsdp_rank, max(world_size, 1), max(steps, 0), seed, timeout=100).results[0]
+'''),
+    },
+}
+
+ALTERNATIVE = {
+    "ring_allreduce_p2p": {
+        "blocking send/recv ordered by parity, ring to the left, numpy split points": '''
+import numpy as np
+import torch
+import torch.distributed as dist
+
+def ring_allreduce_p2p(tensor):
+    rank, p = dist.get_rank(), dist.get_world_size()
+    flat = tensor.reshape(-1).clone()
+    if p == 1:
+        return flat.reshape(tensor.shape)
+    bounds = np.linspace(0, flat.numel(), p + 1).astype(int)
+    chunk = lambda k: flat[bounds[k]:bounds[k + 1]]
+    to, frm = (rank - 1) % p, (rank + 1) % p          # the ring runs leftwards
+
+    def exchange(out, into):
+        if rank % 2 == 0:
+            dist.send(out.contiguous(), dst=to)
+            dist.recv(into, src=frm)
+        else:
+            dist.recv(into, src=frm)
+            dist.send(out.contiguous(), dst=to)
+
+    for step in range(p - 1):
+        s, r = (rank + step) % p, (rank + step + 1) % p
+        buf = torch.empty_like(chunk(r))
+        exchange(chunk(s), buf)
+        chunk(r).add_(buf)
+    for step in range(p - 1):
+        s, r = (rank - 1 + step) % p, (rank + step) % p
+        buf = torch.empty_like(chunk(r))
+        exchange(chunk(s), buf)
+        chunk(r).copy_(buf)
+    return flat.reshape(tensor.shape)
+''',
+        "batch_isend_irecv per step": '''
+import torch
+import torch.distributed as dist
+
+def ring_allreduce_p2p(tensor):
+    rank, p = dist.get_rank(), dist.get_world_size()
+    parts = [c.clone() for c in torch.tensor_split(tensor.reshape(-1), p)]
+    right, left = (rank + 1) % p, (rank - 1) % p
+    for phase in ("reduce-scatter", "all-gather"):
+        for step in range(p - 1):
+            if phase == "reduce-scatter":
+                s, r = (rank - step) % p, (rank - step - 1) % p
+            else:
+                s, r = (rank + 1 - step) % p, (rank - step) % p
+            buf = torch.empty_like(parts[r])
+            ops = [dist.P2POp(dist.isend, parts[s], right), dist.P2POp(dist.irecv, buf, left)]
+            for req in dist.batch_isend_irecv(ops):
+                req.wait()
+            parts[r] = parts[r] + buf if phase == "reduce-scatter" else buf
+    return torch.cat(parts).reshape(tensor.shape)
+''',
+    },
+    "zero_memory": {
+        "bytes per parameter per stage, as a table": '''
+def zero_memory(n_params, world_size, stage):
+    if n_params < 0:
+        raise ValueError("n_params < 0")
+    if world_size < 1:
+        raise ValueError("world_size < 1")
+    sharded = {0: (), 1: ("optim",), 2: ("optim", "grad"), 3: ("optim", "grad", "param")}
+    if stage not in sharded:
+        raise ValueError(f"unknown stage {stage}")
+    per_param = {"param": 2, "grad": 2, "optim": 4 + 4 + 4}
+    return sum(b * n_params / (world_size if k in sharded[stage] else 1) for k, b in per_param.items())
+''',
+    },
+    "partition_parameters": {
+        "largest first with a plain list of loads": '''
+def partition_parameters(sizes, world_size):
+    if not world_size >= 1:
+        raise ValueError("world_size must be >= 1")
+    if min(sizes, default=0) < 0:
+        raise ValueError("negative size")
+    parts, loads = [[] for _ in range(world_size)], [0] * world_size
+    for i in sorted(range(len(sizes)), key=lambda i: sizes[i], reverse=True):
+        r = min(range(world_size), key=lambda k: loads[k])
+        parts[r].append(i)
+        loads[r] += sizes[i]
+    return parts
+''',
+        "optimal by exhaustive search for small inputs, LPT otherwise": '''
+import itertools
+def partition_parameters(sizes, world_size):
+    if world_size < 1 or any(s < 0 for s in sizes):
+        raise ValueError("invalid")
+    if world_size ** len(sizes) <= 20000:
+        best, best_load = None, None
+        for choice in itertools.product(range(world_size), repeat=len(sizes)):
+            loads = [0] * world_size
+            for s, r in zip(sizes, choice):
+                loads[r] += s
+            if best_load is None or max(loads) < best_load:
+                best, best_load = choice, max(loads)
+        return [[i for i, r in enumerate(best) if r == k] for k in range(world_size)]
+    parts, loads = [[] for _ in range(world_size)], [0] * world_size
+    for i in sorted(range(len(sizes)), key=lambda i: -sizes[i]):
+        r = loads.index(min(loads))
+        parts[r].append(i)
+        loads[r] += sizes[i]
+    return parts
+''',
+    },
+    "accumulate_gradients": {
+        "sum-reduced loss over the rank's share, tensor_split micro-batches": _ACC_IMPORTS + '''
+def accumulate_rank(micro_batches, seed, steps):
+    rank, world_size = dist.get_rank(), dist.get_world_size()
+    model = DistributedDataParallel(sharding.make_model(seed))
+    X, y = sharding.make_data(seed)
+    opt = torch.optim.SGD(model.parameters(), lr=sharding.LR)
+    share = sharding.GLOBAL_BATCH // world_size
+    for step in range(steps):
+        xb, yb = sharding.global_batch(X, y, step)
+        xb, yb = sharding.rank_share(xb, rank, world_size), sharding.rank_share(yb, rank, world_size)
+        opt.zero_grad()
+        xs, ys = torch.tensor_split(xb, micro_batches), torch.tensor_split(yb, micro_batches)
+        for x, t in zip(xs[:-1], ys[:-1]):
+            with model.no_sync():
+                (nn.functional.mse_loss(model(x), t, reduction="sum") / share).backward()
+        (nn.functional.mse_loss(model(xs[-1]), ys[-1], reduction="sum") / share).backward()
+        opt.step()
+    if rank == 0:
+        return {k: v.clone() for k, v in model.module.state_dict().items()}
+    return None
+''' + _ACC_LAUNCH,
+    },
+    "train_fsdp": {
+        "fully_shard over model.modules(), no reshard after forward, get_model_state_dict": _fsdp(wrap='''
+    for module in list(model.modules()):
+        if isinstance(module, nn.Linear):
+            fully_shard(module, reshard_after_forward=False)
+    fully_shard(model, reshard_after_forward=False)
+''', result='''
+    from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict
+    full = get_model_state_dict(model, options=StateDictOptions(full_state_dict=True, cpu_offload=True))
+    return full if rank == 0 else None
+'''),
+    },
+}
+
+PARTIAL = {
+    "ring_allreduce_p2p": "calls all_reduce",
+    "zero_memory": None,
+    "partition_parameters": "round-robin by index",
+    "accumulate_gradients": None,
+}

@@ -1,0 +1,477 @@
+"""Start a small gloo process group on this machine, run a function on every rank, count its messages.
+
+    from helpers import ranks
+
+    def hello():                                   # may be defined in a notebook
+        import torch, torch.distributed as dist
+        t = torch.ones(3) * dist.get_rank()
+        dist.all_reduce(t)
+        return t
+
+    run = ranks.launch(hello, 3)                   # 3 ranks, gloo, spawned processes
+    run.results        # [tensor([3., 3., 3.]), ...]  what hello returned on each rank
+    run.counts[0]      # {"all_reduce": {"calls": 1, "bytes": 12, "largest": 12}}
+    run.seconds        # wall time of the whole launch, start-up included
+
+What it does for you, and why:
+- **spawn, always.** A process forked from a parent that has already run torch
+  can deadlock; spawn starts a fresh interpreter.
+- **By value.** A spawned process can only import functions by name, and a
+  function defined in a notebook has none. `launch` pickles the function's
+  code with cloudpickle (the trick joblib uses), so notebook functions work.
+- **A free port.** Chosen in the parent by asking the operating system (bind
+  to port 0); a fixed port (29500) fails as soon as two runs overlap.
+- **A time limit.** If a rank hangs (a collective waiting for a rank that
+  died), every rank is killed and `TimeoutError` says so. No orphan process is
+  left behind: the parent kills what is left, and each rank also watches its
+  parent and its own deadline.
+- **Errors come back.** An exception raised on a rank is raised again in the
+  parent, with the rank's traceback added as a note.
+- **A safe ending.** The standard ending of a rank is `dist.barrier();
+  dist.destroy_process_group()`. With gloo, returning normally after that
+  sometimes aborts the process at interpreter exit ("terminate called without
+  an active exception"). The launcher ends each rank with barrier, destroy,
+  flush, then `os._exit`, which skips that faulty teardown.
+- **Counts, not clocks.** Before your function runs, the launcher wraps every
+  `torch.distributed` point-to-point and collective function in the rank, so
+  `run.counts[r][name]` tells how many calls rank r made, how many bytes it
+  handed to them ("bytes"; for recv/irecv the bytes received are in
+  "received") and the largest tensor one call touched ("largest", outputs
+  included). Calls made inside other calls (the `send` inside
+  `send_object_list`) are counted too. DistributedDataParallel's gradient
+  all-reduces happen in C++, so the launcher routes them through a counted
+  Python hook (the standard `allreduce_hook`): they appear as `all_reduce`
+  calls, and once per synchronising backward pass as "ddp_gradient_sync";
+  "ddp_forward" counts the forward passes of DDP models with gradients enabled.
+
+`ranks.local_counts()` returns the counts so far from inside a rank (to count
+one call), and `with ranks.recording() as runs:` collects every launch made in
+the block (what a function that launches ranks itself did).
+"""
+import contextlib
+import importlib.machinery
+import importlib.util
+import inspect
+import multiprocessing
+import os
+import pickle
+import shutil
+import socket
+import sys
+import tempfile
+import threading
+import time
+import traceback
+from dataclasses import dataclass, field
+
+MAX_RANKS = 8
+
+POINT_TO_POINT = ("send", "recv", "isend", "irecv", "send_object_list", "recv_object_list",
+                  "batch_isend_irecv")
+COLLECTIVES = ("broadcast", "reduce", "all_reduce", "all_gather", "all_gather_into_tensor",
+               "all_gather_single", "reduce_scatter", "reduce_scatter_tensor",
+               "reduce_scatter_single", "gather", "scatter", "all_to_all", "all_to_all_single",
+               "barrier", "monitored_barrier", "all_reduce_coalesced", "all_gather_coalesced",
+               "broadcast_object_list", "all_gather_object", "gather_object",
+               "scatter_object_list", "_all_gather_base", "_reduce_scatter_base")
+RECEIVING = ("recv", "irecv")
+# The argument that holds what a rank hands to each call (its payload).
+_PAYLOAD_ARGUMENTS = ("tensor", "input_tensor", "input", "input_list", "input_tensor_list")
+_DDP_SYNC = "ddp_gradient_sync"
+_DDP_FORWARD = "ddp_forward"
+
+
+@dataclass
+class Launch:
+    """What one launch gave back: per-rank results and counts, and its wall time."""
+    world_size: int
+    results: list
+    counts: list
+    seconds: float = 0.0
+
+    def total(self, rank, names):
+        """Calls rank `rank` made to any of `names` (e.g. ranks.COLLECTIVES)."""
+        return sum(self.counts[rank].get(name, {}).get("calls", 0) for name in names)
+
+    def sent(self, rank, names=("send", "isend")):
+        """Bytes rank `rank` handed to the calls in `names` (by default: point-to-point sends)."""
+        return sum(self.counts[rank].get(name, {}).get("bytes", 0) for name in names)
+
+
+_history = []
+_history_lock = threading.Lock()
+
+
+@contextlib.contextmanager
+def recording():
+    """with recording() as runs: ...  -> runs lists every Launch made inside the block."""
+    runs = []
+    with _history_lock:
+        _history.append(runs)
+    try:
+        yield runs
+    finally:
+        with _history_lock:
+            _history.remove(runs)
+
+
+def free_port():
+    """A TCP port nobody uses right now: bind to port 0 and read back what the system chose."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+# --- shipping functions by value ------------------------------------------------------
+def _importable(module_name):
+    """Can a fresh interpreter import this module by name (so pickling by reference works)?
+
+    A module loaded from a file under another name (importlib's spec_from_file_location)
+    sits in sys.modules but cannot be imported by that name elsewhere: look on disk.
+    """
+    if module_name in (None, "__main__", "__mp_main__"):
+        return False
+    module = sys.modules.get(module_name)
+    if module is not None:
+        spec = getattr(module, "__spec__", None)
+        if spec is None:
+            return False
+        if spec.origin in ("built-in", "frozen"):
+            return True
+    parent, _, _ = module_name.rpartition(".")
+    try:
+        search = importlib.import_module(parent).__path__ if parent else None
+        return importlib.machinery.PathFinder.find_spec(module_name, search) is not None
+    except (ImportError, AttributeError, ValueError):
+        return False
+
+
+def by_value(obj):
+    """cloudpickle obj; functions from modules a spawned process cannot import travel as code."""
+    try:
+        import cloudpickle
+    except ImportError:  # older joblib versions carry their own copy
+        from joblib.externals import cloudpickle
+
+    registered = []
+    items = obj if isinstance(obj, (tuple, list)) else (obj,)
+    for item in _walk(items):
+        name = getattr(item, "__module__", None)
+        if callable(item) and name in sys.modules and not _importable(name) and name != "__main__":
+            try:
+                cloudpickle.register_pickle_by_value(sys.modules[name])
+                registered.append(sys.modules[name])
+            except ValueError:  # already registered
+                pass
+    try:
+        return cloudpickle.dumps(obj)
+    finally:
+        for module in registered:
+            cloudpickle.unregister_pickle_by_value(module)
+
+
+def _walk(items):
+    for item in items:
+        if isinstance(item, (tuple, list)):
+            yield from _walk(item)
+        elif isinstance(item, dict):
+            yield from _walk(list(item.values()))
+        else:
+            yield item
+
+
+# --- counting, inside a rank ----------------------------------------------------------
+_counts = {}
+
+
+def local_counts():
+    """A copy of this rank's counts so far (call it inside a rank)."""
+    return {name: dict(entry) for name, entry in _counts.items()}
+
+
+def _nbytes(value):
+    import torch
+    if isinstance(value, torch.Tensor):
+        return value.numel() * value.element_size()
+    if isinstance(value, (list, tuple)):
+        return sum(_nbytes(v) for v in value)
+    return 0
+
+
+def _largest(values):
+    import torch
+    best = 0
+    for value in values:
+        if isinstance(value, torch.Tensor):
+            best = max(best, value.numel() * value.element_size())
+        elif isinstance(value, (list, tuple)):
+            best = max(best, _largest(value))
+    return best
+
+
+def _note(name, nbytes=0, received=0, largest=0):
+    entry = _counts.setdefault(name, {"calls": 0, "bytes": 0, "largest": 0})
+    entry["calls"] += 1
+    entry["bytes"] += nbytes
+    entry["largest"] = max(entry["largest"], largest)
+    if received:
+        entry["received"] = entry.get("received", 0) + received
+
+
+# Calls whose inner calls are counted (they say what really travelled); inside any
+# other call, inner calls are torch's own plumbing (send is isend + wait) and are not.
+_TRANSPARENT = ("send_object_list", "recv_object_list", "batch_isend_irecv",
+                "broadcast_object_list", "all_gather_object", "gather_object", "scatter_object_list")
+_inside = threading.local()
+
+
+def _counted(name, original):
+    signature = inspect.signature(original)
+
+    def wrapper(*args, **kwargs):
+        outer = getattr(_inside, "name", None)
+        if outer is not None and outer not in _TRANSPARENT:
+            return original(*args, **kwargs)
+        try:
+            bound = signature.bind_partial(*args, **kwargs).arguments
+        except TypeError:  # let the original report the bad call
+            return original(*args, **kwargs)
+        payload = next((bound[a] for a in _PAYLOAD_ARGUMENTS if a in bound), None)
+        size = _nbytes(payload)
+        largest = _largest(bound.values())
+        if name in RECEIVING:
+            _note(name, 0, received=size, largest=largest)
+        else:
+            _note(name, size, largest=largest)
+        _inside.name = name
+        try:
+            return original(*args, **kwargs)
+        finally:
+            _inside.name = outer
+
+    wrapper.__name__ = name
+    wrapper.__qualname__ = name
+    wrapper.__doc__ = original.__doc__
+    wrapper.__wrapped__ = original
+    wrapper._course_counted = True
+    return wrapper
+
+
+def _install_counters():
+    """Replace the torch.distributed functions by counting wrappers (in this rank only)."""
+    import torch.distributed as dist
+    import torch.distributed.distributed_c10d as c10d
+
+    for name in POINT_TO_POINT + COLLECTIVES:
+        original = getattr(c10d, name, None) or getattr(dist, name, None)
+        if original is None or getattr(original, "_course_counted", False):
+            continue
+        wrapper = _counted(name, original)
+        for namespace in (dist, c10d):
+            if hasattr(namespace, name):
+                setattr(namespace, name, wrapper)
+    _count_ddp_gradient_syncs()
+
+
+def _count_ddp_gradient_syncs():
+    """Send DDP's gradient all-reduce through a counted Python hook (numerically the default one)."""
+    import torch
+    from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    def counting(hook):
+        def counted_hook(state, bucket):
+            if bucket.is_last():
+                _note(_DDP_SYNC, 0)
+            return hook(state, bucket)
+        return counted_hook
+
+    original_register = DDP.register_comm_hook
+    original_forward = DDP.forward
+
+    def register_comm_hook(self, state, hook):
+        self._course_hooked = True
+        return original_register(self, state, counting(hook))
+
+    def forward(self, *args, **kwargs):
+        if torch.is_grad_enabled():            # a training pass (evaluation runs under no_grad)
+            _note(_DDP_FORWARD, 0)
+        if not getattr(self, "_course_hooked", False):
+            self._course_hooked = True
+            original_register(self, self.process_group, counting(default_hooks.allreduce_hook))
+        return original_forward(self, *args, **kwargs)
+
+    DDP.register_comm_hook = register_comm_hook
+    DDP.forward = forward
+
+
+# --- the rank's side ------------------------------------------------------------------
+def _watch(parent_pid, seconds):
+    """Leave if the parent disappears or the time is up, so no rank outlives its launch."""
+    end = time.monotonic() + seconds
+
+    def watch():
+        while time.monotonic() < end:
+            if os.getppid() != parent_pid:
+                os._exit(3)
+            time.sleep(0.2)
+        os._exit(4)
+
+    threading.Thread(target=watch, daemon=True).start()
+
+
+def _rank_main(rank, world_size, port, payload, result_path, options):
+    """Target of each spawned rank: join the group, count, run fn, save its result, exit cleanly."""
+    os.environ.update(RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE=str(world_size),
+                      LOCAL_WORLD_SIZE=str(world_size), MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    _watch(options["parent"], options["seconds"] + 10)
+    import datetime
+
+    import torch
+    import torch.distributed as dist
+
+    torch.set_num_threads(options["threads"])
+    record = {"rank": rank, "ok": False}
+    try:
+        if options["init_group"]:
+            dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank,
+                                    world_size=world_size,
+                                    timeout=datetime.timedelta(seconds=options["seconds"] + 5))
+        _install_counters()
+        fn, args, kwargs = pickle.loads(payload)
+        value = fn(*args, **kwargs)
+        record.update(ok=True, value=value)
+    except BaseException as err:  # noqa: BLE001 (sent back to the parent and raised there)
+        record.update(error=_portable(err), kind=type(err).__name__, message=str(err),
+                      traceback=traceback.format_exc(), when=time.time())
+    record["counts"] = local_counts()
+    try:
+        torch.save(record, result_path)
+    except Exception as err:  # noqa: BLE001 (a result that cannot be saved is an error too)
+        torch.save({"rank": rank, "ok": False, "error": None, "kind": type(err).__name__,
+                    "message": f"the result of rank {rank} could not be sent back: {err}",
+                    "traceback": traceback.format_exc(), "counts": record["counts"]}, result_path)
+        record["ok"] = False
+    _end(record["ok"])
+
+
+def _end(ok):
+    """The standard ending (barrier, destroy_process_group), then os._exit: the gloo workaround."""
+    import torch.distributed as dist
+
+    status = 0 if ok else 1
+    try:
+        if dist.is_initialized():
+            if ok:
+                dist.barrier()
+            dist.destroy_process_group()
+    except BaseException:  # noqa: BLE001 (another rank failed first: the parent reports that one)
+        status = 1
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(status)
+
+
+def _portable(err):
+    """The exception itself if it survives a pickle round trip, else None."""
+    try:
+        return pickle.loads(pickle.dumps(err))
+    except Exception:  # noqa: BLE001
+        return None
+
+
+# --- the parent's side ----------------------------------------------------------------
+def launch(fn, world_size, *args, timeout=60.0, init_group=True, threads_per_rank=1, **kwargs):
+    """Run fn(*args, **kwargs) on each of `world_size` gloo ranks; a Launch with results and counts.
+
+    init_group=False leaves init_process_group to fn (RANK, WORLD_SIZE,
+    MASTER_ADDR and MASTER_PORT are set, so init_process_group("gloo") works).
+    """
+    if isinstance(world_size, bool) or not isinstance(world_size, int) or not 1 <= world_size <= MAX_RANKS:
+        raise ValueError(f"world_size must be an int from 1 to {MAX_RANKS}, got {world_size!r}")
+    if not timeout > 0:
+        raise ValueError(f"timeout must be positive, got {timeout!r}")
+    if not callable(fn):
+        raise ValueError(f"fn must be callable, got {type(fn).__name__}")
+    payload = by_value((fn, args, kwargs))
+    options = {"parent": os.getpid(), "seconds": float(timeout), "init_group": init_group,
+               "threads": int(threads_per_rank)}
+    context = multiprocessing.get_context("spawn")
+    folder = tempfile.mkdtemp(prefix="course-ranks-")
+    paths = [os.path.join(folder, f"rank{r}.pt") for r in range(world_size)]
+    port = free_port()
+    processes = [context.Process(target=_rank_main, name=f"rank{r}",
+                                 args=(r, world_size, port, payload, paths[r], options))
+                 for r in range(world_size)]
+    start = time.perf_counter()
+    try:
+        for process in processes:
+            process.start()
+        _wait(processes, start + timeout, timeout)
+        records = [_load(path) for path in paths]
+    finally:
+        _stop(processes)
+        shutil.rmtree(folder, ignore_errors=True)
+    _raise_first_error(records, processes)
+    run = Launch(world_size, [r["value"] for r in records], [r["counts"] for r in records],
+                 time.perf_counter() - start)
+    with _history_lock:
+        for runs in _history:
+            runs.append(run)
+    return run
+
+
+def _wait(processes, deadline, timeout, grace=3.0):
+    """Until every rank has exited; after one fails, the others get `grace` seconds."""
+    failed_at = None
+    while any(p.is_alive() for p in processes):
+        now = time.perf_counter()
+        if failed_at is None and any(p.exitcode not in (None, 0) for p in processes):
+            failed_at = now
+        if failed_at is not None and now > failed_at + grace:
+            return  # the failed rank's error is raised; the others were waiting for it
+        if now > deadline:
+            alive = [p.name for p in processes if p.is_alive()]
+            _stop(processes)
+            raise TimeoutError(f"the ranks did not finish within {timeout:g} s ({', '.join(alive)} "
+                               "still running: a hang, e.g. a recv or a collective some rank never joined?)")
+        time.sleep(0.01)
+
+
+def _stop(processes):
+    """Kill every rank still running and reap them all (safe to call twice)."""
+    for process in processes:
+        if process.pid is not None and process.is_alive():
+            process.kill()
+    for process in processes:
+        if process.pid is not None:
+            process.join(5)
+
+
+def _load(path):
+    if not os.path.exists(path):
+        return None
+    import torch
+    try:
+        return torch.load(path, weights_only=False)
+    except Exception as err:  # noqa: BLE001
+        return {"ok": False, "error": None, "kind": type(err).__name__,
+                "message": f"could not read a rank's result: {err}", "traceback": "", "counts": {}}
+
+
+def _raise_first_error(records, processes):
+    """Raise the error that happened first: the others are usually its echo (a peer closed)."""
+    failed = [(record.get("when", float("inf")), rank, record)
+              for rank, record in enumerate(records) if record is not None and not record["ok"]]
+    for _, rank, record in sorted(failed, key=lambda f: f[:2]):
+        error = record.get("error")
+        note = f"raised on rank {rank} of {len(records)}:\n{record['traceback']}"
+        if isinstance(error, BaseException):
+            error.add_note(note)
+            raise error
+        raise RuntimeError(f"rank {rank}: {record['kind']}: {record['message']}\n{note}")
+    for rank, record in enumerate(records):
+        if record is None:
+            raise RuntimeError(f"rank {rank} ended without a result (it crashed or was killed); "
+                               "look above for its output")
