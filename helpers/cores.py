@@ -26,6 +26,12 @@ class Load:
 
     def __init__(self):
         self.times, self.percent = [], []
+        self.marks = []                          # (seconds since start, label)
+        self._start = time.perf_counter()
+
+    def mark(self, label):
+        """Note that a new phase starts now (drawn as a labelled vertical line)."""
+        self.marks.append((time.perf_counter() - self._start, label))
 
     @property
     def n_cpus(self):
@@ -49,7 +55,7 @@ def watch(interval=0.1):
 
     load, stop = Load(), threading.Event()
     psutil.cpu_percent(percpu=True)            # the first call only sets the reference point
-    start = time.perf_counter()
+    start = load._start = time.perf_counter()
 
     def sample():
         while not stop.wait(interval):
@@ -72,7 +78,10 @@ def load_plot(load, *, title="Utilisation of each logical CPU", ax=None):
     ax = ax or plt.subplots(figsize=(7, 3))[1]
     for cpu in range(load.n_cpus):
         ax.plot(load.times, [s[cpu] for s in load.percent], label=f"CPU {cpu}", lw=1.2)
-    ax.set_ylim(-5, 105)
+    for seconds, label in load.marks:
+        ax.axvline(seconds, color="grey", ls=":", lw=1)
+        ax.text(seconds, 102, " " + label, fontsize=7, va="bottom", rotation=0)
+    ax.set_ylim(-5, 112)
     ax.set_xlabel("seconds")
     ax.set_ylabel("% busy")
     ax.set_title(title)
