@@ -1,4 +1,5 @@
 """Hidden checks of 01_processes_threads (cores, processes, threads)."""
+import math
 import multiprocessing
 import multiprocessing.process
 import os
@@ -64,6 +65,71 @@ def _pinned_child(cpu_info, conn, cpus):
     os.sched_setaffinity(0, cpus)
     conn.send(cpu_info())
     conn.close()
+
+
+def _fake_cgroup(root, files):
+    """Write {relative path: text} under root: a made-up cgroup mount for cpu_info(root)."""
+    for relative, text in files.items():
+        path = os.path.join(root, relative)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w") as f:
+            f.write(text + "\n")
+    return root
+
+
+def _usable_on_fake(cpu_info, tmp_path, name, files):
+    root = _fake_cgroup(str(tmp_path / name), files)
+    try:
+        info = cpu_info(root)
+    except TypeError as err:
+        raise AssertionError("cpu_info must accept an optional cgroup_root argument "
+                             f"(the folder to read the quota from): {err}") from None
+    assert type(info) is dict and "usable" in info, "cpu_info(cgroup_root) must return the same dict"
+    return exact_int(info["usable"], "usable")
+
+
+def _affinity():
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+
+
+# Quotas below, at and above the CPUs this process may use. On a machine with
+# one usable CPU every quota gives 1, so only the larger machines tell an
+# ignored quota apart (the grading machines have 2 or more).
+QUOTAS = [(50_000, 100_000), (100_000, 100_000), (150_000, 100_000), (250_000, 100_000),
+          (1_000_000, 100_000), (300_000, 200_000)]
+
+
+def test_cpu_info_cgroup_v2_quota(cpu_info, tmp_path):
+    """a cgroup v2 quota (cpu.max under cgroup_root) caps usable, rounded up"""
+    for quota, period in QUOTAS:
+        got = _usable_on_fake(cpu_info, tmp_path, f"v2-{quota}-{period}", {"cpu.max": f"{quota} {period}"})
+        expected = min(_affinity(), max(1, math.ceil(quota / period)))
+        assert got == expected, (
+            f"with cpu.max = '{quota} {period}' ({quota / period:g} CPUs of quota) and {_affinity()} CPUs "
+            f"in the affinity mask, usable should be {expected}, got {got}")
+
+
+def test_cpu_info_cgroup_v1_quota(cpu_info, tmp_path):
+    """a cgroup v1 quota (cpu/cpu.cfs_quota_us and cpu.cfs_period_us) caps usable, rounded up"""
+    for quota, period in QUOTAS:
+        got = _usable_on_fake(cpu_info, tmp_path, f"v1-{quota}-{period}",
+                              {"cpu/cpu.cfs_quota_us": str(quota), "cpu/cpu.cfs_period_us": str(period)})
+        expected = min(_affinity(), max(1, math.ceil(quota / period)))
+        assert got == expected, (
+            f"with cgroup v1 cpu.cfs_quota_us = {quota} and cpu.cfs_period_us = {period} "
+            f"({quota / period:g} CPUs) and {_affinity()} CPUs in the affinity mask, "
+            f"usable should be {expected}, got {got}")
+
+
+def test_cpu_info_no_quota(cpu_info, tmp_path):
+    """no quota file, cpu.max = 'max', or a v1 quota of -1: usable is the affinity count"""
+    cases = {"no cgroup files": {}, "cpu.max = 'max 100000'": {"cpu.max": "max 100000"},
+             "cpu.cfs_quota_us = -1": {"cpu/cpu.cfs_quota_us": "-1", "cpu/cpu.cfs_period_us": "100000"}}
+    for index, (what, files) in enumerate(cases.items()):
+        got = _usable_on_fake(cpu_info, tmp_path, f"none-{index}", files)
+        assert got == _affinity(), (
+            f"with {what} there is no quota: usable should be the {_affinity()} CPUs of the affinity "
+            f"mask, got {got}")
 
 
 def test_cpu_info_is_your_own(cpu_info):

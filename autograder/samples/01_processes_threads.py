@@ -21,6 +21,56 @@ def cpu_info():
     return {"logical": os.cpu_count(), "physical": psutil.cpu_count(logical=False),
             "usable": system.usable_cores()}
 ''',
+        "ignores the cgroup quota": '''
+import os, psutil
+def cpu_info(cgroup_root="/sys/fs/cgroup"):
+    return {"logical": os.cpu_count(), "physical": psutil.cpu_count(logical=False),
+            "usable": len(os.sched_getaffinity(0))}
+''',
+        "reads cgroup v2 only": '''
+import math, os, psutil
+def cpu_info(cgroup_root="/sys/fs/cgroup"):
+    usable = len(os.sched_getaffinity(0))
+    try:
+        quota, period = open(os.path.join(cgroup_root, "cpu.max")).read().split()
+        if quota != "max":
+            usable = min(usable, max(1, math.ceil(int(quota) / int(period))))
+    except OSError:
+        pass
+    return {"logical": os.cpu_count(), "physical": psutil.cpu_count(logical=False), "usable": usable}
+''',
+        "rounds a fractional quota down": '''
+import os, psutil
+def cpu_info(cgroup_root="/sys/fs/cgroup"):
+    usable = len(os.sched_getaffinity(0))
+    try:
+        quota, period = open(os.path.join(cgroup_root, "cpu.max")).read().split()
+    except OSError:
+        try:
+            quota = open(os.path.join(cgroup_root, "cpu", "cpu.cfs_quota_us")).read().strip()
+            period = open(os.path.join(cgroup_root, "cpu", "cpu.cfs_period_us")).read().strip()
+        except OSError:
+            quota = "max"
+    if quota not in ("max", "-1"):
+        usable = min(usable, max(1, int(quota) // int(period)))
+    return {"logical": os.cpu_count(), "physical": psutil.cpu_count(logical=False), "usable": usable}
+''',
+        "always reads /sys/fs/cgroup, whatever the argument": '''
+import math, os, psutil
+def cpu_info(cgroup_root="/sys/fs/cgroup"):
+    usable = len(os.sched_getaffinity(0))
+    try:
+        quota, period = open("/sys/fs/cgroup/cpu.max").read().split()
+    except OSError:
+        try:
+            quota = open("/sys/fs/cgroup/cpu/cpu.cfs_quota_us").read().strip()
+            period = open("/sys/fs/cgroup/cpu/cpu.cfs_period_us").read().strip()
+        except OSError:
+            quota = "max"
+    if quota not in ("max", "-1"):
+        usable = min(usable, max(1, math.ceil(int(quota) / int(period))))
+    return {"logical": os.cpu_count(), "physical": psutil.cpu_count(logical=False), "usable": usable}
+''',
     },
     "run_in_child": {
         "runs fn in a thread": '''
@@ -133,22 +183,28 @@ def creation_cost(kind, n):
 
 ALTERNATIVE = {
     "cpu_info": {
-        "process_cpu_count with a cgroup v1 fallback": '''
-import math, os, psutil
-def cpu_info():
+        "process_cpu_count, pathlib, quota as a Fraction": '''
+import math, os
+from fractions import Fraction
+from pathlib import Path
+import psutil
+
+def quota_cpus(root):
+    root = Path(root)
+    if (root / "cpu.max").exists():
+        quota, period = (root / "cpu.max").read_text().split()[:2]
+        return None if quota == "max" else Fraction(int(quota), int(period))
+    v1 = root / "cpu"
+    if (v1 / "cpu.cfs_quota_us").exists():
+        quota = int((v1 / "cpu.cfs_quota_us").read_text())
+        return None if quota < 0 else Fraction(quota, int((v1 / "cpu.cfs_period_us").read_text()))
+    return None
+
+def cpu_info(cgroup_root="/sys/fs/cgroup"):
     usable = os.process_cpu_count() if hasattr(os, "process_cpu_count") else len(os.sched_getaffinity(0))
-    for q, p in (("/sys/fs/cgroup/cpu.max", None),
-                 ("/sys/fs/cgroup/cpu/cpu.cfs_quota_us", "/sys/fs/cgroup/cpu/cpu.cfs_period_us")):
-        try:
-            if p is None:
-                quota, period = open(q).read().split()
-            else:
-                quota, period = open(q).read().strip(), open(p).read().strip()
-        except OSError:
-            continue
-        if quota not in ("max", "-1"):
-            usable = min(usable, max(1, math.ceil(int(quota) / int(period))))
-        break
+    cpus = quota_cpus(cgroup_root)
+    if cpus is not None:
+        usable = min(usable, max(1, math.ceil(cpus)))
     return {"logical": os.cpu_count(), "physical": psutil.cpu_count(logical=False), "usable": usable}
 ''',
     },

@@ -1,0 +1,127 @@
+"""Watching the machine from a notebook: per-core load while code runs, and scripts run aside.
+
+    with cores.watch() as load:
+        ...                       # run a pool here
+    cores.load_plot(load)
+
+`run_script` writes Python code to a file and runs it in a fresh interpreter
+with a time limit: the way to show what happens in a *script* (spawn
+re-importing it, a missing `if __name__ == "__main__":`, a fork that hangs)
+without putting the notebook's kernel at risk.
+"""
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+COURSE_ROOT = Path(__file__).resolve().parent.parent
+
+
+class Load:
+    """Per-core utilisation samples: times (s since start) and percent[sample][cpu]."""
+
+    def __init__(self):
+        self.times, self.percent = [], []
+        self.marks = []                          # (seconds since start, label)
+        self._start = time.perf_counter()
+
+    def mark(self, label):
+        """Note that a new phase starts now (drawn as a labelled vertical line)."""
+        self.marks.append((time.perf_counter() - self._start, label))
+
+    @property
+    def n_cpus(self):
+        return len(self.percent[0]) if self.percent else 0
+
+    def mean_per_core(self):
+        """Average utilisation of each logical CPU over the samples (percent)."""
+        if not self.percent:
+            return []
+        return [sum(s[c] for s in self.percent) / len(self.percent) for c in range(self.n_cpus)]
+
+
+@contextmanager
+def watch(interval=0.1):
+    """Sample psutil.cpu_percent(percpu=True) every `interval` s while the block runs.
+
+    The sampler is a daemon thread that sleeps between samples (it uses almost
+    no CPU itself). Yields a Load that fills up while the block runs.
+    """
+    import psutil
+
+    load, stop = Load(), threading.Event()
+    psutil.cpu_percent(percpu=True)            # the first call only sets the reference point
+    start = load._start = time.perf_counter()
+
+    def sample():
+        while not stop.wait(interval):
+            load.percent.append(psutil.cpu_percent(percpu=True))
+            load.times.append(time.perf_counter() - start)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    try:
+        yield load
+    finally:
+        stop.set()
+        sampler.join(5 * interval + 1)
+
+
+def load_plot(load, *, title="Utilisation of each logical CPU", ax=None):
+    """One line per logical CPU: percent busy against time."""
+    import matplotlib.pyplot as plt
+
+    ax = ax or plt.subplots(figsize=(7, 3))[1]
+    for cpu in range(load.n_cpus):
+        ax.plot(load.times, [s[cpu] for s in load.percent], label=f"CPU {cpu}", lw=1.2)
+    for seconds, label in load.marks:
+        ax.axvline(seconds, color="grey", ls=":", lw=1)
+        ax.text(seconds, 102, " " + label, fontsize=7, va="bottom", rotation=0)
+    ax.set_ylim(-5, 112)
+    ax.set_xlabel("seconds")
+    ax.set_ylabel("% busy")
+    ax.set_title(title)
+    if load.n_cpus <= 16:
+        ax.legend(fontsize=7, ncol=min(4, max(1, load.n_cpus)), loc="lower right")
+    return ax
+
+
+def run_script(code, *args, timeout=60, name="script.py", folder=None):
+    """Write `code` to folder/name and run it with this Python; never longer than `timeout` s.
+
+    Returns a dict: returncode (None when it was stopped), timed_out, seconds,
+    stdout, stderr. The course root is put on PYTHONPATH so that the script can
+    `import helpers`. Without `folder`, a fresh temporary folder is used.
+    """
+    folder = Path(folder or tempfile.mkdtemp(prefix="course-script-"))
+    path = folder / name
+    path.write_text(code, encoding="utf-8")
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(COURSE_ROOT), env.get("PYTHONPATH")]))
+    start = time.perf_counter()
+    try:
+        done = subprocess.run([sys.executable, str(path), *map(str, args)], cwd=folder, env=env,
+                              capture_output=True, text=True, timeout=timeout)
+        returncode, out, err, timed_out = done.returncode, done.stdout, done.stderr, False
+    except subprocess.TimeoutExpired as expired:
+        returncode, timed_out = None, True
+        out = _text(expired.stdout)
+        err = _text(expired.stderr)
+    return {"returncode": returncode, "timed_out": timed_out,
+            "seconds": time.perf_counter() - start, "stdout": out, "stderr": err}
+
+
+def _text(data):
+    if data is None:
+        return ""
+    return data.decode(errors="replace") if isinstance(data, bytes) else data
+
+
+def last_lines(text, n=3):
+    """The last n non-empty lines of a text (the end of a traceback, say)."""
+    lines = [line for line in text.splitlines() if line.strip()]
+    return "\n".join(lines[-n:])
