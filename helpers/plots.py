@@ -89,9 +89,9 @@ def timeline_plot(events, *, title="Who ran what, and when", ax=None, legend=Tru
             ax.text(start + (event["end"] - event["start"]) / 2, row, str(event["label"]),
                     ha="center", va="center", fontsize=7)
     if legend and set(keys) != {str(lane) for lane in lanes}:
-        handles = [plt.Rectangle((0, 0), 1, 1, color=colours[k], alpha=0.85)
-                   for k in sorted(colours, key=lambda k: (k not in KIND_COLOURS, k))]
-        names = [KIND_NAMES.get(k, k) for k in sorted(colours, key=lambda k: (k not in KIND_COLOURS, k))]
+        order = [k for k in KIND_COLOURS if k in colours] + sorted(k for k in colours if k not in KIND_COLOURS)
+        handles = [plt.Rectangle((0, 0), 1, 1, color=colours[k], alpha=0.85) for k in order]
+        names = [KIND_NAMES.get(k, k) for k in order]
         ax.legend(handles, names, loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8, frameon=False)
     ax.set_yticks(range(len(lanes)), [str(lane) for lane in lanes])
     ax.set_xlabel("seconds since the first start")
