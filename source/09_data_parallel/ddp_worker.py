@@ -12,7 +12,7 @@ training itself is yours to write in the notebook.
     torch_start_method() spawn or forkserver: never fork once torch has run
     by_value(fn)         fn's code as bytes, so that a notebook function can travel
     run_by_value(...)    the target each worker process runs: unpacks fn, calls it,
-                         then shuts the process group down cleanly
+                         then shuts the process group down (see its docstring)
 """
 import os
 import socket
@@ -99,9 +99,11 @@ def by_value(fn):
 def run_by_value(rank, payload, *args):
     """Worker target: fn = unpickle(payload); fn(rank, *args); then a clean exit.
 
-    The exit is the one that never crashed in the course's measurements: wait
-    for every rank (barrier), destroy the process group, flush, and leave with
-    os._exit, skipping the interpreter shutdown where gloo sometimes aborts.
+    The standard ending of a rank is barrier, destroy_process_group, return.
+    The os._exit after it is this course's workaround, not PyTorch practice:
+    with this PyTorch on the CPU, gloo sometimes aborts during interpreter
+    shutdown ("terminate called without an active exception"), so after
+    flushing we leave without that shutdown.
     A rank whose fn raised prints the error and exits with status 1.
     """
     import pickle
