@@ -6,6 +6,7 @@ import os
 import random
 import sys
 import threading
+import time
 
 import psutil
 import pytest
@@ -151,7 +152,10 @@ def test_cpu_info_is_your_own(cpu_info):
 # --- run_in_child ----------------------------------------------------------------
 @timeout(60)
 def test_run_in_child_result(run_in_child):
-    """run_in_child returns (pid, fn(*args)) for the arguments given"""
+    """run_in_child returns (pid, fn(*args)) for the arguments given
+
+    False failure of a correct answer: 0 (random arguments, exact comparison).
+    """
     a, b = random.randint(-1000, 1000), random.randint(-1000, 1000)
     out = run_in_child(workers.add, a, b)
     assert type(out) is tuple and len(out) == 2, "run_in_child must return a tuple (child_pid, result)"
@@ -172,7 +176,10 @@ def test_run_in_child_new_process(run_in_child):
 # --- visible_appends -----------------------------------------------------------------
 @timeout(60)
 def test_visible_appends_threads(visible_appends):
-    """threads append to the parent's list: the length equals n_workers"""
+    """threads append to the parent's list: the length equals n_workers
+
+    False failure of a correct answer: 0 (exact counts, no timing).
+    """
     for n in (1, 3, 2 * os.cpu_count() + 1):
         with count_starts_and_joins() as counts:
             got = visible_appends("thread", n)
@@ -212,7 +219,10 @@ def test_creation_cost_errors(creation_cost):
 
 @timeout(120)
 def test_creation_cost_starts_and_joins(creation_cost):
-    """every trial creates, starts and joins a worker of the requested kind"""
+    """every trial creates, starts and joins a worker of the requested kind
+
+    False failure of a correct answer: 0 (a random n, exact spy counts).
+    """
     n = random.randint(4, 8)
     with count_starts_and_joins() as counts:
         seconds = creation_cost("thread", n)
@@ -227,13 +237,41 @@ def test_creation_cost_starts_and_joins(creation_cost):
         f"{counts['process join']} joins")
 
 
-@timeout(120)
+def _own_creation_costs():
+    """(thread, process) seconds per create + start + join, measured by us right now."""
+    costs = []
+    for make, n in ((threading.Thread, 30), (workers.mp_context().Process, 6)):
+        start = time.perf_counter()
+        for _ in range(n):
+            worker = make(target=workers.noop)
+            worker.start()
+            worker.join()
+        costs.append((time.perf_counter() - start) / n)
+    return costs
+
+
+@timeout(240)
 def test_creation_cost_process_dearer(creation_cost):
-    """a process costs clearly more than a thread (measured in the same run)"""
-    # Measured here: a thread about 0.1 ms, a forked process 2 ms or more: 20x.
-    # Asking for 2x leaves a wide margin for a busy machine.
-    thread = min(creation_cost("thread", 30) for _ in range(2))
-    process = creation_cost("process", 6)
-    assert process > 2 * thread, (
+    """a process costs clearly more than a thread (measured in the same run)
+
+    False failure of a correct answer: < 1e-10 (assumption stated). Measured
+    idle: a thread about 0.1 ms, a forked process 2 ms or more (20x; spawn far
+    more); 2x is asked. A try that misses 2x counts against the answer only
+    when our own threads and processes, created right after, differed 5x; the
+    check fails only after 5 such tries, otherwise it passes or is undecided
+    (pytest.skip). Taking a load swing that flips the comparison as rarer than
+    1 try in 100, independent: < 1e-10.
+    """
+    conclusive, tries = 0, 5
+    for _ in range(tries):
+        thread = min(creation_cost("thread", 30) for _ in range(2))
+        process = creation_cost("process", 6)
+        if process > 2 * thread:
+            return
+        own_thread, own_process = _own_creation_costs()
+        conclusive += own_process > 5 * own_thread
+    if conclusive < tries:
+        pytest.skip("the machine is too busy to compare process and thread creation right now")
+    raise AssertionError(
         f"a process measured {process * 1e3:.3f} ms and a thread {thread * 1e3:.3f} ms; "
         "a process should cost several times more")

@@ -26,7 +26,11 @@ needs_fork = pytest.mark.skipif("fork" not in multiprocessing.get_all_start_meth
 @needs_fork
 @timeout(60)
 def test_forked_draws_identical_children(forked_draws):
-    """every child draws what the parent's global generator would draw next"""
+    """every child draws what the parent's global generator would draw next
+
+    False failure of a correct answer: 0 (random seeds and sizes, exact comparison
+    with the parent's state; nothing depends on timing).
+    """
     for n, size in ((random.randint(2, 4), random.randint(3, 9)), (1, random.randint(1, 5))):
         np.random.seed(random.randrange(2**32))
         state = np.random.get_state()
@@ -39,7 +43,7 @@ def test_forked_draws_identical_children(forked_draws):
             assert np.array_equal(d, expected), (
                 "a child's draws differ from what the parent's generator holds: "
                 "children should start from the parent's state without any seeding")
-        assert counts["process start"] >= n, f"{n} child processes should have been started, saw {counts['starts']}"
+        assert counts["process start"] >= n, f"{n} child processes should have been started, saw {counts['process start']}"
         after = np.random.get_state()
         assert after[2] == state[2] and np.array_equal(after[1], state[1]), (
             "the parent's global generator moved: the draws must be made in the children")
@@ -48,13 +52,19 @@ def test_forked_draws_identical_children(forked_draws):
 @needs_fork
 @timeout(60)
 def test_forked_draws_uses_fork(forked_draws):
-    """the children are forked (not spawned), each from the parent's current state"""
+    """the children are forked (not spawned), each from the parent's current state
+
+    False failure of a correct answer: < 1e-90. The two seeds are distinct (drawn
+    without replacement), and two MT19937 states give the same 6 doubles with
+    probability about 2**-318.
+    """
     n = random.randint(3, 5)
-    np.random.seed(random.randrange(2**32))
+    first_seed, second_seed = random.sample(range(2**32), 2)
+    np.random.seed(first_seed)
     draws = forked_draws(n, 6)
     assert all(np.array_equal(d, draws[0]) for d in draws), (
         "the children drew different numbers: they must be forked, one fresh child per array")
-    np.random.seed(random.randrange(2**32))
+    np.random.seed(second_seed)
     other = forked_draws(n, 6)
     assert not np.array_equal(other[0], draws[0]), "the draws must follow the parent's current state"
 
@@ -70,7 +80,11 @@ def test_forked_draws_errors(forked_draws):
 # --- independent_draws -----------------------------------------------------------------
 @timeout(90)
 def test_independent_draws_distinct_and_reproducible(independent_draws):
-    """arrays differ between workers, repeat for the same seed, change with the seed"""
+    """arrays differ between workers, repeat for the same seed, change with the seed
+
+    False failure of a correct answer: < 1e-40. Two independent streams give the
+    same array of >= 3 doubles with probability about 2**-159 per pair.
+    """
     seed = random.randrange(2**31)
     for n in (random.randint(2, 4), 1):
         size = random.randint(3, 8)
@@ -90,7 +104,11 @@ def test_independent_draws_distinct_and_reproducible(independent_draws):
 
 @timeout(90)
 def test_independent_draws_in_workers(independent_draws):
-    """the draws are made in worker processes, also with more workers than cores"""
+    """the draws are made in worker processes, also with more workers than cores
+
+    False failure of a correct answer: < 1e-25 (two independent streams give the
+    same 2 doubles with probability about 2**-106, at most a few dozen pairs).
+    """
     n = multiprocessing.cpu_count() + 1
     with count_starts_and_joins() as counts:
         out = _arrays(independent_draws(n, random.randrange(2**31), 2), n, 2, "independent_draws(...)")
@@ -120,7 +138,10 @@ def _torch_state():
 
 
 def test_set_seed_generators(set_seed):
-    """random, NumPy's global generator and torch give the seeded sequences"""
+    """random, NumPy's global generator and torch give the seeded sequences
+
+    False failure of a correct answer: 0 (random seeds, exact comparison).
+    """
     with _torch_state() as torch:
         for _ in range(3):
             seed = random.randrange(2**31)
@@ -138,7 +159,10 @@ def test_set_seed_generators(set_seed):
 
 
 def test_set_seed_cuda_and_cudnn(set_seed):
-    """every CUDA device is seeded, cuDNN is deterministic and not benchmarking"""
+    """every CUDA device is seeded, cuDNN is deterministic and not benchmarking
+
+    False failure of a correct answer: 0 (a random seed, exact comparison).
+    """
     with _torch_state() as torch:
         torch.backends.cudnn.deterministic, torch.backends.cudnn.benchmark = False, True
         calls = []
@@ -174,7 +198,15 @@ def _run(loader):
 
 @timeout(150)
 def test_seeded_loader_reproducible(seeded_loader):
-    """the same seed gives the same order and augmentation; workers draw different numbers"""
+    """the same seed gives the same order and augmentation; workers draw different numbers
+
+    False failure of a correct answer: < 1e-10. The dataset's generator draws
+    doubles (a tie among 11 has probability < 2**-46); torch.rand() draws
+    float32 with 2**24 values, so two items tie with probability
+    C(11, 2) * 2**-24 = 3.3e-6: one tie is allowed, two or more happen with
+    probability < 1e-11. Wrong answers (workers sharing one stream) tie at least
+    3 times: each of the 2 workers draws >= 4 items.
+    """
     import torch
     from helpers.rng_data import OwnRngNoise
     n, batch_size, seed = random.randint(8, 11), random.choice((1, 2)), random.randrange(2**31)
@@ -187,19 +219,24 @@ def test_seeded_loader_reproducible(seeded_loader):
     assert first.shape == (n, 4), "every item of the dataset must come out exactly once"
     assert sorted(first[:, 0].tolist()) == list(range(n)), "every item of the dataset must come out exactly once"
     assert set(first[:, 1].tolist()) == {0.0, 1.0}, "the loader must use num_workers worker processes"
-    assert len(set(first[:, 2].tolist())) == n, (
+    assert len(set(first[:, 2].tolist())) >= n - 1, (
         "two workers drew the same numbers from the dataset's own generator (dataset.rng)")
-    assert len(set(first[:, 3].tolist())) == n, "two workers drew the same torch random numbers"
+    assert len(set(first[:, 3].tolist())) >= n - 1, "two workers drew the same torch random numbers"
     assert torch.equal(first[:, 0], second[:, 0]), "the same seed gave another shuffling order"
     assert torch.equal(first, second), "the same seed gave other random augmentations"
 
 
 @timeout(150)
 def test_seeded_loader_depends_on_seed(seeded_loader):
-    """shuffling follows the seed: other seeds give other orders and other numbers"""
+    """shuffling follows the seed: other seeds give other orders and other numbers
+
+    False failure of a correct answer: < 1e-12. Three seeds give three
+    permutations of 16 items; two coincide with probability 3 / 16! = 1.4e-13.
+    The workers' torch numbers of two seeds coincide with probability < 2**-100.
+    """
     import torch
     from helpers.rng_data import GlobalNoise
-    n = 12
+    n = 16
     data = GlobalNoise(n)
     seed = random.randrange(2**31)
     orders = []
@@ -217,7 +254,10 @@ def test_seeded_loader_depends_on_seed(seeded_loader):
 
 
 def test_seeded_loader_batches_and_errors(seeded_loader):
-    """batch_size is honoured; invalid batch_size or num_workers raise ValueError"""
+    """batch_size is honoured; invalid batch_size or num_workers raise ValueError
+
+    False failure of a correct answer: 0 (a random batch size, exact comparison).
+    """
     from helpers.rng_data import GlobalNoise
     size = random.randint(2, 4)
     loader = seeded_loader(GlobalNoise(9), size, 0, 1)

@@ -1,4 +1,5 @@
 """Hidden checks of 05_multiprocessing_pools (pools, futures, overhead, Amdahl)."""
+import functools
 import math
 import multiprocessing
 import multiprocessing.process
@@ -8,30 +9,59 @@ import random
 import numpy as np
 
 from autograder.checks._support import count_starts_and_joins, exact_float, exact_list, raises_value_error, timeout
-from helpers import ode, pools, workers
+from helpers import gil, ode, pools, workers
+
+MEET_SECONDS = 30.0  # how long the first of two tasks waits for the second at the barrier
 
 
-def _pids_ok(pids, n_workers, what):
+def _not_in_caller(pids, what):
     assert os.getpid() not in pids, f"{what}: tasks ran in the calling process, not in worker processes"
-    assert len(pids) >= min(2, n_workers), (
-        f"{what}: all tasks ran in one process; with {n_workers} workers they should be shared")
+
+
+def _met_in_two_workers(out, what):
+    """Two rendezvous tasks ran at the same time, in two worker processes (no clock involved)."""
+    out = exact_list(out, f"{what}(...)", 2)
+    assert all(type(r) is dict for r in out), f"{what}: the results must be what the function returned"
+    _not_in_caller({r["pid"] for r in out}, what)
+    assert all(r["met"] for r in out) and len({r["pid"] for r in out}) == 2, (
+        f"{what}: two tasks never ran at the same time in two worker processes: "
+        "are the tasks shared among n_workers processes?")
+
+
+def _run_meeting(call):
+    """call(fn_of_one_item, items) with two tasks that only finish when they run at once."""
+    with workers.mp_context().Manager() as manager:
+        barrier = manager.Barrier(2)
+        return call(functools.partial(gil.rendezvous, barrier, timeout=MEET_SECONDS), [0, 1], barrier)
 
 
 # --- parallel_map ------------------------------------------------------------------
-@timeout(90)
+@timeout(150)
 def test_parallel_map_values_and_workers(parallel_map):
-    """results equal [fn(x) for x in items] in order, computed by several worker processes"""
+    """results equal [fn(x) for x in items] in order, computed by several worker processes
+
+    False failure of a correct answer: 0 while the machine makes progress. The
+    values are exact; that two workers share the tasks is shown without a
+    clock: two tasks wait for each other at a barrier, so they return only when
+    both run at once (the second worker has 30 s to start).
+    """
     for n_workers in (2, multiprocessing.cpu_count() + 2):
         items = random.sample(range(-50, 50), random.randint(8, 12))
         out = exact_list(parallel_map(pools.slow_pid_square, items, n_workers, chunksize=1),
                          "parallel_map(...)", len(items))
         assert [v for _, v in out] == [x * x for x in items], "the results are wrong or out of input order"
-        _pids_ok({pid for pid, _ in out}, n_workers, "parallel_map")
+        _not_in_caller({pid for pid, _ in out}, "parallel_map")
+        _met_in_two_workers(_run_meeting(lambda fn, items, _: parallel_map(fn, items, n_workers, chunksize=1)),
+                            "parallel_map")
 
 
 @timeout(60)
 def test_parallel_map_order_and_chunks(parallel_map):
-    """input order is kept with uneven tasks; each chunk of chunksize items goes to one worker"""
+    """input order is kept with uneven tasks; each chunk of chunksize items goes to one worker
+
+    False failure of a correct answer: 0 (a chunk is one task of the pool: it
+    runs in one worker whatever the timing; the order is checked exactly).
+    """
     specs = [(i, 0.12 - 0.02 * i, False) for i in range(6)]
     out = parallel_map(pools.task, specs, 2, chunksize=1)
     assert [v for _, v in out] == [i * 10 for i in range(6)], "results came back in completion order"
@@ -45,7 +75,10 @@ def test_parallel_map_order_and_chunks(parallel_map):
 
 @timeout(60)
 def test_parallel_map_edges(parallel_map):
-    """one worker and empty input work; invalid n_workers or chunksize raise ValueError"""
+    """one worker and empty input work; invalid n_workers or chunksize raise ValueError
+
+    False failure of a correct answer: 0 (random items, exact comparison).
+    """
     items = [random.randint(0, 99) for _ in range(5)]
     assert parallel_map(workers.square, items, 1) == [x * x for x in items], "fails with one worker"
     assert parallel_map(workers.square, [], 2) == [], "an empty input gives an empty list"
@@ -56,19 +89,28 @@ def test_parallel_map_edges(parallel_map):
 
 
 # --- parallel_starmap ------------------------------------------------------------------
-@timeout(90)
+@timeout(150)
 def test_parallel_starmap_values_and_workers(parallel_starmap):
-    """results equal [fn(*args) ...] in order, computed by several worker processes"""
+    """results equal [fn(*args) ...] in order, computed by several worker processes
+
+    False failure of a correct answer: 0 while the machine makes progress
+    (exact values; two workers shown by a barrier, as for parallel_map).
+    """
     for n_workers in (2, multiprocessing.cpu_count() + 1):
         args = [(random.randint(-99, 99), random.randint(-99, 99)) for _ in range(random.randint(8, 12))]
         out = exact_list(parallel_starmap(pools.slow_pid_add, args, n_workers), "parallel_starmap(...)", len(args))
         assert [v for _, v in out] == [a + b for a, b in args], "the results are wrong or out of input order"
-        _pids_ok({pid for pid, _ in out}, n_workers, "parallel_starmap")
+        _not_in_caller({pid for pid, _ in out}, "parallel_starmap")
+        _met_in_two_workers(_run_meeting(lambda fn, items, barrier: parallel_starmap(
+            gil.rendezvous, [(barrier, i, MEET_SECONDS) for i in items], n_workers)), "parallel_starmap")
 
 
 @timeout(60)
 def test_parallel_starmap_edges(parallel_starmap):
-    """one worker, three arguments and empty input work; n_workers < 1 raises ValueError"""
+    """one worker, three arguments and empty input work; n_workers < 1 raises ValueError
+
+    False failure of a correct answer: 0 (random arguments, exact comparison).
+    """
     args = [(random.randint(0, 9), random.randint(0, 9)) for _ in range(4)]
     assert parallel_starmap(workers.add, args, 1) == [a + b for a, b in args], "fails with one worker"
     assert parallel_starmap(workers.add, [], 2) == [], "an empty input gives an empty list"
@@ -97,19 +139,30 @@ def _robust_case(robust_map, n_workers):
             assert isinstance(value, ValueError), (
                 "a failed item must carry the exception object the task raised")
             assert f"task {i} " in str(value), "a failed item carries another item's exception (order?)"
-    _pids_ok(pids, n_workers, "robust_map")
+    _not_in_caller(pids, "robust_map")
+    met = _run_meeting(lambda fn, items, _: robust_map(fn, items, n_workers))
+    assert all(type(item) is tuple and len(item) == 2 and item[0] is True for item in met), (
+        "robust_map: tasks that succeed must come back as (True, value)")
+    _met_in_two_workers([value for _, value in met], "robust_map")
 
 
-@timeout(90)
+@timeout(150)
 def test_robust_map_keeps_other_results(robust_map):
-    """failing items become (False, exception) and every other result is kept, in input order"""
+    """failing items become (False, exception) and every other result is kept, in input order
+
+    False failure of a correct answer: 0 while the machine makes progress
+    (exact values and order; two workers shown by a barrier, as for parallel_map).
+    """
     _robust_case(robust_map, 2)
     _robust_case(robust_map, multiprocessing.cpu_count() + 1)
 
 
 @timeout(60)
 def test_robust_map_edges(robust_map):
-    """all-good input, one worker and empty input work; n_workers < 1 raises ValueError"""
+    """all-good input, one worker and empty input work; n_workers < 1 raises ValueError
+
+    False failure of a correct answer: 0 (random items, exact comparison).
+    """
     items = [random.randint(0, 9) for _ in range(4)]
     assert robust_map(workers.square, items, 1) == [(True, x * x) for x in items], "fails with one worker"
     assert list(robust_map(workers.square, [], 2)) == [], "an empty input gives an empty list"
@@ -162,7 +215,12 @@ def test_monte_carlo_pi_seed_matters(monte_carlo_pi):
 
 @timeout(90)
 def test_monte_carlo_pi_in_workers(monte_carlo_pi):
-    """the sampling runs in worker processes; one worker works; bad counts raise ValueError"""
+    """the sampling runs in worker processes; one worker works; bad counts raise ValueError
+
+    False failure of a correct answer: < 1e-17. Process starts are counted
+    exactly; with one worker and 20,001 samples, 0.1 is 8.6 standard errors
+    (0.0116) of the estimate: P(|Z| > 8.6) = 8e-18.
+    """
     with count_starts_and_joins() as counts:
         monte_carlo_pi(50_000, 2, random.randrange(2**31))
     assert counts["process start"] >= 2, "no worker processes were started: the sampling ran serially"
@@ -175,7 +233,11 @@ def test_monte_carlo_pi_in_workers(monte_carlo_pi):
 
 # --- amdahl_speedup -----------------------------------------------------------------------
 def test_amdahl_speedup_values(amdahl_speedup):
-    """the speedup equals Amdahl's formula for random fractions and worker counts"""
+    """the speedup equals Amdahl's formula for random fractions and worker counts
+
+    False failure of a correct answer: 0 (rel_tol 1e-9 against a few roundings
+    of 1e-16).
+    """
     for _ in range(50):
         p, n = random.random(), random.randint(1, 128)
         got = exact_float(amdahl_speedup(p, n), "the speedup")
@@ -199,7 +261,11 @@ def _amdahl(s, n):
 
 
 def test_fit_serial_fraction_noiseless(fit_serial_fraction):
-    """recovers the serial fraction from exact Amdahl speedups"""
+    """recovers the serial fraction from exact Amdahl speedups
+
+    False failure of a correct answer: 0 (exact speedups: any least-squares
+    fit recovers s up to rounding, far below 1e-6).
+    """
     for _ in range(20):
         s = random.uniform(0.0, 0.7)
         w = sorted(random.sample(range(1, 33), random.randint(3, 7)))
@@ -210,7 +276,13 @@ def test_fit_serial_fraction_noiseless(fit_serial_fraction):
 
 
 def test_fit_serial_fraction_noisy(fit_serial_fraction):
-    """recovers the serial fraction from slightly noisy speedups, within [0, 1]"""
+    """recovers the serial fraction from slightly noisy speedups, within [0, 1]
+
+    False failure of a correct answer: 0. The noise is bounded (|u| <= 2 %), so
+    each point's implied fraction errs by at most 0.0204 * (1/S) / (1 - 1/n)
+    <= 0.0204 * (1 + s) <= 0.033 for n >= 2, s <= 0.6; a least-squares fit
+    averages such points (n = 1 carries no information), so it errs < 0.04.
+    """
     for _ in range(20):
         s = random.uniform(0.02, 0.6)
         w = sorted(random.sample(range(1, 17), random.randint(4, 7)))
@@ -241,7 +313,12 @@ def _same_trajectories(got, expected):
 
 @timeout(120)
 def test_generate_trajectories_equals_reference(generate_trajectories):
-    """equals the serial reference for the same seed, whatever the number of workers"""
+    """equals the serial reference for the same seed, whatever the number of workers
+
+    False failure of a correct answer: < 1e-100 (exact comparison; two seeds
+    give the same first double with probability about 2**-53 per value, and
+    the first trajectory holds many).
+    """
     n, seed = random.randint(9, 17), random.randrange(2**31)
     expected = ode.serial_trajectories(n, seed)
     for n_workers in (1, 2, 3, multiprocessing.cpu_count() + 2):
@@ -252,7 +329,10 @@ def test_generate_trajectories_equals_reference(generate_trajectories):
 
 @timeout(90)
 def test_generate_trajectories_in_workers(generate_trajectories):
-    """the trajectories are computed by worker processes; invalid arguments raise ValueError"""
+    """the trajectories are computed by worker processes; invalid arguments raise ValueError
+
+    False failure of a correct answer: 0 (process starts counted exactly).
+    """
     n = random.randint(8, 12)
     with count_starts_and_joins() as counts:
         generate_trajectories(n, 2, random.randrange(2**31))

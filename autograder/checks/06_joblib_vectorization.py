@@ -2,12 +2,14 @@
 import math
 import random
 import sys
+import time
 from contextlib import contextmanager
 from pathlib import Path
 
 import cloudpickle
 import joblib.parallel
 import numpy as np
+import pytest
 from scipy.spatial.distance import cdist as scipy_cdist
 from threadpoolctl import threadpool_info, threadpool_limits
 
@@ -105,7 +107,14 @@ def _points(rows, cols, scale=1.0):
 # --- cdist_joblib ------------------------------------------------------------------------------
 @timeout(120)
 def test_cdist_joblib_values(cdist_joblib):
-    """the distances equal the serial reference, for any n_jobs and both kinds of worker"""
+    """the distances equal the serial reference, for any n_jobs and both kinds of worker
+
+    False failure of a correct answer: < 1e-25. A chunk may use
+    |x|^2 - 2 x.y + |y|^2: the square root of its rounding residue is at most
+    2 sqrt(eps) (|x| + |y|) = 3e-8 (|x| + |y|), under atol = 1e-6 while |x|, |y| < 16
+    (standard normal points in <= 6 dimensions: P(|x| >= 16) < 1e-25); plain
+    differences agree to 1e-15.
+    """
     _send_by_value(cdist_joblib)
     p = random.randint(2, 6)
     X, Y = _points(random.randint(40, 70), p), _points(random.randint(20, 40), p)
@@ -113,17 +122,21 @@ def test_cdist_joblib_values(cdist_joblib):
     for n_jobs in (1, 2, 5):
         for prefer in ("processes", "threads"):
             arrays_close(cdist_joblib(X, Y, n_jobs, prefer), expected,
-                         f"cdist_joblib(X, Y, {n_jobs}, {prefer!r})", rtol=1e-9, atol=1e-9)
+                         f"cdist_joblib(X, Y, {n_jobs}, {prefer!r})", rtol=1e-9, atol=1e-6)
     arrays_close(cdist_joblib(X, Y, 2), expected, "cdist_joblib(X, Y, 2) with the default prefer",
-                 rtol=1e-9, atol=1e-9)
+                 rtol=1e-9, atol=1e-6)
     one_row = X[:1]
     arrays_close(cdist_joblib(one_row, Y, 3), expected[:1], "a single row of X with n_jobs=3", rtol=1e-9,
-                 atol=1e-9)
+                 atol=1e-6)
 
 
 @timeout(120)
 def test_cdist_joblib_uses_joblib(cdist_joblib):
-    """the row chunks run as joblib tasks on n_jobs workers of the kind asked for"""
+    """the row chunks run as joblib tasks on n_jobs workers of the kind asked for
+
+    False failure of a correct answer: 0 (random sizes; the spy records the
+    Parallel call exactly, nothing depends on timing).
+    """
     _send_by_value(cdist_joblib)
     p = random.randint(2, 6)
     X, Y = _points(random.randint(40, 70), p), _points(random.randint(10, 30), p)
@@ -155,7 +168,15 @@ def test_cdist_joblib_errors(cdist_joblib):
 
 # --- cdist_vectorized -----------------------------------------------------------------------------
 def test_cdist_vectorized_values(cdist_vectorized):
-    """the distances equal scipy's cdist, with float and integer input"""
+    """the distances equal scipy's cdist, with float and integer input
+
+    False failure of a correct answer: < 1e-10. The |x|^2 - 2 x.y + |y|^2 form
+    errs by at most 2 sqrt(eps) (|x| + |y|) = 3e-8 (|x| + |y|) near d = 0 and far
+    less elsewhere; that exceeds atol = 1e-6 only if a point has |x| > 16 (scale
+    3: 5.3 sigma in 1-D, < 1e-7 per point) AND lies within 1e-6 of a point of the
+    other set (< 2e-5 over 40 points): < 1e-10 together, rarer in more dimensions.
+    Integers: exact.
+    """
     p = random.randint(1, 8)
     X, Y = _points(random.randint(20, 50), p, 3.0), _points(random.randint(10, 40), p, 3.0)
     arrays_close(cdist_vectorized(X, Y), scipy_cdist(X, Y), "cdist_vectorized(X, Y)", rtol=1e-6, atol=1e-6)
@@ -167,7 +188,12 @@ def test_cdist_vectorized_values(cdist_vectorized):
 
 
 def test_cdist_vectorized_same_points(cdist_vectorized):
-    """points that coincide are at distance 0 (never nan), even far from the origin"""
+    """points that coincide are at distance 0 (never nan), even far from the origin
+
+    False failure of a correct answer: 0. The worst rounding of the expanded
+    form is 2 sqrt(eps) (|x| + |y|) <= 4 sqrt(eps p) * scale <= 1.5e-7 * scale for
+    p <= 6 (scale = max |coordinate|), below the 1e-6 * scale allowed.
+    """
     X = _points(60, random.randint(3, 6), 10.0) + random.uniform(50, 500)
     D = plain_array(cdist_vectorized(X, X), "cdist_vectorized(X, X)")
     assert D.shape == (60, 60), f"cdist_vectorized(X, X) has shape {D.shape}, expected (60, 60)"
@@ -179,7 +205,10 @@ def test_cdist_vectorized_same_points(cdist_vectorized):
 
 
 def test_cdist_vectorized_no_row_loop(cdist_vectorized):
-    """no Python loop over the rows of X or of Y: the work does not grow with lines of Python"""
+    """no Python loop over the rows of X or of Y: the work does not grow with lines of Python
+
+    False failure of a correct answer: 0 (counts executed lines, not time).
+    """
     p = random.randint(2, 5)
     small, large = 100, 2100
     few = _points(random.randint(5, 15), p)
@@ -197,24 +226,46 @@ def test_cdist_vectorized_no_row_loop(cdist_vectorized):
             "it loops over the rows")
 
 
-@timeout(90)
+def _best_seconds(fn, X, Y, repeat):
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn(X, Y)
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def _own_broadcast(X, Y):
+    return np.sqrt(((X[:, None, :] - Y[None, :, :]) ** 2).sum(axis=-1))
+
+
+@timeout(120)
 def test_cdist_vectorized_fast(cdist_vectorized):
-    """far faster than the double loop on the same input (measured in the same run)"""
+    """far faster than the double loop on the same input (measured in the same run)
+
+    False failure of a correct answer: < 1e-10 (assumption stated). Measured
+    idle: the loop about 60 ms, broadcasting under 1 ms (about 100x); 10x is
+    asked. A try that misses 10x counts against the answer only when our own
+    broadcasting, timed right after on the same input, was 30x faster than the
+    loop; the check fails only after 5 such tries (otherwise it is undecided:
+    pytest.skip). A correct answer fails only if, in each of 5 tries, the best
+    of its 5 runs came out 3x slower than the best of 5 runs of the same work
+    moments later: taking such a swing as rarer than 1 try in 100 and the tries
+    as independent, < 1e-10.
+    """
     X, Y = _points(150, 8), _points(150, 8)
-    import time
-
-    def best(fn, repeat):
-        times = []
-        for _ in range(repeat):
-            start = time.perf_counter()
-            fn(X, Y)
-            times.append(time.perf_counter() - start)
-        return min(times)
-
-    loop = best(distances.cdist_naive, 2)
-    mine = best(cdist_vectorized, 5)
-    # Measured here: the loop about 60 ms, broadcasting under 1 ms (about 100x). Ask for 10x.
-    assert mine * 10 < loop, (
+    conclusive_slow = 0
+    for _ in range(5):
+        loop = _best_seconds(distances.cdist_naive, X, Y, 1)
+        mine = _best_seconds(cdist_vectorized, X, Y, 5)
+        if mine * 10 < loop:
+            return
+        own = _best_seconds(_own_broadcast, X, Y, 5)
+        loop = min(loop, _best_seconds(distances.cdist_naive, X, Y, 1))
+        conclusive_slow += own * 30 < loop
+    if conclusive_slow < 5:
+        pytest.skip("the machine is too busy to time the vectorised version against the loop right now")
+    raise AssertionError(
         f"cdist_vectorized took {mine * 1e3:.1f} ms, the double loop {loop * 1e3:.1f} ms: "
         "a vectorised version should be at least 10 times faster")
 
@@ -228,7 +279,12 @@ def test_cdist_vectorized_errors(cdist_vectorized):
 # --- block_matmul ------------------------------------------------------------------------------
 @timeout(120)
 def test_block_matmul_values(block_matmul):
-    """equals A @ B for non-square shapes that n_blocks does not divide, any n_jobs"""
+    """equals A @ B for non-square shapes that n_blocks does not divide, any n_jobs
+
+    False failure of a correct answer: 0. Summing block products in another
+    order errs by at most k eps sum|a b| ~ 40 * 1.1e-16 * 60 < 1e-12, far below
+    atol = 1e-9.
+    """
     _send_by_value(block_matmul)
     for n_blocks, n_jobs in ((1, 1), (2, 1), (2, 2), (3, 2), (4, 5)):
         m, k, n = (random.randint(4 * n_blocks + 1, 40) for _ in range(3))
@@ -242,7 +298,11 @@ def test_block_matmul_values(block_matmul):
 
 @timeout(120)
 def test_block_matmul_parallel_blocks(block_matmul):
-    """the block products run as joblib tasks on n_jobs workers, each task on blocks only"""
+    """the block products run as joblib tasks on n_jobs workers, each task on blocks only
+
+    False failure of a correct answer: 0 (random shapes, exact spy records;
+    rounding as in test_block_matmul_values).
+    """
     _send_by_value(block_matmul)
     for n_blocks, n_jobs in ((2, 2), (3, 3)):
         m, k, n = (random.randint(5 * n_blocks, 40) for _ in range(3))
@@ -290,7 +350,12 @@ def _sample(n=300):
 
 @timeout(120)
 def test_bootstrap_ci_reproducible(bootstrap_ci):
-    """the same seed gives the same interval whatever n_jobs; another seed another interval"""
+    """the same seed gives the same interval whatever n_jobs; another seed another interval
+
+    False failure of a correct answer: < 1e-100. Two intervals from other
+    resamples coincide only if their percentile means coincide: two resamples of
+    300 continuous values with the same multiset, about 300!^-1.
+    """
     _send_by_value(bootstrap_ci)
     data = _sample()
     seed = random.randrange(10**6)
@@ -307,7 +372,15 @@ def test_bootstrap_ci_reproducible(bootstrap_ci):
 
 @timeout(120)
 def test_bootstrap_ci_interval(bootstrap_ci):
-    """the interval contains the mean and has the width of a percentile interval of the mean"""
+    """the interval contains the mean and has the width of a percentile interval of the mean
+
+    False failure of a correct answer: < 1e-12. Simulated (4000 normal samples
+    of 300, 2000 resamples): width / (3.92 s / sqrt(n)) = 0.996 +- 0.021, the
+    bounds 0.75 and 1.25 are 11.7 and 12.1 standard deviations away; the 90/95
+    width ratio = 0.840 +- 0.013, the bounds 0.7 and 0.95 are 10.5 and 8.2 away
+    (P(Z > 8.2) = 1e-16). The mean lies outside the interval only if over 1950 of
+    2000 resample means fall on one side of it: < 1e-300.
+    """
     _send_by_value(bootstrap_ci)
     data = _sample()
     seed = random.randrange(10**6)  # the same resamples for both alphas: only alpha differs
@@ -324,7 +397,10 @@ def test_bootstrap_ci_interval(bootstrap_ci):
 
 @timeout(120)
 def test_bootstrap_ci_parallel(bootstrap_ci):
-    """the resamples are drawn by several joblib tasks on n_jobs workers"""
+    """the resamples are drawn by several joblib tasks on n_jobs workers
+
+    False failure of a correct answer: 0 (exact spy records, no timing).
+    """
     _send_by_value(bootstrap_ci)
     data = _sample(100)
     for n_jobs in (2, 3):
@@ -356,7 +432,10 @@ def _blas_counts():
 
 
 def test_run_with_blas_threads_limits_and_restores(run_with_blas_threads):
-    """BLAS runs n_threads threads inside fn, and the pools are restored afterwards"""
+    """BLAS runs n_threads threads inside fn, and the pools are restored afterwards
+
+    False failure of a correct answer: 0 (random limits, exact thread counts).
+    """
     assert _blas_counts(), "no BLAS library is loaded (is NumPy installed?)"
     outer = random.choice([3, 5])
     with threadpool_limits(limits=outer, user_api="blas"):
@@ -379,7 +458,10 @@ def test_run_with_blas_threads_limits_and_restores(run_with_blas_threads):
 
 
 def test_run_with_blas_threads_restores_on_error(run_with_blas_threads):
-    """when fn raises, the exception reaches the caller and the pools are still restored"""
+    """when fn raises, the exception reaches the caller and the pools are still restored
+
+    False failure of a correct answer: 0 (a random limit, exact thread counts).
+    """
     class Boom(RuntimeError):
         pass
 

@@ -92,7 +92,11 @@ def _sample_batch():
 
 
 def test_to_device_moves_every_tensor(to_device):
-    """every tensor in nested lists, tuples, dicts and named tuples is moved"""
+    """every tensor in nested lists, tuples, dicts and named tuples is moved
+
+    False failure of a correct answer: 0 (a random batch size, exact
+    comparison of devices and shapes).
+    """
     batch, _ = _sample_batch()
     moved = to_device(batch, torch.device("meta"))
     tensors = [moved["inputs"], moved["targets"][0], moved["targets"][1][0], moved["pair"][0]]
@@ -106,7 +110,10 @@ def test_to_device_moves_every_tensor(to_device):
 
 
 def test_to_device_keeps_structure(to_device):
-    """container types and non-tensor objects are kept"""
+    """container types and non-tensor objects are kept
+
+    False failure of a correct answer: 0 (a random batch size, exact comparison).
+    """
     batch, marker = _sample_batch()
     moved = to_device(batch, "meta")
     assert type(moved) is dict and list(moved) == list(batch), "a dict must stay a dict with the same keys"
@@ -142,7 +149,10 @@ def _dataset():
 
 
 def test_make_loader_settings(make_loader):
-    """pinned memory only for CUDA, persistent workers only with workers"""
+    """pinned memory only for CUDA, persistent workers only with workers
+
+    False failure of a correct answer: 0 (random sizes, exact settings).
+    """
     data, _ = _dataset()
     for device in ("cpu", torch.device("cpu")):
         loader = make_loader(data, 4, 0, device)
@@ -159,7 +169,10 @@ def test_make_loader_settings(make_loader):
 
 
 def test_make_loader_yields_everything(make_loader):
-    """one epoch yields every item once, in batches of batch_size"""
+    """one epoch yields every item once, in batches of batch_size
+
+    False failure of a correct answer: 0 (random sizes, exact comparison).
+    """
     data, n = _dataset()
     batch = random.randint(2, 6)
     loader = make_loader(data, batch, 0, "cpu")
@@ -170,7 +183,11 @@ def test_make_loader_yields_everything(make_loader):
 
 @timeout(90)
 def test_make_loader_runs_with_workers(make_loader):
-    """a loader with worker processes delivers the whole dataset, twice"""
+    """a loader with worker processes delivers the whole dataset, twice
+
+    False failure of a correct answer: 0 while the machine makes progress
+    (a random size, exact comparison; 90 s for two epochs of at most 29 items).
+    """
     data, n = _dataset()
     loader = make_loader(data, 4, 2, "cpu")
     for _ in range(2):
@@ -190,7 +207,10 @@ def test_make_loader_errors(make_loader):
 
 # --- count_parameters ---------------------------------------------------------------------
 def test_count_parameters_values(count_parameters):
-    """total and trainable counts of random models with frozen layers"""
+    """total and trainable counts of random models with frozen layers
+
+    False failure of a correct answer: 0 (random inputs, exact comparison).
+    """
     for _ in range(3):
         sizes = [random.randint(2, 20) for _ in range(4)]
         layers = [nn.Linear(sizes[0], sizes[1]), nn.ReLU(), nn.Linear(sizes[1], sizes[2], bias=False),
@@ -208,7 +228,10 @@ def test_count_parameters_values(count_parameters):
 
 
 def test_count_parameters_shared(count_parameters):
-    """a layer used twice counts once"""
+    """a layer used twice counts once
+
+    False failure of a correct answer: 0 (random inputs, exact comparison).
+    """
     n = random.randint(3, 9)
     shared = nn.Linear(n, n)
     model = nn.Sequential(shared, nn.Tanh(), shared)
@@ -237,7 +260,11 @@ def _random_conv():
 
 
 def test_layer_flops_linear(layer_flops):
-    """Linear layers of random sizes and input ranks match FlopCounterMode"""
+    """Linear layers of random sizes and input ranks match FlopCounterMode
+
+    False failure of a correct answer: 0 (random layers, exact integer
+    counts).
+    """
     for _ in range(6):
         i, o = random.randint(1, 40), random.randint(1, 40)
         layer = nn.Linear(i, o, bias=random.random() < 0.5)
@@ -248,7 +275,11 @@ def test_layer_flops_linear(layer_flops):
 
 
 def test_layer_flops_conv(layer_flops):
-    """Conv2d with random stride, padding, dilation, groups and bias matches FlopCounterMode"""
+    """Conv2d with random stride, padding, dilation, groups and bias matches FlopCounterMode
+
+    False failure of a correct answer: 0 (random
+    layers, exact integer counts).
+    """
     for _ in range(10):
         layer, shape = _random_conv()
         assert exact_int(layer_flops(layer, shape), "layer_flops") == _counted(layer, shape), (
@@ -256,7 +287,10 @@ def test_layer_flops_conv(layer_flops):
 
 
 def test_layer_flops_same_and_unbatched(layer_flops):
-    """padding='same' and unbatched (C, H, W) inputs"""
+    """padding='same' and unbatched (C, H, W) inputs
+
+    False failure of a correct answer: 0 (random sizes, exact integer counts).
+    """
     c = random.randint(1, 4)
     layer = nn.Conv2d(c, 6, (3, 5), padding="same")
     shape = (c, random.randint(6, 12), random.randint(6, 12))
@@ -264,7 +298,10 @@ def test_layer_flops_same_and_unbatched(layer_flops):
 
 
 def test_layer_flops_by_hand(layer_flops):
-    """the count comes from the sizes, without running the layer"""
+    """the count comes from the sizes, without running the layer
+
+    False failure of a correct answer: 0 (a random layer, exact integer count).
+    """
     layer, shape = _random_conv()
     expected = _counted(layer, shape)
 
@@ -287,7 +324,10 @@ def test_layer_flops_errors(layer_flops):
 
 # --- gpu_env -------------------------------------------------------------------------------------
 def test_gpu_env_values(gpu_env):
-    """the visible ids in the order given, and PCI bus ordering"""
+    """the visible ids in the order given, and PCI bus ordering
+
+    False failure of a correct answer: 0 (random inputs, exact comparison).
+    """
     for _ in range(3):
         ids = random.sample(range(8), random.randint(1, 4))
         env = gpu_env(ids)
@@ -300,7 +340,10 @@ def test_gpu_env_values(gpu_env):
 
 
 def test_gpu_env_leaves_environment(gpu_env):
-    """this process's own environment is not changed"""
+    """this process's own environment is not changed
+
+    False failure of a correct answer: 0 (random inputs, exact comparison).
+    """
     before = dict(os.environ)
     gpu_env([random.randint(0, 7)])
     assert dict(os.environ) == before, "gpu_env should return the settings, not change os.environ"
@@ -315,7 +358,11 @@ def test_gpu_env_errors(gpu_env):
 
 # --- to_channels_last -------------------------------------------------------------------------------
 def test_to_channels_last_layout(to_channels_last):
-    """same shape and values, channels-last strides"""
+    """same shape and values, channels-last strides
+
+    False failure of a correct answer: 0 (random shapes; the values are copied
+    exactly, torch.equal).
+    """
     for _ in range(3):
         shape = (random.randint(1, 3), random.randint(2, 6), random.randint(2, 7), random.randint(2, 7))
         x = torch.randn(shape)

