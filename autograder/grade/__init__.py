@@ -7,16 +7,17 @@ from .. import jobs
 from ..gradebook import scores
 
 
-def grade(assignments=None, students=None, n_jobs=None):
+def grade(assignments=None, students=None, n_jobs=None, scheduler=None):
     pairs = jobs.submitted_pairs(assignments, students)
     if not pairs:
         raise SystemExit("grade: nothing in submitted/ (run `python -m autograder samples` "
                          "or collect submissions first)")
-    return jobs.run_all("autograde", pairs, n_jobs=n_jobs, desc="autograde")
+    return jobs.run_all("autograde", pairs, n_jobs=n_jobs, desc="autograde", scheduler=scheduler)
 
 
 def main(args):
-    results = grade(args.assignments or None, args.students or None, args.jobs)
+    results = grade(args.assignments or None, args.students or None, args.jobs,
+                    getattr(args, "scheduler", None))
     failed = [r for r in results if not r.ok]
     table = scores()
     for row in table:
