@@ -73,3 +73,8 @@ from autograder.feedback import HideHiddenTraceback  # noqa: E402
 
 c.GenerateFeedback.preprocessors = [GetGrades, ClearHiddenTests, HideHiddenTraceback,
                                     CSSHTMLHeaderPreprocessor]
+
+# Late submissions (the exchange stamps each one; the due date is the assignment's in
+# the gradebook): COURSE_LATE_PENALTY=zero gives a late submission no points; the
+# default, "none", only marks it late.
+c.LateSubmissionPlugin.penalty_method = os.environ.get("COURSE_LATE_PENALTY", "none")

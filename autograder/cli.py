@@ -4,7 +4,7 @@ import os
 import sys
 import time
 
-from . import author, benchmark, course, feedback, grade, release, report, samples, student
+from . import author, benchmark, course, feedback, grade, release, report, samples, site, student
 
 
 def _all(args):
@@ -39,6 +39,9 @@ def parser():
         sub.add_argument("--students", nargs="*", help="default: every student in submitted/")
         sub.add_argument("--jobs", type=int, default=None,
                          help="submissions at a time (default: the usable cores)")
+        sub.add_argument("--scheduler", default=None, metavar="tcp://HOST:PORT",
+                         help="grade and write feedback on the workers of this Dask cluster "
+                              "(default: COURSE_SCHEDULER, else this machine)")
         sub.set_defaults(fn=fn)
     bench = verbs.add_parser("benchmark", help="time parallel grading against plain nbgrader; "
                              "check that grading is steady", description=benchmark.__doc__,
@@ -49,6 +52,12 @@ def parser():
     bench.add_argument("--repeat", type=int, default=0, help="grade the reference answers N times instead")
     bench.add_argument("--busy", action="store_true", help="keep one core busy meanwhile")
     bench.set_defaults(fn=benchmark.main)
+    web = verbs.add_parser("site", help="build the course website (Sphinx + MyST-NB) from the release "
+                           "notebooks, executed here", description=site.__doc__,
+                           formatter_class=argparse.RawDescriptionHelpFormatter)
+    web.add_argument("assignments", nargs="*", help="default: every assignment in source/")
+    web.add_argument("--out", default=None, help="output folder (default: dist/site); the pages go to OUT/html")
+    web.set_defaults(fn=site.main)
     auth = verbs.add_parser("author", help="notebook <-> text form (see autograder/author.py)")
     auth.add_argument("rest", nargs=argparse.REMAINDER)
     auth.set_defaults(fn=lambda a: author.main(a.rest))

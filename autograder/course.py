@@ -51,6 +51,26 @@ def load_config(**overrides):
     return config
 
 
+def db_url(env=None):
+    """The gradebook URL that nbgrader_config.py gives under these COURSE_* variables
+    (default: this process's), e.g. for the environment of a grading job."""
+    keys = ("COURSE_WORKDIR", "COURSE_DB_URL")
+    saved = {k: os.environ.get(k) for k in keys}
+    try:
+        for key in keys:
+            if env is not None and env.get(key) is not None:
+                os.environ[key] = env[key]
+            elif env is not None:
+                os.environ.pop(key, None)
+        return load_config().CourseDirectory.db_url
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
 def api(**overrides):
     from nbgrader.apps import NbGraderAPI
     return NbGraderAPI(config=load_config(**overrides))

@@ -45,13 +45,14 @@ class HideHiddenTraceback(NbGraderPreprocessor):
         return "\n".join(kept)
 
 
-def generate(assignments=None, students=None, n_jobs=None):
+def generate(assignments=None, students=None, n_jobs=None, scheduler=None):
     pairs = [(a, s) for a, s in jobs.submitted_pairs(assignments, students, root=course.AUTOGRADED)]
-    return jobs.run_all("generate_feedback", pairs, n_jobs=n_jobs, desc="feedback")
+    return jobs.run_all("generate_feedback", pairs, n_jobs=n_jobs, desc="feedback", scheduler=scheduler)
 
 
 def main(args):
-    results = generate(args.assignments or None, args.students or None, args.jobs)
+    results = generate(args.assignments or None, args.students or None, args.jobs,
+                       getattr(args, "scheduler", None))
     failed = [r for r in results if not r.ok]
     print(f"feedback: {len(results) - len(failed)} files in {course.FEEDBACK}")
     return 1 if failed else 0

@@ -8,6 +8,22 @@ def _exercise_of(grade_id, exercises):
     return max(matches, key=len) if matches else grade_id
 
 
+def add_students(students, db_url=None):
+    """Create the students the gradebook lacks, from one writer, before parallel grading.
+
+    nbgrader's autograde creates its student itself (look up, then insert): two
+    submissions of one new student graded at the same time can both insert, and
+    the second fails on the unique key. Creating them first leaves the graders
+    only distinct rows to write.
+    """
+    from nbgrader.api import Gradebook
+
+    with Gradebook(db_url or course.load_config().CourseDirectory.db_url) as gb:
+        known = {s.id for s in gb.students}
+        for student in sorted(set(students) - known):
+            gb.add_student(student)
+
+
 def cell_scores(assignments=None):
     """One row per graded cell of every autograded submission."""
     from nbgrader.api import Gradebook

@@ -89,16 +89,25 @@ class _Worker:
                 self.process.kill()
 
 
-def run_all(verb, pairs, n_jobs=None, desc=None, log_dir=None, workdir=None):
+def run_all(verb, pairs, n_jobs=None, desc=None, log_dir=None, workdir=None, scheduler=None):
     """Run nbgrader's `verb` (autograde, generate_feedback) on every (assignment, student).
 
     n_jobs workers, each a long-lived process, take submissions from one queue
     (joblib threads drive them); returns JobResults sorted by assignment, student.
+    With a Dask scheduler address (`scheduler`, or COURSE_SCHEDULER) the same
+    workers run on that cluster instead (autograder/grade/cluster.py).
     """
+    pairs = list(pairs)
+    if verb == "autograde" and pairs:
+        from .gradebook import add_students
+        add_students({student for _, student in pairs}, course.db_url(job_environment(1, workdir)))
+    scheduler = scheduler or os.environ.get("COURSE_SCHEDULER")
+    if scheduler:
+        from .grade import cluster
+        return cluster.run_all(verb, pairs, scheduler, desc=desc, log_dir=log_dir, workdir=workdir)
     from joblib import Parallel, delayed
     from tqdm.auto import tqdm
 
-    pairs = list(pairs)
     n_jobs = max(1, min(n_jobs or default_jobs(), len(pairs) or 1))
     env = job_environment(n_jobs, workdir)
     log_dir = Path(log_dir or (Path(workdir) if workdir else course.WORKDIR) / "reports" / "logs")

@@ -8,13 +8,34 @@ Starting nbgrader costs about 3 s; paying it once per worker instead of once
 per submission is most of what makes parallel grading pay.
 """
 import json
+import os
 import sys
+import threading
 import time
 from pathlib import Path
 
 
+def _exit_with_parent(interval=0.5):
+    """Exit as soon as the process that started this worker is gone.
+
+    A grading job killed mid-submission (a Dask worker that dies, a killed
+    `grade`) leaves this process orphaned in the middle of an autograde; the
+    submission is graded again elsewhere, so this one must stop writing to the
+    gradebook and the autograded folder at once.
+    """
+    parent = os.getppid()
+
+    def watch():
+        while os.getppid() == parent:
+            time.sleep(interval)
+        os._exit(3)
+
+    threading.Thread(target=watch, name="exit-with-parent", daemon=True).start()
+
+
 def main():
     verb, log_dir = sys.argv[1], Path(sys.argv[2])
+    _exit_with_parent()
     from . import course
     api = course.api(Application={"log_level": "INFO"})
     call = {"autograde": api.autograde, "generate_feedback": api.generate_feedback}[verb]

@@ -68,3 +68,212 @@ def workdir_factory(tmp_path_factory):
     def make(name, assignments=None):
         return GradingWorkdir(tmp_path_factory.mktemp(name), assignments or ASSIGNMENTS)
     return make
+
+
+# ---------------------------------------------------------------------------
+# Debian packages the tests install when missing (CI runs as root on Debian).
+
+def apt_install(*packages):
+    """apt-get install the Debian packages (update first if the plain install fails); skip where
+    that cannot work (no apt-get, not root)."""
+    import subprocess
+
+    if shutil.which("apt-get") is None:
+        pytest.skip(f"{' '.join(packages)} missing and apt-get is unavailable to install it (Debian/Ubuntu only)")
+    if os.geteuid() != 0:
+        pytest.skip(f"{' '.join(packages)} missing and installing it needs root: apt-get install {' '.join(packages)}")
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    install = ["apt-get", "install", "-y", "--no-install-recommends", *packages]
+    if subprocess.run(install, env=env, capture_output=True).returncode != 0:
+        subprocess.run(["apt-get", "update"], env=env, capture_output=True, check=True)
+        done = subprocess.run(install, env=env, capture_output=True, text=True)
+        assert done.returncode == 0, f"apt-get install {packages} failed:\n{done.stdout[-2000:]}{done.stderr[-2000:]}"
+
+
+def free_port():
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+# ---------------------------------------------------------------------------
+# Headless Chromium (Debian's package), shared by the browser tests.
+
+CHROMIUM = Path("/usr/bin/chromium")
+# The network is closed: without these flags Chromium keeps trying to reach Google.
+CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                  "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                  "--disable-dev-shm-usage"]
+
+
+@pytest.fixture(scope="session")
+def chromium():
+    """{"path", "flags"}: Debian's chromium, installed with apt-get if needed."""
+    if not CHROMIUM.exists():
+        apt_install("chromium")
+        assert CHROMIUM.exists(), "apt-get installed chromium but /usr/bin/chromium is missing"
+    return {"path": CHROMIUM, "flags": CHROMIUM_FLAGS}
+
+
+@pytest.fixture(scope="session")
+def port_factory():
+    """A function returning a free TCP port on localhost."""
+    return free_port
+
+
+# ---------------------------------------------------------------------------
+# A throw-away PostgreSQL server (Debian's postgresql package).
+
+class PostgresServer:
+    """PostgreSQL run from a temp folder on a free localhost port, as an unprivileged user
+    (the server refuses root); `url(name)` creates a database and returns its URL."""
+
+    USER = "coursepg"  # the unprivileged account the server runs as when the tests run as root
+
+    def __init__(self, folder):
+        self.bin = self._binaries()
+        self.folder = Path(folder)
+        self.data, self.socket_dir = self.folder / "data", self.folder / "socket"
+        self.port = free_port()
+        self.run_as = self._account()
+        for path in (self.folder, self.socket_dir):
+            path.mkdir(parents=True, exist_ok=True)
+            if self.run_as:
+                shutil.chown(path, self.run_as, self.run_as)
+        self.folder.chmod(0o755)
+        self._run("initdb", "-D", str(self.data), "-A", "trust", "-U", "grader", "-E", "UTF8", "--no-sync")
+        self._run("pg_ctl", "-D", str(self.data), "-l", str(self.folder / "server.log"), "-w", "-t", "60",
+                  "-o", f"-p {self.port} -k {self.socket_dir} -c listen_addresses=127.0.0.1 "
+                        "-c max_connections=200 -c fsync=off", "start")
+
+    @staticmethod
+    def _binaries():
+        candidates = sorted(Path("/usr/lib/postgresql").glob("*/bin/initdb"), key=lambda p: int(p.parts[-3]))
+        if not candidates and shutil.which("initdb") is None:
+            apt_install("postgresql")
+            candidates = sorted(Path("/usr/lib/postgresql").glob("*/bin/initdb"), key=lambda p: int(p.parts[-3]))
+        if candidates:
+            return candidates[-1].parent
+        return Path(shutil.which("initdb")).parent
+
+    def _account(self):
+        """The user the server runs as: None (ourselves) unless we are root."""
+        import pwd
+        import subprocess
+
+        if os.geteuid() != 0:
+            return None
+        try:
+            pwd.getpwnam(self.USER)
+        except KeyError:
+            subprocess.run(["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin",
+                            self.USER], check=True, capture_output=True)
+        return self.USER
+
+    def _run(self, tool, *args):
+        import subprocess
+
+        command = [str(self.bin / tool), *args]
+        if self.run_as:
+            command = ["runuser", "-u", self.run_as, "--", *command]
+        done = subprocess.run(command, capture_output=True, text=True, cwd=self.folder)
+        log = self.folder / "server.log"
+        assert done.returncode == 0, (f"{tool} failed:\n{done.stdout[-2000:]}{done.stderr[-2000:]}"
+                                      + (log.read_text()[-2000:] if log.exists() else ""))
+
+    def url(self, database):
+        import psycopg
+
+        with psycopg.connect(host="127.0.0.1", port=self.port, user="grader", dbname="postgres",
+                             autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{database}"')
+            admin.execute(f'CREATE DATABASE "{database}"')
+        return f"postgresql://grader@127.0.0.1:{self.port}/{database}"
+
+    def stop(self):
+        self._run("pg_ctl", "-D", str(self.data), "-m", "fast", "-w", "stop")
+
+
+@pytest.fixture(scope="session")
+def postgres():
+    """One PostgreSQL server for the session, in a folder of /tmp the server's account can reach
+    (pytest's own temp folders are private to the user running the tests)."""
+    import tempfile
+
+    pytest.importorskip("psycopg", reason="psycopg is missing: bin/test installs requirements.txt")
+    folder = Path(tempfile.mkdtemp(prefix="course-postgres-"))
+    try:
+        server = PostgresServer(folder)
+        try:
+            yield server
+        finally:
+            server.stop()
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+# ---------------------------------------------------------------------------
+# The course's commands run as an instructor runs them, in a throw-away work folder.
+
+# Light assignments graded by the tests of grading beyond one machine (PostgreSQL, Dask).
+SCALE_ASSIGNMENTS = ("01_processes_threads",)
+
+
+def course_cli(*args, workdir, db_url=None, env=None, timeout=600):
+    """`python -m autograder <args>` with COURSE_WORKDIR (and COURSE_DB_URL); the finished process."""
+    import subprocess
+    import sys
+
+    full_env = {**os.environ, "COURSE_WORKDIR": str(workdir), **(env or {})}
+    if db_url:
+        full_env["COURSE_DB_URL"] = db_url
+    full_env.setdefault("MPLBACKEND", "Agg")
+    done = subprocess.run([sys.executable, "-m", "autograder", *args], cwd=course.ROOT, env=full_env,
+                          capture_output=True, text=True, timeout=timeout)
+    assert done.returncode == 0, f"python -m autograder {' '.join(args)} failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+    return done
+
+
+def prepare_course(workdir, assignments, db_url=None, with_samples=True):
+    """Release (into the work folder: the repository's release/ stays as it is, with its
+    gradebook entries going to `db_url`) and the sample submissions, as the main job does."""
+    workdir = Path(workdir)
+    env_db = db_url or f"sqlite:///{workdir / 'gradebook.db'}"
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("COURSE_WORKDIR", str(workdir))
+        mp.setenv("COURSE_DB_URL", env_db)
+        release.generate(list(assignments), release_dir=workdir / "release-check", db_url=env_db)
+    if with_samples:
+        course_cli("samples", *assignments, workdir=workdir, db_url=env_db)
+    return env_db
+
+
+def gradebook_scores(workdir, db_url, assignments=None):
+    """cell_scores() of the gradebook at db_url, as {(student, assignment, cell): (score, max)}."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("COURSE_WORKDIR", str(workdir))
+        mp.setenv("COURSE_DB_URL", db_url)
+        rows = gradebook.cell_scores(assignments)
+    return {(r["student"], r["assignment"], r["cell"]): (r["score"], r["max_score"]) for r in rows}
+
+
+@pytest.fixture(scope="session")
+def sqlite_baseline(tmp_path_factory):
+    """The sample submissions of SCALE_ASSIGNMENTS graded locally into SQLite: the reference
+    the PostgreSQL and Dask runs must equal."""
+    work = tmp_path_factory.mktemp("baseline-sqlite")
+    db_url = prepare_course(work, SCALE_ASSIGNMENTS)
+    course_cli("grade", *SCALE_ASSIGNMENTS, "--jobs", "2", workdir=work, db_url=db_url)
+    scores = gradebook_scores(work, db_url)
+    assert scores, "the SQLite run graded nothing"
+    return scores
+
+
+@pytest.fixture(scope="session")
+def course_tools():
+    """The helpers above for test modules (which cannot import conftest)."""
+    import types
+    return types.SimpleNamespace(cli=course_cli, prepare=prepare_course, scores=gradebook_scores,
+                                 assignments=SCALE_ASSIGNMENTS, free_port=free_port, apt_install=apt_install)

@@ -11,9 +11,7 @@ Deselect with `-m "not browser"`.
 """
 import json
 import os
-import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -26,47 +24,18 @@ from autograder import course, notebooks, student
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(600)]
 
-CHROMIUM = Path("/usr/bin/chromium")
 # The README's screenshot is refreshed only on request (COURSE_UPDATE_SCREENSHOT=1),
 # so that a test run leaves the working tree clean.
 README_SCREENSHOT = course.ROOT / "course" / "img" / "jupyterlab.png"
 SCREENSHOT = README_SCREENSHOT if os.environ.get("COURSE_UPDATE_SCREENSHOT") == "1" else None
-# The network is closed: without these flags Chromium keeps trying to reach Google.
-CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                  "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                  "--disable-dev-shm-usage"]
-
-
-def _chromium():
-    """Path of Debian's chromium, installing it with apt-get if needed (CI runs as root)."""
-    if CHROMIUM.exists():
-        return CHROMIUM
-    if shutil.which("apt-get") is None:
-        pytest.skip("chromium is missing and apt-get is unavailable to install it (Debian/Ubuntu only)")
-    if os.geteuid() != 0:
-        pytest.skip("chromium is missing and installing it with apt-get needs root: apt-get install chromium")
-    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    install = ["apt-get", "install", "-y", "--no-install-recommends", "chromium"]
-    if subprocess.run(install, env=env, capture_output=True).returncode != 0:
-        subprocess.run(["apt-get", "update"], env=env, capture_output=True, check=True)
-        done = subprocess.run(install, env=env, capture_output=True, text=True)
-        assert done.returncode == 0, f"apt-get install chromium failed:\n{done.stdout[-2000:]}{done.stderr[-2000:]}"
-    assert CHROMIUM.exists(), "apt-get installed chromium but /usr/bin/chromium is missing"
-    return CHROMIUM
-
-
-def _free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
-def lab(tmp_path_factory):
+def lab(tmp_path_factory, port_factory):
     """JupyterLab on localhost serving a fresh student folder; stopped afterwards."""
     tmp = tmp_path_factory.mktemp("browser")
     bundle = student.build(tmp / "student")
-    port, token = _free_port(), os.urandom(16).hex()
+    port, token = port_factory(), os.urandom(16).hex()
     env = {k: v for k, v in os.environ.items() if k not in ("MPLBACKEND", "PYTHONPATH")}
     env.update({
         # What the student's bin/lab sets: the folder itself on PYTHONPATH, nothing of the instructor's.
@@ -151,10 +120,9 @@ JS_CELL_DONE = """(i) => {
 JS_CELL_TYPE = "(i) => window.jupyterapp.shell.currentWidget.content.widgets[i].model.type"
 
 
-def test_student_runs_notebook_and_validates(lab):
+def test_student_runs_notebook_and_validates(lab, chromium):
     playwright = pytest.importorskip(
         "playwright.sync_api", reason="the playwright package is missing: bin/test installs requirements.txt")
-    chromium = _chromium()
     assignment = course.assignments()[0]
     release_nb = notebooks.read(course.release_notebook(assignment))
     n_tests = len(notebooks.test_cells(release_nb))
@@ -162,8 +130,8 @@ def test_student_runs_notebook_and_validates(lab):
     started = time.monotonic()
     with playwright.sync_playwright() as p:
         browser = p.chromium.launch_persistent_context(
-            str(lab["tmp"] / "chromium-profile"), executable_path=str(chromium), headless=True,
-            args=CHROMIUM_FLAGS, viewport={"width": 1440, "height": 900})
+            str(lab["tmp"] / "chromium-profile"), executable_path=str(chromium["path"]), headless=True,
+            args=chromium["flags"], viewport={"width": 1440, "height": 900})
         try:
             page = browser.pages[0] if browser.pages else browser.new_page()
             page.set_default_timeout(60_000)

@@ -34,13 +34,15 @@ def undecided_cells(pairs, workdir=None):
     return found
 
 
-def autograde(pairs, n_jobs=None, workdir=None):
-    """Grade (assignment, student) pairs in parallel, then the undecided ones again, alone.
+def autograde(pairs, n_jobs=None, workdir=None, scheduler=None):
+    """Grade (assignment, student) pairs in parallel (here, or on a Dask cluster's workers),
+    then the undecided ones again, alone, on this machine.
 
     Returns (JobResults, {pair: undecided cells}) after the second pass.
     """
     results = {(r.assignment, r.student): r
-               for r in jobs.run_all("autograde", pairs, n_jobs=n_jobs, desc="autograde", workdir=workdir)}
+               for r in jobs.run_all("autograde", pairs, n_jobs=n_jobs, desc="autograde", workdir=workdir,
+                                     scheduler=scheduler)}
     unsure = undecided_cells(pairs, workdir)
     if unsure:
         print(f"grade: {len(unsure)} submission(s) had a check that could not decide; "
@@ -63,16 +65,17 @@ def _write_review_list(unsure, workdir):
                 writer.writerow([student, assignment, cell, "a hidden check could not decide, twice"])
 
 
-def grade(assignments=None, students=None, n_jobs=None):
+def grade(assignments=None, students=None, n_jobs=None, scheduler=None):
     pairs = jobs.submitted_pairs(assignments, students)
     if not pairs:
         raise SystemExit("grade: nothing in submitted/ (run `python -m autograder samples` "
                          "or collect submissions first)")
-    return autograde(pairs, n_jobs=n_jobs)
+    return autograde(pairs, n_jobs=n_jobs, scheduler=scheduler)
 
 
 def main(args):
-    results, unsure = grade(args.assignments or None, args.students or None, args.jobs)
+    results, unsure = grade(args.assignments or None, args.students or None, args.jobs,
+                            getattr(args, "scheduler", None))
     failed = [r for r in results if not r.ok]
     table = scores()
     for row in table:

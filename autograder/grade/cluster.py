@@ -1,0 +1,99 @@
+"""Grading on an existing dask.distributed cluster (`grade --scheduler tcp://HOST:PORT`).
+
+Each Dask worker hosts the same long-lived grading process as a local job
+(`python -m autograder.worker`, driven by `jobs._Worker`), one per worker
+thread, started on its first submission and kept for the next ones. The
+cluster only moves (assignment, student) pairs and small JSON answers: the
+submissions, the graded notebooks and the logs stay in the course work folder,
+which every machine must see at the same path (a shared file system), and the
+scores go to the gradebook, which must be PostgreSQL (COURSE_DB_URL) as soon as
+the workers run on more than one machine.
+
+A worker that dies mid-submission loses that task; the scheduler gives it to
+another worker (Dask's `allowed_failures` retries), and nbgrader's autograde
+with force=True regrades it from scratch. The orphaned grading process notices
+its parent is gone and exits (autograder/worker.py), so it writes nothing more.
+"""
+import os
+import threading
+import time
+from pathlib import Path
+
+from .. import course, jobs
+
+# Settings a remote grader must share with this machine (read by nbgrader_config.py
+# and the sandbox); the folder layout travels as COURSE_WORKDIR.
+SETTING_PREFIX = "COURSE_"
+NOT_FORWARDED = ("COURSE_SCHEDULER",)
+
+_graders_lock = threading.Lock()
+_idle_graders = {}  # (verb, settings, log_dir) -> [jobs._Worker], per Dask worker process
+
+
+def _settings(workdir):
+    settings = {k: v for k, v in os.environ.items()
+                if k.startswith(SETTING_PREFIX) and k not in NOT_FORWARDED}
+    settings["COURSE_WORKDIR"] = str(workdir)
+    return settings
+
+
+def grade_on_worker(verb, assignment, student, settings, log_dir):
+    """Run inside a Dask worker: hand one submission to one of this worker's graders.
+
+    Returns a plain dict (the JobResult's fields plus the Dask worker that did it).
+    """
+    from distributed import get_worker
+
+    worker = get_worker()
+    key = (verb, tuple(sorted(settings.items())), str(log_dir))
+    with _graders_lock:
+        idle = _idle_graders.setdefault(key, [])
+        grader = idle.pop() if idle else None
+    if grader is None:
+        env = jobs.job_environment(worker.state.nthreads, settings["COURSE_WORKDIR"])
+        env.update(settings)
+        Path(log_dir).mkdir(parents=True, exist_ok=True)
+        grader = jobs._Worker(verb, env, log_dir)
+    try:
+        result = grader.run(verb, assignment, student, log_dir)
+    finally:
+        with _graders_lock:
+            _idle_graders[key].append(grader)
+    return {"assignment": result.assignment, "student": result.student, "ok": result.ok,
+            "seconds": result.seconds, "log": str(result.log), "worker": worker.address,
+            "pid": os.getpid()}
+
+
+def run_all(verb, pairs, scheduler, desc=None, log_dir=None, workdir=None, on_result=None):
+    """Like jobs.run_all, on the workers of the Dask cluster at `scheduler` (an address,
+    or a distributed.Client). Returns JobResults sorted by assignment, student;
+    `on_result(dict)` sees each answer as it arrives (the test uses it)."""
+    from distributed import Client, as_completed
+    from tqdm.auto import tqdm
+
+    workdir = Path(workdir or course.WORKDIR).resolve()
+    log_dir = Path(log_dir or workdir / "reports" / "logs").resolve()
+    log_dir.mkdir(parents=True, exist_ok=True)
+    settings = _settings(workdir)
+    pairs = list(pairs)
+    client = scheduler if isinstance(scheduler, Client) else Client(scheduler, timeout="60s")
+    try:
+        futures = [client.submit(grade_on_worker, verb, assignment, student, settings, str(log_dir),
+                                 key=f"{verb}-{student}-{assignment}-{time.time_ns()}", pure=False)
+                   for assignment, student in pairs]
+        results = []
+        with tqdm(total=len(pairs), desc=desc or verb, unit="submission") as bar:
+            for future in as_completed(futures):
+                answer = future.result()
+                results.append(jobs.JobResult(answer["assignment"], answer["student"], answer["ok"],
+                                              answer["seconds"], Path(answer["log"])))
+                if on_result is not None:
+                    on_result(answer)
+                bar.update()
+                if not answer["ok"]:
+                    bar.write(f"  {verb} failed for {answer['student']}/{answer['assignment']} "
+                              f"on {answer['worker']}: see {answer['log']}")
+    finally:
+        if client is not scheduler:
+            client.close()
+    return sorted(results, key=lambda r: (r.assignment, r.student))

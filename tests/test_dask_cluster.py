@@ -1,0 +1,86 @@
+"""Grading on a Dask cluster: `python -m autograder grade --scheduler tcp://HOST:PORT`.
+
+A dask.distributed LocalCluster of three separate worker processes (each with
+a nanny that restarts it) stands in for a scheduler and N machines; the
+gradebook is the throw-away PostgreSQL server, the work folder is shared
+(same path for all). The course's own command grades the sample submissions
+through that scheduler; while a submission is being graded, its Dask worker is
+killed with SIGKILL. The submission must be graded again elsewhere, the
+orphaned grading process must exit, the progress bar must still show, and the
+gradebook must equal the local SQLite run.
+"""
+import logging
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from autograder import course
+
+pytestmark = pytest.mark.timeout(900)
+ASSIGNMENT = "01_processes_threads"
+
+
+def _busy_worker(client, pids, psutil):
+    """(address, key) of a worker in the middle of a submission (its grader's kernel runs), else None."""
+    for address, keys in client.processing().items():
+        if not keys or address not in pids:
+            continue
+        try:
+            below = psutil.Process(pids[address]).children(recursive=True)
+            running = [p for p in below if "kernel" in " ".join(p.cmdline()) or "sandbox" in " ".join(p.cmdline())]
+        except psutil.Error:
+            continue
+        if running:
+            return address, list(keys)[0]
+    return None
+
+
+def test_grade_on_dask_cluster_survives_a_killed_worker(postgres, sqlite_baseline, course_tools, tmp_path):
+    distributed = pytest.importorskip("distributed")
+    psutil = pytest.importorskip("psutil")
+    db_url = postgres.url("course_dask")
+    course_tools.prepare(tmp_path, [ASSIGNMENT], db_url)
+
+    with distributed.LocalCluster(n_workers=3, threads_per_worker=1, processes=True, host="127.0.0.1",
+                                  scheduler_port=course_tools.free_port(), dashboard_address=None,
+                                  silence_logs=logging.ERROR) as cluster, \
+            distributed.Client(cluster) as client:
+        pids = client.run(os.getpid)
+        env = {**os.environ, "COURSE_WORKDIR": str(tmp_path), "COURSE_DB_URL": db_url}
+        grading = subprocess.Popen(
+            [sys.executable, "-m", "autograder", "grade", ASSIGNMENT, "--scheduler", cluster.scheduler_address],
+            cwd=course.ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            victim, deadline = None, time.monotonic() + 300
+            while victim is None and grading.poll() is None and time.monotonic() < deadline:
+                victim = _busy_worker(client, pids, psutil)
+                time.sleep(0.2)
+            assert victim is not None, "no submission was seen running on a worker"
+            address, key = victim
+            worker = psutil.Process(pids[address])
+            graders = [p for p in worker.children() if "autograder.worker" in " ".join(p.cmdline())]
+            assert graders, "the Dask worker hosts no long-lived grading process"
+            killed_at = time.time()
+            os.kill(pids[address], signal.SIGKILL)
+            # The orphaned grader stops at once rather than finish (and write) the submission.
+            gone, alive = psutil.wait_procs(graders, timeout=10)
+            assert not alive, f"grading processes still running after their worker died: {alive}"
+            out, err = grading.communicate(timeout=600)
+        finally:
+            if grading.poll() is None:
+                grading.kill()
+    assert grading.returncode == 0, f"{out[-3000:]}\n{err[-3000:]}"
+    assert "3 of 3 submissions graded" in out, out
+    assert "autograde: 100%" in err and "3/3" in err, "no progress bar on stderr"
+
+    # The killed submission was graded again, after the kill.
+    student = next(s for s in ("sample_perfect", "sample_blank", "sample_partial") if f"-{s}-" in key)
+    regraded = tmp_path / "autograded" / student / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
+    assert regraded.stat().st_mtime > killed_at, f"{student} was not graded again after its worker died"
+
+    expected = {k: v for k, v in sqlite_baseline.items() if k[1] == ASSIGNMENT}
+    assert course_tools.scores(tmp_path, db_url) == expected

@@ -1,0 +1,113 @@
+"""nbgrader's exchange, exercised with the real nbgrader verbs and the course's commands.
+
+A temporary exchange folder stands in for JupyterHub's /srv/nbgrader/exchange.
+The instructor (this repository as course folder, a temp work folder) releases
+the first assignment; two students, each in a home folder of their own,
+fetch it, answer it and submit (alice before the due date, bob after it); the
+instructor collects, grades with `python -m autograder grade` (late penalty:
+COURSE_LATE_PENALTY=zero), writes feedback and releases it; each student
+fetches their feedback. Scores and the late penalty are checked in the
+gradebook and in the students' feedback pages.
+"""
+import datetime
+import os
+import re
+import subprocess
+import sys
+import time
+
+import nbformat
+import pytest
+
+from autograder import course, notebooks, samples
+
+pytestmark = pytest.mark.timeout(900)
+ASSIGNMENT = "01_processes_threads"
+COURSE_ID = "parallel-python-pytorch"
+
+
+class Exchange:
+    def __init__(self, tmp_path, course_tools):
+        self.tmp = tmp_path
+        self.root = tmp_path / "exchange"
+        self.root.mkdir()
+        self.root.chmod(0o777)
+        self.work = tmp_path / "instructor-work"
+        self.work.mkdir()
+        self.db_url = f"sqlite:///{self.work / 'gradebook.db'}"
+        self.tools = course_tools
+        self.env = {**os.environ, "COURSE_WORKDIR": str(self.work), "COURSE_DB_URL": self.db_url,
+                    "COURSE_LATE_PENALTY": "zero", "JUPYTER_CONFIG_DIR": str(tmp_path / "jupyter-config"),
+                    "MPLBACKEND": "Agg"}
+
+    def nbgrader(self, *args, cwd=None, home=None):
+        """An nbgrader verb, run by a user with a home of their own (nbgrader keeps a cache of
+        submissions there); the instructor's run in the course folder (its nbgrader_config.py)."""
+        home = home or self.tmp / "home-instructor"
+        home.mkdir(exist_ok=True)
+        env = {**self.env, "HOME": str(home), "JUPYTER_DATA_DIR": str(home / ".local" / "share" / "jupyter")}
+        done = subprocess.run([sys.executable, "-m", "nbgrader", *args, f"--Exchange.root={self.root}"],
+                              cwd=cwd or course.ROOT, env=env, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, f"nbgrader {' '.join(args)} failed:\n{done.stdout[-2000:]}{done.stderr[-3000:]}"
+        return done
+
+    def student(self, name, *args):
+        home = self.tmp / f"home-{name}"
+        home.mkdir(exist_ok=True)
+        return self.nbgrader(*args, f"--course={COURSE_ID}", cwd=home, home=home), home
+
+    def autograder(self, *args):
+        return self.tools.cli(*args, workdir=self.work, env=self.env)
+
+
+def _due_date_now():
+    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f UTC")
+
+
+def test_exchange_round_trip_with_late_penalty(tmp_path, course_tools):
+    ex = Exchange(tmp_path, course_tools)
+    # The gradebook learns the assignment (as `python -m autograder release` does).
+    course_tools.prepare(ex.work, [ASSIGNMENT], ex.db_url, with_samples=False)
+    ex.nbgrader("release_assignment", ASSIGNMENT)
+
+    perfect = samples.submissions(ASSIGNMENT)["sample_perfect"]
+    for name in ("alice", "bob"):
+        _, home = ex.student(name, "fetch_assignment", ASSIGNMENT)
+        fetched = home / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
+        assert notebooks.answer_cells(notebooks.read(fetched)), "the fetched notebook has no exercise"
+        nbformat.write(perfect, str(fetched))
+    ex.student("alice", "submit", ASSIGNMENT, "--student=alice")
+    time.sleep(1.1)
+    ex.nbgrader("db", "assignment", "add", ASSIGNMENT, f"--duedate={_due_date_now()}")
+    time.sleep(1.1)
+    ex.student("bob", "submit", ASSIGNMENT, "--student=bob")
+
+    ex.nbgrader("collect", ASSIGNMENT)
+    for name in ("alice", "bob"):
+        assert (ex.work / "submitted" / name / ASSIGNMENT / "timestamp.txt").is_file()
+    graded = ex.autograder("grade", ASSIGNMENT)
+    assert "2 of 2 submissions graded" in graded.stdout, graded.stdout
+
+    from nbgrader.api import Gradebook
+    with Gradebook(ex.db_url) as gb:
+        alice = gb.find_submission(ASSIGNMENT, "alice")
+        bob = gb.find_submission(ASSIGNMENT, "bob")
+        top = alice.max_score
+        assert top > 0 and alice.score == top, f"alice scored {alice.score}/{top}"
+        assert alice.total_seconds_late == 0 and alice.late_submission_penalty == 0
+        assert bob.score == top, f"bob's answers scored {bob.score}/{top} before the penalty"
+        assert bob.total_seconds_late > 0 and bob.late_submission_penalty == top
+
+    ex.autograder("feedback", ASSIGNMENT)
+    ex.nbgrader("release_feedback", ASSIGNMENT)
+    for name, penalty in (("alice", 0.0), ("bob", top)):
+        _, home = ex.student(name, "fetch_feedback", ASSIGNMENT, f"--student={name}")
+        pages = list((home / ASSIGNMENT / "feedback").glob(f"*/{ASSIGNMENT}.html"))
+        assert len(pages) == 1, f"{name} fetched {pages}"
+        html = pages[0].read_text()
+        assert "HIDDEN TESTS" not in html
+        # The header shows the score after the penalty, which has a line of its own.
+        score = re.search(r"\(Score:\s*([0-9.]+)\s*/\s*([0-9.]+)\)", html)
+        assert score and float(score[1]) == top - penalty and float(score[2]) == top, f"{name}'s feedback: {score}"
+        late = re.search(r"Late submission penalty \(Score:\s*-([0-9.]+)\)", html)
+        assert (float(late[1]) if late else 0.0) == penalty, f"{name}'s feedback shows penalty {late}"
