@@ -103,6 +103,11 @@ Do not rename the notebook or the functions of the exercises.
 """
 
 
+# The notebooks show the course's figures from course/img/, two folders up from
+# release/<assignment>/; in the student folder the assignments sit one level higher.
+IMAGES_IN_REPO, IMAGES_IN_BUNDLE = "](../../course/img/", "](../course/img/"
+
+
 def build(out=None, assignments=None):
     """Write the student folder; return its path. Reads release/, so release first."""
     out = Path(out or DIST)
@@ -115,6 +120,10 @@ def build(out=None, assignments=None):
         if not course.release_notebook(assignment).is_file():
             raise SystemExit(f"student: {released} is missing; run `python -m autograder release` first")
         shutil.copytree(released, out / assignment, ignore=_IGNORE)
+        for nb in (out / assignment).glob("*.ipynb"):  # figures: see IMAGES_IN_REPO
+            nb.write_text(nb.read_text().replace(IMAGES_IN_REPO, IMAGES_IN_BUNDLE))
+    shutil.copytree(course.ROOT / "course" / "img", out / "course" / "img",
+                    ignore=shutil.ignore_patterns("*.py", "__pycache__", "jupyterlab.png", "site.png"))
     shutil.copytree(course.ROOT / "helpers", out / "helpers", ignore=_IGNORE)
     for name in ("requirements.txt", "environment.yml"):
         shutil.copy2(course.ROOT / name, out / name)

@@ -29,7 +29,7 @@ def test_bundle_has_what_students_need(bundle):
     for name in ("requirements.txt", "environment.yml"):
         assert (bundle / name).read_text() == (course.ROOT / name).read_text()
     assert sorted(p.name for p in bundle.iterdir() if p.is_dir()) == sorted(
-        [*course.assignments(), "bin", "helpers"])
+        [*course.assignments(), "bin", "course", "helpers"])
 
 
 def test_notebooks_are_the_release_ones(bundle, assignment):
@@ -37,7 +37,18 @@ def test_notebooks_are_the_release_ones(bundle, assignment):
     files = [f for f in _files(released) if "__pycache__" not in f.parts]
     assert _files(bundle / assignment) == files
     for rel in files:
-        assert filecmp.cmp(bundle / assignment / rel, released / rel, shallow=False), rel
+        if rel.suffix == ".ipynb":  # the same but for where the figures are
+            ours = (bundle / assignment / rel).read_text()
+            assert ours == (released / rel).read_text().replace(student.IMAGES_IN_REPO, student.IMAGES_IN_BUNDLE)
+        else:
+            assert filecmp.cmp(bundle / assignment / rel, released / rel, shallow=False), rel
+
+
+def test_every_figure_a_notebook_shows_is_in_the_bundle(bundle, assignment):
+    for nb in (bundle / assignment).glob("*.ipynb"):
+        for link in re.findall(r"\]\(([^)\s]+\.(?:png|svg))\)", nb.read_text()):
+            if "://" not in link:
+                assert (nb.parent / link).is_file(), f"{nb.name} shows {link}, which the student folder lacks"
 
 
 def test_helpers_are_the_course_helpers(bundle):
