@@ -4,8 +4,8 @@ Each assignment's hidden checks are pytest test functions in
 `autograder/checks/<assignment>.py`. A check belongs to the exercise named by
 its first parameter; every parameter is filled by name, from the student's
 namespace (the exercise itself, other exercises it needs) or from the small set
-of fixtures below. The same functions run under pytest in `tests/` against the
-reference solutions (see `autograder/checks/conftest.py`).
+of fixtures below. The same functions run under pytest against the reference
+solutions (`pytest autograder/checks`, see `autograder/checks/conftest.py`).
 
 The hidden block of a test cell is one line:
 

@@ -1,4 +1,4 @@
-"""Re-run the hidden checks in a clean process, on code taken out of the submission.
+"""Give the hidden checks' verdict from a clean process, on code taken out of the submission.
 
 The kernel that nbgrader uses to execute a submission also runs the student's
 code, so a determined student can make the test cells pass there without a
@@ -6,17 +6,24 @@ correct answer: an IPython input transformer that rewrites every later cell to
 `pass`, a `set_custom_exc` hook that swallows errors, `np.allclose = lambda
 *a, **k: True`, code that behaves differently when NBGRADER_EXECUTION is set.
 
-So every hidden check runs a second time, here: in a fresh interpreter that
-never saw the kernel, with the student's answer cells (and cells they added)
-executed as plain Python, after the imports and definitions of the course's own
-teaching cells taken from source/. Before the student's code runs, the
-verifier records the functions and classes that grading relies on (builtins,
-numpy, threading, multiprocessing, torch, helpers, autograder...); if the
-student's code replaced any of them, every check of the submission fails. A
-test cell scores only if its checks pass both in the kernel and here.
+So while grading, the hidden checks run here and only here: in a fresh
+interpreter that never saw the kernel, inside the submission's sandbox (as an
+unprivileged uid that cannot see the checks' files: the grader sends their
+source), replaying the notebook as a student's Run All would: the course's
+non-demo teaching cells as source/ has them, the student's answer cells and the
+cells they added, in order, as plain Python. Before the student's code runs,
+the verifier records the functions and classes that grading relies on
+(builtins, numpy, threading, multiprocessing, torch, helpers, autograder...);
+if the student's code replaced any of them, every check of the submission
+fails. A test cell scores only if its visible tests pass in the kernel and its
+hidden checks pass here.
 
-Parent side: `verify_notebook()`. Child side: `main()`, started as
-`python -c "from autograder.grade.verify import main; main()" <fd> <payload>`
+Known limit: the checks still run in the interpreter that runs the student's
+code, so that code can forge this process's report (tests/test_grading_trust.py,
+`forge_verdict`); see course/instructor_guide.md, threat model.
+
+Parent side: `payload_for()` and `verify()`. Child side: `main()`, started as
+`python -P -c "from autograder.grade.verify import main; main()" <fd> <payload>`
 so that the student's code lives in a bare `__main__`, as in a kernel.
 """
 import ast
