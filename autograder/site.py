@@ -107,7 +107,7 @@ def _teaching_cell(cell):
 def execute(assignment, run_root, cell_timeout=600):
     """The release notebook with its teaching cells executed in a copy of its folder.
 
-    Returns (notebook, number of teaching cells that failed and lost their output).
+    Returns (notebook, [error name of each teaching cell that failed and lost its output]).
     """
     import nbformat
     from nbclient import NotebookClient
@@ -122,11 +122,11 @@ def execute(assignment, run_root, cell_timeout=600):
     client = NotebookClient(runnable, timeout=cell_timeout, allow_errors=True, kernel_name="python3",
                             resources={"metadata": {"path": str(run_dir)}})
     client.execute(env=_kernel_env(run_dir), cwd=str(run_dir))
-    failed = 0
+    failed = []
     for index, ran in zip(teaching, runnable.cells):
         errors = [o for o in ran.outputs if o.output_type == "error"]
         if errors:
-            failed += 1
+            failed.append(errors[0].ename)
             ran.outputs = [o for o in ran.outputs if o.output_type != "error"]
         nb.cells[index].outputs = ran.outputs
         nb.cells[index].execution_count = ran.execution_count
@@ -151,7 +151,8 @@ def _write_sources(src, assignments, run_root):
         start = time.perf_counter()
         nb, failed = execute(assignment, run_root)
         nbformat.write(nb, str(src / "assignments" / f"{assignment}.ipynb"))
-        note = f", {failed} cell(s) needing an exercise shown without output" if failed else ""
+        note = (f"; {len(failed)} cell(s) that need an answer shown without output ({', '.join(failed)})"
+                if failed else "")
         print(f"site: ran {assignment} in {time.perf_counter() - start:.0f} s{note}", flush=True)
 
 
