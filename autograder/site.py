@@ -24,6 +24,7 @@ import shutil
 import subprocess
 import sys
 import time
+from functools import lru_cache
 from pathlib import Path
 
 from . import course, notebooks
@@ -166,8 +167,6 @@ def secrets(assignment, min_length=25):
     """Text of an assignment that only graders may see: distinctive lines of the reference
     solutions, the hidden blocks of its test cells, and the hidden checks' definitions."""
     source = notebooks.read(course.source_notebook(assignment))
-    release = notebooks.read(course.release_notebook(assignment))
-    released = {line.strip() for cell in release.cells for line in cell.source.splitlines()}
     found = set()
     for code in notebooks.answer_cells(source).values():
         for block in re.findall(r"### BEGIN SOLUTION\n(.*?)### END SOLUTION", code, re.S):
@@ -179,7 +178,22 @@ def secrets(assignment, min_length=25):
     checks = course.ROOT / "autograder" / "checks" / f"{assignment}.py"
     if checks.is_file():
         found |= {line.strip() for line in checks.read_text().splitlines() if line.startswith("def test_")}
-    return sorted(found - released)
+    published = _published_text()
+    return sorted(line for line in found if _flat(line) not in published)
+
+
+def _flat(text):
+    return " ".join(text.split())
+
+
+@lru_cache(maxsize=1)
+def _published_text():
+    """Everything the site publishes on purpose (every release notebook, the course's pages),
+    as one flat string: a solution line that is also teaching code is no secret."""
+    parts = [cell.source for a in course.assignments() if course.release_notebook(a).is_file()
+             for cell in notebooks.read(course.release_notebook(a)).cells]
+    parts += [(course.ROOT / "course" / page).read_text() for page in ("syllabus.md", "instructor_guide.md")]
+    return _flat("\n".join(parts))
 
 
 def leaks(html_dir, assignments):
@@ -191,8 +205,8 @@ def leaks(html_dir, assignments):
     found = []
     for page in html_dir.rglob("*.html"):
         text = page_text(page)
-        flat = " ".join(text.split())
-        found += [(page, line) for line in hidden if " ".join(line.split()) in flat]
+        flat = _flat(text)
+        found += [(page, line) for line in hidden if _flat(line) in flat]
         if page.parent.name == "assignments":
             found += [(page, marker) for marker in FORBIDDEN if marker in text]
     return found
