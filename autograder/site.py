@@ -24,6 +24,7 @@ import shutil
 import subprocess
 import sys
 import time
+from functools import lru_cache
 from pathlib import Path
 
 from . import course, notebooks
@@ -107,7 +108,7 @@ def _teaching_cell(cell):
 def execute(assignment, run_root, cell_timeout=600):
     """The release notebook with its teaching cells executed in a copy of its folder.
 
-    Returns (notebook, number of teaching cells that failed and lost their output).
+    Returns (notebook, [error name of each teaching cell that failed and lost its output]).
     """
     import nbformat
     from nbclient import NotebookClient
@@ -122,11 +123,11 @@ def execute(assignment, run_root, cell_timeout=600):
     client = NotebookClient(runnable, timeout=cell_timeout, allow_errors=True, kernel_name="python3",
                             resources={"metadata": {"path": str(run_dir)}})
     client.execute(env=_kernel_env(run_dir), cwd=str(run_dir))
-    failed = 0
+    failed = []
     for index, ran in zip(teaching, runnable.cells):
         errors = [o for o in ran.outputs if o.output_type == "error"]
         if errors:
-            failed += 1
+            failed.append(errors[0].ename)
             ran.outputs = [o for o in ran.outputs if o.output_type != "error"]
         nb.cells[index].outputs = ran.outputs
         nb.cells[index].execution_count = ran.execution_count
@@ -151,7 +152,8 @@ def _write_sources(src, assignments, run_root):
         start = time.perf_counter()
         nb, failed = execute(assignment, run_root)
         nbformat.write(nb, str(src / "assignments" / f"{assignment}.ipynb"))
-        note = f", {failed} cell(s) needing an exercise shown without output" if failed else ""
+        note = (f"; {len(failed)} cell(s) that need an answer shown without output ({', '.join(failed)})"
+                if failed else "")
         print(f"site: ran {assignment} in {time.perf_counter() - start:.0f} s{note}", flush=True)
 
 
@@ -165,8 +167,6 @@ def secrets(assignment, min_length=25):
     """Text of an assignment that only graders may see: distinctive lines of the reference
     solutions, the hidden blocks of its test cells, and the hidden checks' definitions."""
     source = notebooks.read(course.source_notebook(assignment))
-    release = notebooks.read(course.release_notebook(assignment))
-    released = {line.strip() for cell in release.cells for line in cell.source.splitlines()}
     found = set()
     for code in notebooks.answer_cells(source).values():
         for block in re.findall(r"### BEGIN SOLUTION\n(.*?)### END SOLUTION", code, re.S):
@@ -178,7 +178,22 @@ def secrets(assignment, min_length=25):
     checks = course.ROOT / "autograder" / "checks" / f"{assignment}.py"
     if checks.is_file():
         found |= {line.strip() for line in checks.read_text().splitlines() if line.startswith("def test_")}
-    return sorted(found - released)
+    published = _published_text()
+    return sorted(line for line in found if _flat(line) not in published)
+
+
+def _flat(text):
+    return " ".join(text.split())
+
+
+@lru_cache(maxsize=1)
+def _published_text():
+    """Everything the site publishes on purpose (every release notebook, the course's pages),
+    as one flat string: a solution line that is also teaching code is no secret."""
+    parts = [cell.source for a in course.assignments() if course.release_notebook(a).is_file()
+             for cell in notebooks.read(course.release_notebook(a)).cells]
+    parts += [(course.ROOT / "course" / page).read_text() for page in ("syllabus.md", "instructor_guide.md")]
+    return _flat("\n".join(parts))
 
 
 def leaks(html_dir, assignments):
@@ -190,8 +205,8 @@ def leaks(html_dir, assignments):
     found = []
     for page in html_dir.rglob("*.html"):
         text = page_text(page)
-        flat = " ".join(text.split())
-        found += [(page, line) for line in hidden if " ".join(line.split()) in flat]
+        flat = _flat(text)
+        found += [(page, line) for line in hidden if _flat(line) in flat]
         if page.parent.name == "assignments":
             found += [(page, marker) for marker in FORBIDDEN if marker in text]
     return found

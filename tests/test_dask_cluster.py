@@ -20,7 +20,7 @@ import pytest
 
 from autograder import course
 
-pytestmark = pytest.mark.timeout(900)
+pytestmark = [pytest.mark.scale, pytest.mark.timeout(900)]
 ASSIGNMENT = "01_processes_threads"
 
 

@@ -21,7 +21,7 @@ import pytest
 
 from autograder import course, notebooks, samples
 
-pytestmark = pytest.mark.timeout(900)
+pytestmark = [pytest.mark.scale, pytest.mark.timeout(900)]
 ASSIGNMENT = "01_processes_threads"
 COURSE_ID = "parallel-python-pytorch"
 

@@ -14,7 +14,7 @@ import multiprocessing
 
 import pytest
 
-pytestmark = pytest.mark.timeout(900)
+pytestmark = [pytest.mark.scale, pytest.mark.timeout(900)]
 
 
 def test_course_end_to_end_on_postgresql(postgres, sqlite_baseline, course_tools, tmp_path):

@@ -15,6 +15,7 @@ with force=True regrades it from scratch. The orphaned grading process notices
 its parent is gone and exits (autograder/worker.py), so it writes nothing more.
 """
 import os
+import sys
 import threading
 import time
 from pathlib import Path
@@ -75,6 +76,10 @@ def run_all(verb, pairs, scheduler, desc=None, log_dir=None, workdir=None, on_re
     log_dir = Path(log_dir or workdir / "reports" / "logs").resolve()
     log_dir.mkdir(parents=True, exist_ok=True)
     settings = _settings(workdir)
+    if course.db_url(settings).startswith("sqlite"):
+        print("note: grading on a Dask cluster into a SQLite gradebook: fine while every worker "
+              "runs on this machine; set COURSE_DB_URL to PostgreSQL for workers elsewhere",
+              file=sys.stderr)
     pairs = list(pairs)
     client = scheduler if isinstance(scheduler, Client) else Client(scheduler, timeout="60s")
     try:
