@@ -148,6 +148,7 @@ for view in views:
             except OSError:
                 pass
 print("READABLE:", readable)
+print("SECRETS:", [name for name in ("PGPASSWORD", "COURSE_DB_URL") if name in os.environ])
 for path in glob.glob(root + "/source/*/*.ipynb") + glob.glob("/proc/1/root" + root + "/source/*/*.ipynb"):
     if path.endswith("01_processes_threads.ipynb"):
         for cell in json.load(open(path))["cells"]:
@@ -308,7 +309,8 @@ def trust(workdir_factory):
                 (folder / rel).parent.mkdir(parents=True, exist_ok=True)
                 (folder / rel).write_text(text)
     tree_before = _tree_digest(course.ROOT)
-    results = work.grade(env={"COURSE_CELL_TIMEOUT": "20", "COURSE_MEMORY_MB": "1536"})
+    results = work.grade(env={"COURSE_CELL_TIMEOUT": "20", "COURSE_MEMORY_MB": "1536",
+                              "PGPASSWORD": "the-gradebook-password"})
     work.tree_changed = _tree_digest(course.ROOT) != tree_before
     return work, cases, results
 
@@ -420,6 +422,7 @@ def test_instructor_files_unreadable_while_grading(trust):
     work, _, _ = trust
     text = _outputs(work.graded_notebook("snoop", A))
     assert "READABLE: []" in text, text[-2000:]
+    assert "SECRETS: []" in text, "the grader's secrets reach student code"
 
 
 def test_grading_processes_out_of_reach(trust):

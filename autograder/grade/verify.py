@@ -341,6 +341,10 @@ def main():
     os.environ.pop("NBGRADER_EXECUTION", None)  # graded as the student would run it
     for assignment in {a for a, _ in spec["exercises"]}:
         hidden.load_checks(assignment)  # imports everything the checks use, before student code
+    if "torch" in sys.modules:
+        # torch.profiler (and torch.compile) import torch._dynamo on first use, which
+        # re-wraps torch.manual_seed: done here, before the snapshot, it is not tampering.
+        import torch._dynamo  # noqa: F401
     # The student's own modules (a `%%writefile defs.py`) import from the submission's
     # folder, which comes last: it cannot stand in for a library or the course.
     sys.path.append(os.getcwd())
