@@ -19,6 +19,11 @@ from autograder.checks._support import exact_int, exact_list, raises_value_error
 def _problem(n_samples):
     model = nn.Sequential(nn.Linear(6, 7), nn.Tanh(), nn.Linear(7, 2))
     X, y = torch.randn(n_samples, 6), torch.randn(n_samples, 2)
+    # Keep every residual away from L1Loss's kink at 0: a rounding difference
+    # between the shard and the full forward pass must not flip a gradient's sign.
+    with torch.no_grad():
+        residual = y - model(X)
+        y = y + torch.where(residual.abs() < 1e-3, torch.full_like(y, 0.01), torch.zeros_like(y))
     return model, X, y
 
 
@@ -37,7 +42,13 @@ def _forward_sizes(model):
 
 
 def test_sharded_gradient_equals_full(sharded_gradient):
-    """the combined gradient equals the full-batch gradient, also for uneven shards"""
+    """the combined gradient equals the full-batch gradient, also for uneven shards
+
+    False failure of a correct answer: 0 beyond float32 rounding. Over 3000
+    random draws the reference's worst error was 0.064 of the tolerance
+    (atol 1e-6, rtol 1e-5); every residual is kept 1e-3 away from L1Loss's kink,
+    so rounding cannot flip a sign of its gradient.
+    """
     for _ in range(4):
         n_shards = random.randint(2, 5)
         n = n_shards * random.randint(2, 6) + random.randint(1, n_shards - 1)   # not divisible
@@ -54,7 +65,10 @@ def test_sharded_gradient_equals_full(sharded_gradient):
 
 
 def test_sharded_gradient_really_shards(sharded_gradient):
-    """the model runs once per shard, on shards whose sizes differ by at most one"""
+    """the model runs once per shard, on shards whose sizes differ by at most one
+
+    False failure of a correct answer: 0 (random sizes, exact counts).
+    """
     # 9 samples in 4 shards: splitting by a fixed chunk size (torch.chunk) gives 3 chunks.
     n_shards = random.randint(2, 4)
     for n, n_shards in ((9, 4), (n_shards * random.randint(3, 5) + 1, n_shards)):
@@ -71,7 +85,11 @@ def test_sharded_gradient_really_shards(sharded_gradient):
 
 
 def test_sharded_gradient_one_shard_and_errors(sharded_gradient):
-    """one shard gives the full gradient; n_shards < 1 or > batch size raises ValueError"""
+    """one shard gives the full gradient; n_shards < 1 or > batch size raises ValueError
+
+    False failure of a correct answer: 0 (one shard is the full forward and
+    backward pass: rounding as in test_sharded_gradient_equals_full).
+    """
     model, X, y = _problem(random.randint(3, 9))
     expected = _full_gradient(model, nn.MSELoss(), X, y)
     got = sharded_gradient(model, nn.MSELoss(), X, y, 1)
@@ -85,7 +103,12 @@ def test_sharded_gradient_one_shard_and_errors(sharded_gradient):
 
 # --- ring_allreduce ---------------------------------------------------------------------
 def test_ring_allreduce_sums(ring_allreduce):
-    """every rank ends with the element-wise sum, in the input shape, after 2(p-1) steps"""
+    """every rank ends with the element-wise sum, in the input shape, after 2(p-1) steps
+
+    False failure of a correct answer: < 1e-30. Adding p <= 7 standard normal
+    values in another order errs by at most p eps sum|x| = 7 * 1.1e-16 * sum|x|,
+    under atol = 1e-12 while sum|x| < 1200 (P < 1e-30).
+    """
     for p, shape in [(1, (5,)), (2, (7,)), (3, (2, 5)), (random.randint(4, 7), (random.randint(1, 3),)),
                      (random.randint(4, 7), (random.randint(10, 40), 3))]:
         chunks = [np.random.randn(*shape) for _ in range(p)]
@@ -105,7 +128,11 @@ def test_ring_allreduce_sums(ring_allreduce):
 
 
 def test_ring_allreduce_is_a_ring(ring_allreduce):
-    """segments are summed in different orders, as in a ring (not one sum copied to all)"""
+    """segments are summed in different orders, as in a ring (not one sum copied to all)
+
+    False failure of a correct answer: 0 (a random length, fixed values: the
+    outcome of a ring's addition order is exact).
+    """
     # 1e16 + 1 - 1e16 depends on the order of the additions: a ring starts each
     # segment's chain at a different rank, so its segments do not all agree.
     length = random.randint(6, 30)
@@ -167,7 +194,14 @@ class _OccupiedPort:
 
 @timeout(170)
 def test_run_ddp_processes_shards_and_weights(run_ddp):
-    """world_size processes each read their own share of the data, and the weights equal single-process training"""
+    """world_size processes each read their own share of the data, and the weights equal single-process training
+
+    False failure of a correct answer: not bounded by a formula. The reads are
+    counted exactly; the weights differ from single-process training only by
+    float32 rounding of the all-reduce (gloo sums, then divides by world_size),
+    measured 3e-8 (0.0007 of atol 2e-5, rtol 1e-4); the rendezvous port is the answer's
+    free one (29500 is kept busy on purpose).
+    """
     w = _ddp_worker()
     world_size = random.choice([2, 3])
     epochs = 2
