@@ -37,8 +37,19 @@ def test_wrong_answer_fails(assignment, exercise, label):
 def test_alternative_answer_passes(assignment, exercise, label):
     code = samples.catalogue(assignment).ALTERNATIVE[exercise][label]
     outcomes = hidden.run(assignment, exercise, _namespace(assignment, exercise, code))
+    _skip_if_only_undecided(outcomes)
     failed = [f"{o.description}: {o.message}" for o in outcomes if not o.passed]
     assert not failed, f"the correct alternative '{label}' fails: {failed}"
+
+
+def _skip_if_only_undecided(outcomes):
+    """A timing check that cannot decide on a busy machine is inconclusive, not a failure
+    of a correct answer (grading regrades it alone, then asks a person)."""
+    if not all(o.passed or o.undecided for o in outcomes):
+        return
+    undecided = [f"{o.description}: {o.message}" for o in outcomes if o.undecided]
+    if undecided:
+        pytest.skip("undecided on this machine now: " + "; ".join(undecided))
 
 
 def test_catalogue_covers_every_exercise(assignment):
@@ -55,5 +66,5 @@ def test_reference_passes_through_the_runner(assignment):
     namespace = vars(notebooks.reference_module(assignment))
     for exercise in notebooks.answer_cells(notebooks.read(course.source_notebook(assignment))):
         outcomes = hidden.run(assignment, exercise, namespace)
-        failed = [f"{o.description}: {o.message}" for o in outcomes if not o.passed]
+        failed = [f"{o.description}: {o.message}" for o in outcomes if not (o.passed or o.undecided)]
         assert not failed, f"{exercise}: {failed}"

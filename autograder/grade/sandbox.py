@@ -227,7 +227,10 @@ class Sandbox:
         allowed = [root / rel for rel in ALLOWED_IN_COURSE]
         # The interpreter and its environment come back where they live in a covered
         # folder (a .venv in the course, a pyenv Python in the grader's home).
-        for prefix in {Path(p).resolve() for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)}:
+        # Both spellings: a .venv link in the course points elsewhere, and the interpreter
+        # still looks for its packages under the link's own path.
+        prefixes = {Path(p).absolute() for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)}
+        for prefix in prefixes | {p.resolve() for p in prefixes}:
             if any(prefix.is_relative_to(c) and prefix != Path(c) for c in limits.covered):
                 allowed.append(prefix)
         limits.allowed = [str(p) for p in allowed if p.exists()]

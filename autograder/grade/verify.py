@@ -380,14 +380,16 @@ def main():
         try:
             outcomes = run(assignment, exercise, namespace)
             passed = check_names(o.passed for o in outcomes)
-            undecided = [o.description for o in outcomes if o.undecided]
+            # Undecided only when nothing else failed: a check that failed outright decides.
+            if all(o.passed or o.undecided for o in outcomes):
+                undecided = [o.description for o in outcomes if o.undecided]
             text = "" if passed else report(exercise, outcomes)
         except BaseException as err:  # noqa: BLE001
             passed, text = False, f"{exercise}: {type(err).__name__}: {err}"
         tampered = _changed(before)
         if tampered:
-            passed, text = False, (f"{exercise}: your code replaced functions that grading relies on "
-                                   f"while it ran ({', '.join(tampered[:5])})")
+            passed, text, undecided = False, (f"{exercise}: your code replaced functions that grading "
+                                              f"relies on while it ran ({', '.join(tampered[:5])})"), []
         send({"exercise": exercise, "passed": passed, "report": text, "undecided": undecided})
     channel.close()
     sys.stdout.flush()
