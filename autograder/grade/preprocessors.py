@@ -137,7 +137,8 @@ class KeepExpectedFiles(NbGraderPreprocessor):
     grader or library module therefore never reaches a grading process.
     """
 
-    always_kept = List(["timestamp.txt"], help="Files nbgrader itself keeps beside a submission").tag(config=True)
+    always_kept = List(["timestamp.txt", "submission_secret.txt"],
+                       help="Files nbgrader's own exchange keeps beside a submission").tag(config=True)
 
     def preprocess(self, nb, resources):
         from .. import course
