@@ -456,6 +456,9 @@ def kernel_main():
         except OSError as err:
             _note(f"network isolation unavailable ({err}; needs root or CAP_SYS_ADMIN)")
     become_student(limits)
+    # The kernel starts with -P: the notebook's own folder (its modules, a `%%writefile`)
+    # comes last on sys.path, where it cannot stand in for a library or the grader.
+    sys.path.append(os.getcwd())
     app.start()
 
 
