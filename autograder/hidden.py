@@ -92,6 +92,10 @@ def _arguments(fn, namespace, fixtures):
     return args
 
 
+class CheckTimeout(TimeoutError):
+    """A check that overran its time (not a TimeoutError raised by the student's code)."""
+
+
 def _call_with_timeout(fn, kwargs, timeout):
     """Run fn(**kwargs) in a daemon thread so that a hang fails one check, not the cell."""
     box = {}
@@ -106,7 +110,7 @@ def _call_with_timeout(fn, kwargs, timeout):
     worker.start()
     worker.join(timeout)
     if worker.is_alive():
-        raise TimeoutError(f"did not finish within {timeout:g} s (a hang or a deadlock?)")
+        raise CheckTimeout(f"did not finish within {timeout:g} s (a hang or a deadlock?)")
     if "error" in box:
         raise box["error"]
     return box.get("value")
@@ -116,13 +120,36 @@ def _failure_message(err):
     if isinstance(err, AssertionError):
         text = str(err).split("\nassert ")[0].strip()  # drop pytest's rewritten expression
         return text or "the result is not what the exercise asks for"
-    if isinstance(err, (TimeoutError, NameError)) or type(err).__name__ == "Failed":
+    if isinstance(err, (TimeoutError, NameError)) or type(err).__name__ in ("Failed", "StudentProcessGone"):
         return str(err)  # our own wording, or pytest.fail()/pytest.raises()
+    if type(err).__name__ == "StudentError":
+        return f"your code raised {err}"
     return f"your code raised {type(err).__name__}: {err}"
 
 
-def run(assignment, exercise, namespace):
-    """Run every hidden check of `exercise` against `namespace`; a list of Outcomes."""
+# The student's process the checks are judging (autograder/grade/judge.py), or None when
+# the checks run beside the code they check (the course's own tests, an instructor's kernel).
+STUDENT = None
+
+
+def modules_used(module):
+    """Names of the modules a checks module imports (loaded in the student's process first)."""
+    import types
+    names = set()
+    for value in vars(module).values():
+        if isinstance(value, types.ModuleType):
+            names.add(value.__name__)
+        elif callable(value) and isinstance(getattr(value, "__module__", None), str):
+            names.add(value.__module__)
+    return {n for n in names if n in sys.modules and not n.startswith("autograder")}
+
+
+def run(assignment, exercise, namespace, session=None):
+    """Run every hidden check of `exercise` against `namespace`; a list of Outcomes.
+
+    With `session` (a judge.StudentProcess), `namespace` holds handles on the
+    student's process, and a check that overruns its time stops that process.
+    """
     checks = checks_for(assignment, exercise)
     if not checks:
         raise LookupError(f"no hidden checks for {assignment}/{exercise}")
@@ -130,9 +157,18 @@ def run(assignment, exercise, namespace):
     for fn in checks:
         fixtures = _Fixtures()
         start = time.perf_counter()
+        if session is not None and session.broken:
+            outcomes.append(Outcome(fn.__name__, describe(fn), False,
+                                    f"not run: {session.broken}", 0.0))
+            continue
         try:
             kwargs = _arguments(fn, namespace, fixtures)
-            _call_with_timeout(fn, kwargs, getattr(fn, "timeout", DEFAULT_TIMEOUT))
+            try:
+                _call_with_timeout(fn, kwargs, getattr(fn, "timeout", DEFAULT_TIMEOUT))
+            except CheckTimeout:
+                if session is not None:
+                    session.stop("an earlier check did not finish in time")
+                raise
         except BaseException as err:  # noqa: BLE001
             if type(err).__name__ == "Skipped":  # pytest.skip(): the check cannot decide here
                 outcomes.append(Outcome(fn.__name__, describe(fn), False,

@@ -55,14 +55,6 @@ def sleep_for(seconds):
     return seconds
 
 
-def busy_loop(n):
-    """A CPU-bound pure-Python loop (holds the GIL the whole time)."""
-    total = 0
-    for i in range(n):
-        total += i * i % 7
-    return total
-
-
 def fail_on(x, bad=3):
     """Returns x, but raises ValueError for x == bad (for error-handling demos)."""
     if x == bad:
@@ -74,10 +66,24 @@ def noop():
     """Does nothing: the cost of a worker is then all overhead."""
 
 
+def spin(cpu_seconds):
+    """Burn `cpu_seconds` of this thread's CPU time (a CPU-bound task of a known size)."""
+    start = time.thread_time()
+    while time.thread_time() - start < cpu_seconds:
+        pass
+    return cpu_seconds
+
+
 # --- who ran it --------------------------------------------------------------------
 def whoami(_=None):
     """(pid, parent pid, thread ident) of whoever runs this."""
     return os.getpid(), os.getppid(), threading.get_ident()
+
+
+def whoami_after_spin(cpu_seconds=0.2):
+    """whoami() after burning some CPU: the CPU time shows outside which process ran it."""
+    spin(cpu_seconds)
+    return whoami()
 
 
 def traced(fn, *args):

@@ -1,12 +1,48 @@
 """The hidden checks against the catalogue of wrong and alternative answers.
 
 Every plausible wrong answer the catalogue names must fail at least one check
-of its exercise; every correct alternative must pass them all. The answers run
-in this process, on top of the reference solutions of the other exercises.
+of its exercise; every correct alternative must pass them all. As while
+grading, the checks run here (the judge's role) and the answers in a student's
+process of their own (autograder/grade/judge.py), on top of the reference
+solutions of the other exercises: one such process per assignment, started
+again when an answer stops it.
 """
 import pytest
 
 from autograder import course, hidden, notebooks, samples
+from autograder.grade import student_side
+from autograder.grade.judge import StudentProcess
+
+_students = {}
+
+
+def _student(assignment):
+    session = _students.get(assignment)
+    if session is None or session.broken or session.process.poll() is not None:
+        session = _students[assignment] = StudentProcess.for_reference(assignment)
+    return session
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _stop_students():
+    yield
+    for session in _students.values():
+        session.stop()
+    _students.clear()
+
+
+def _judge(assignment, exercise, code=None):
+    """The hidden checks' outcomes for `code` as the answer to `exercise` (None: the reference)."""
+    session = _student(assignment)
+    if code is None:
+        namespace = session.namespace()
+    else:
+        namespace = session.run(student_side.candidate_namespace, assignment, exercise, code)
+    hidden.STUDENT = session
+    try:
+        return hidden.run(assignment, exercise, namespace, session=session)
+    finally:
+        hidden.STUDENT = None
 
 
 def _cases(kind):
@@ -17,26 +53,17 @@ def _cases(kind):
                 yield pytest.param(assignment, exercise, label, id=f"{assignment}:{exercise}:{label}")
 
 
-def _namespace(assignment, exercise, code):
-    reference = notebooks.reference_module(assignment)
-    module = notebooks.exec_answers({exercise: code}, f"candidate_{assignment}_{exercise}",
-                                    workdir=course.SOURCE / assignment)
-    namespace = dict(vars(reference))
-    namespace.update({k: v for k, v in vars(module).items() if not k.startswith("__")})
-    return namespace
-
-
 @pytest.mark.parametrize("assignment,exercise,label", list(_cases("WRONG")))
 def test_wrong_answer_fails(assignment, exercise, label):
     code = samples.catalogue(assignment).WRONG[exercise][label]
-    outcomes = hidden.run(assignment, exercise, _namespace(assignment, exercise, code))
+    outcomes = _judge(assignment, exercise, code)
     assert not all(o.passed for o in outcomes), f"the wrong answer '{label}' passes every hidden check"
 
 
 @pytest.mark.parametrize("assignment,exercise,label", list(_cases("ALTERNATIVE")))
 def test_alternative_answer_passes(assignment, exercise, label):
     code = samples.catalogue(assignment).ALTERNATIVE[exercise][label]
-    outcomes = hidden.run(assignment, exercise, _namespace(assignment, exercise, code))
+    outcomes = _judge(assignment, exercise, code)
     _skip_if_only_undecided(outcomes)
     failed = [f"{o.description}: {o.message}" for o in outcomes if not o.passed]
     assert not failed, f"the correct alternative '{label}' fails: {failed}"
@@ -62,9 +89,8 @@ def test_catalogue_covers_every_exercise(assignment):
 
 
 def test_reference_passes_through_the_runner(assignment):
-    """The same checks, through the in-kernel runner, accept the reference solutions."""
-    namespace = vars(notebooks.reference_module(assignment))
+    """The same checks, judged from outside, accept the reference solutions."""
     for exercise in notebooks.answer_cells(notebooks.read(course.source_notebook(assignment))):
-        outcomes = hidden.run(assignment, exercise, namespace)
+        outcomes = _judge(assignment, exercise)
         failed = [f"{o.description}: {o.message}" for o in outcomes if not (o.passed or o.undecided)]
         assert not failed, f"{exercise}: {failed}"

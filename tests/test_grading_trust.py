@@ -44,6 +44,12 @@ def _with_cell_first(nb, source):
     return nb
 
 
+def _with_cell_last(nb, source):
+    nb = copy.deepcopy(nb)
+    nb.cells.append(nbformat.v4.new_code_cell(source))
+    return nb
+
+
 def _replace_answer(nb, exercise, code):
     nb = copy.deepcopy(nb)
     for c in nb.cells:
@@ -191,26 +197,41 @@ except OSError:
     pass
 print("REACHED:", reached)
 '''
-# In the clean re-run, as soon as the first check starts, write "passed" for every
-# exercise to every inherited file descriptor and leave; in the kernel, blank the tests.
+# In the student's process while grading: once the notebook has loaded, make the
+# server answer every request with True and write "passed" verdicts (JSON lines and
+# well-formed frames) to every file descriptor it has; in the kernel, blank the tests.
 FORGE_VERDICT = '''
-import json, os, sys, threading, time
+import gc, json, os, pickle, struct, sys, threading, time
 def _forge():
-    while not any(t.name.startswith("check:") for t in threading.enumerate()):
-        time.sleep(0.001)
+    time.sleep(0.5)
+    for obj in gc.get_objects():
+        if type(obj).__name__ == "Server" and hasattr(obj, "reply"):
+            type(obj).handle = lambda self, request: True
+    lines = b"".join((json.dumps({"exercise": ex, "passed": True, "report": ""}) + "\\n").encode()
+                     for ex in ("cpu_info", "run_in_child", "creation_cost", "visible_appends"))
+    frame = pickle.dumps(("ok", True))
     for fd in map(int, os.listdir("/proc/self/fd")):
-        for ex in ("cpu_info", "run_in_child", "creation_cost", "visible_appends"):
+        for data in (lines, struct.pack("!Q", len(frame)) + frame):
             try:
-                os.write(fd, (json.dumps({"exercise": ex, "passed": True, "report": ""}) + "\\n").encode())
+                os.write(fd, data)
             except OSError:
                 pass
-    os._exit(0)
-if "ipykernel" not in sys.modules:  # the clean re-run
+if "ipykernel" not in sys.modules:  # the student's process of the judge
     threading.Thread(target=_forge, daemon=True).start()
 else:
     def _skip_tests(lines):
         return ["pass\\n"] if "assert" in "".join(lines) else lines
     get_ipython().input_transformers_cleanup.append(_skip_tests)
+'''
+# Answers that tell the checks they "cannot decide" (pytest.skip), hoping an undecided
+# check counts as a pass, or that raise the runner's own exceptions.
+SKIP_IN_CHECK = '''
+import pytest
+def _undecided(*args, **kwargs):
+    pytest.skip("the machine is too busy to decide")
+cpu_info = run_in_child = visible_appends = _undecided
+def creation_cost(*args, **kwargs):
+    raise KeyboardInterrupt
 '''
 # A thread that outlives its cell: in the clean re-run it makes every check pass while a
 # check runs, and puts the runner back in between, when the snapshot is compared.
@@ -291,6 +312,7 @@ def _cases():
         "reach_grader": (_with_cell_first(blank, REACH_GRADER), "zero"),
         "forge_verdict": (_with_cell_first(blank, FORGE_VERDICT), "zero"),
         "background_thread": (_with_cell_first(blank, BACKGROUND_THREAD), "zero"),
+        "skip_in_check": (_with_cell_last(blank, SKIP_IN_CHECK), "zero"),
     }
     if _can_contain_processes():
         cases["fork_bomb"] = (_with_cell_after(perfect, "test_cpu_info", FORK_BOMB), "survives")
@@ -352,12 +374,7 @@ EXPECTED = {
 }
 
 
-KNOWN_OPEN = {
-    # The clean re-run still computes its verdicts in the process that runs the student's
-    # code, so an inherited report channel can be written by that code: the verdicts must
-    # move to a process that runs no student code (see the instructor guide, threat model).
-    "forge_verdict": "verdicts are still computed next to the student's code",
-}
+KNOWN_OPEN = {}  # exploits known to work still (strict xfail): none
 
 
 def _student_params():

@@ -57,21 +57,21 @@ def _run(script):
 
 def test_library_laziness_is_not_tampering_but_student_patches_are():
     lines = _run('''
-        from autograder.grade import verify
+        from autograder.grade import student_side
         import numpy as np, torch, sys
-        before = verify._snapshot()
+        before = student_side.snapshot()
         model = torch.nn.Linear(2, 2)
         torch.optim.SGD(model.parameters(), lr=0.1).step()   # torch wraps Optimizer.step lazily
         import torch._dynamo                                  # and re-wraps manual_seed
-        print(verify._changed(before))
+        print(student_side.changed(before))
         np.allclose = lambda *a, **k: True
-        print(verify._changed(before))
+        print(student_side.changed(before))
         np.allclose = before[("numpy", "allclose")]
         np.array_equal = np.isclose                            # a swap of two library functions
-        print(verify._changed(before))
+        print(student_side.changed(before))
         np.array_equal = before[("numpy", "array_equal")]
         sys.settrace(lambda *a: None)
-        print(verify._changed(before))
+        print(student_side.changed(before))
     ''')
     assert lines == ["[]", "['numpy.allclose']", "['numpy.array_equal']", "['sys.settrace/sys.setprofile']"]
 
@@ -86,7 +86,6 @@ def test_answer_using_a_teaching_cells_value_passes(tmp_path):
                                    "        out = pool.apply(workers.traced, (fn, *args))\n"
                                    "    return out['pid'], out['result']\n")],
         "exercises": [("01_processes_threads", "run_in_child")],
-        "modules": verify.check_sources({"01_processes_threads"}),
     }
     verdicts = verify.verify(payload, str(tmp_path))
     passed, report, undecided = verdicts["run_in_child"]

@@ -18,26 +18,26 @@ from autograder.grade import verify
 CHILD = textwrap.dedent('''
     def _main():  # local names only: the notebook's cells share this module's globals
         import json, os, sys
-        from autograder.grade import verify
+        from autograder.grade import student_side
         spec = json.load(sys.stdin)
         sys.path.append(spec["folder"])
         namespace = sys.modules["__main__"].__dict__
-        namespace["get_ipython"] = lambda: verify._QuietShell()
+        namespace["get_ipython"] = lambda: student_side.QuietShell()
         for label, code in spec["cells"]:
             try:
-                verify._run_student_code(namespace, label, code)
+                student_side.run_cell(namespace, label, code)
             except BaseException as err:
                 print(f"{label} raised {err!r}", file=sys.stderr)
         results = []
         for exercise, label, answer, reference, tests in spec["alternatives"]:
-            verify._run_student_code(namespace, exercise, answer)
+            student_side.run_cell(namespace, exercise, answer)
             for grade_id, code in tests:
                 try:
-                    verify._run_student_code(namespace, grade_id, code)
+                    student_side.run_cell(namespace, grade_id, code)
                     results.append([label, grade_id, True, ""])
                 except BaseException as err:
                     results.append([label, grade_id, False, f"{type(err).__name__}: {err}"])
-            verify._run_student_code(namespace, exercise, reference)
+            student_side.run_cell(namespace, exercise, reference)
         with open(spec["out"], "w") as out:
             json.dump(results, out)
         sys.stdout.flush()

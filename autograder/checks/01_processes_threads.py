@@ -7,11 +7,13 @@ import random
 import sys
 import threading
 import time
+from pathlib import Path
 
 import psutil
 import pytest
 
-from autograder.checks._support import count_starts_and_joins, exact_int, raises_value_error, timeout
+from autograder.checks._support import (count_starts_and_joins, exact_int, observe, raises_value_error, student_pid,
+                                        there, timeout)
 from helpers import workers
 
 
@@ -46,6 +48,15 @@ def test_cpu_info_counts(cpu_info):
 @timeout(30)
 def test_cpu_info_honours_affinity(cpu_info):
     """usable follows the affinity mask when the process is pinned to one CPU"""
+    info = there(_pinned_info, cpu_info)
+    assert info is not None, "cpu_info() did not return in a process pinned to one CPU"
+    assert info["usable"] == 1, (
+        f"in a process pinned to one CPU, usable should be 1 but was {info['usable']}")
+    assert info["logical"] == os.cpu_count(), "pinning a process does not change the logical count"
+
+
+def _pinned_info(cpu_info):
+    """(in the student's process) cpu_info() in a forked child pinned to one CPU."""
     # A forked child pinned to one CPU: the whole process sees the smaller mask.
     ctx = multiprocessing.get_context("fork")
     receive, send = ctx.Pipe(duplex=False)
@@ -54,12 +65,9 @@ def test_cpu_info_honours_affinity(cpu_info):
     child = ctx.Process(target=_pinned_child, args=(cpu_info, send, one_cpu))
     child.start()
     send.close()
-    assert receive.poll(25), "cpu_info() did not return in a process pinned to one CPU"
-    info = receive.recv()
+    info = receive.recv() if receive.poll(25) else None
     child.join(5)
-    assert info["usable"] == 1, (
-        f"in a process pinned to one CPU, usable should be 1 but was {info['usable']}")
-    assert info["logical"] == os.cpu_count(), "pinning a process does not change the logical count"
+    return info
 
 
 def _pinned_child(cpu_info, conn, cpus):
@@ -78,15 +86,24 @@ def _fake_cgroup(root, files):
     return root
 
 
-def _usable_on_fake(cpu_info, tmp_path, name, files):
-    root = _fake_cgroup(str(tmp_path / name), files)
-    try:
-        info = cpu_info(root)
-    except TypeError as err:
+def _usable_on_fake(cpu_info, files):
+    info = there(_info_on_fake, cpu_info, files)
+    if isinstance(info, str):
         raise AssertionError("cpu_info must accept an optional cgroup_root argument "
-                             f"(the folder to read the quota from): {err}") from None
+                             f"(the folder to read the quota from): {info}")
     assert type(info) is dict and "usable" in info, "cpu_info(cgroup_root) must return the same dict"
     return exact_int(info["usable"], "usable")
+
+
+def _info_on_fake(cpu_info, files):
+    """(in the student's process) cpu_info(root) on a made-up cgroup folder; a str if the call is refused."""
+    import tempfile
+    with tempfile.TemporaryDirectory(prefix="course-cgroup-") as root:
+        _fake_cgroup(root, files)
+        try:
+            return cpu_info(root)
+        except TypeError as err:
+            return str(err)
 
 
 def _affinity():
@@ -100,21 +117,20 @@ QUOTAS = [(50_000, 100_000), (100_000, 100_000), (150_000, 100_000), (250_000, 1
           (1_000_000, 100_000), (300_000, 200_000)]
 
 
-def test_cpu_info_cgroup_v2_quota(cpu_info, tmp_path):
+def test_cpu_info_cgroup_v2_quota(cpu_info):
     """a cgroup v2 quota (cpu.max under cgroup_root) caps usable, rounded up"""
     for quota, period in QUOTAS:
-        got = _usable_on_fake(cpu_info, tmp_path, f"v2-{quota}-{period}", {"cpu.max": f"{quota} {period}"})
+        got = _usable_on_fake(cpu_info, {"cpu.max": f"{quota} {period}"})
         expected = min(_affinity(), max(1, math.ceil(quota / period)))
         assert got == expected, (
             f"with cpu.max = '{quota} {period}' ({quota / period:g} CPUs of quota) and {_affinity()} CPUs "
             f"in the affinity mask, usable should be {expected}, got {got}")
 
 
-def test_cpu_info_cgroup_v1_quota(cpu_info, tmp_path):
+def test_cpu_info_cgroup_v1_quota(cpu_info):
     """a cgroup v1 quota (cpu/cpu.cfs_quota_us and cpu.cfs_period_us) caps usable, rounded up"""
     for quota, period in QUOTAS:
-        got = _usable_on_fake(cpu_info, tmp_path, f"v1-{quota}-{period}",
-                              {"cpu/cpu.cfs_quota_us": str(quota), "cpu/cpu.cfs_period_us": str(period)})
+        got = _usable_on_fake(cpu_info, {"cpu/cpu.cfs_quota_us": str(quota), "cpu/cpu.cfs_period_us": str(period)})
         expected = min(_affinity(), max(1, math.ceil(quota / period)))
         assert got == expected, (
             f"with cgroup v1 cpu.cfs_quota_us = {quota} and cpu.cfs_period_us = {period} "
@@ -122,12 +138,12 @@ def test_cpu_info_cgroup_v1_quota(cpu_info, tmp_path):
             f"usable should be {expected}, got {got}")
 
 
-def test_cpu_info_no_quota(cpu_info, tmp_path):
+def test_cpu_info_no_quota(cpu_info):
     """no quota file, cpu.max = 'max', or a v1 quota of -1: usable is the affinity count"""
     cases = {"no cgroup files": {}, "cpu.max = 'max 100000'": {"cpu.max": "max 100000"},
              "cpu.cfs_quota_us = -1": {"cpu/cpu.cfs_quota_us": "-1", "cpu/cpu.cfs_period_us": "100000"}}
-    for index, (what, files) in enumerate(cases.items()):
-        got = _usable_on_fake(cpu_info, tmp_path, f"none-{index}", files)
+    for what, files in cases.items():
+        got = _usable_on_fake(cpu_info, files)
         assert got == _affinity(), (
             f"with {what} there is no quota: usable should be the {_affinity()} CPUs of the affinity "
             f"mask, got {got}")
@@ -135,6 +151,11 @@ def test_cpu_info_no_quota(cpu_info, tmp_path):
 
 def test_cpu_info_is_your_own(cpu_info):
     """cpu_info computes the counts itself rather than asking the course helpers"""
+    there(_call_without_helpers, cpu_info)
+
+
+def _call_without_helpers(cpu_info):
+    """(in the student's process) cpu_info() with helpers.system's counters made to refuse."""
     import helpers.system as course_system
 
     saved = course_system.usable_cores, course_system.summary
@@ -166,11 +187,31 @@ def test_run_in_child_result(run_in_child):
 
 @timeout(60)
 def test_run_in_child_new_process(run_in_child):
-    """fn runs in a new process, and the pid returned is the one that ran it"""
-    pid, (ran_in, parent, _thread) = run_in_child(workers.whoami)
-    assert ran_in != os.getpid(), "fn ran in the calling process (a thread, or a direct call?)"
+    """fn runs in a new process, and the pid returned is the one that ran it
+
+    Evidence from outside: fn burns 0.3 s of CPU, which the kernel charges to
+    whichever process ran it; the judge reads the charges from /proc, so at
+    least 0.2 s must show up outside the calling process itself.
+    """
+    before = _own_cpu()
+    with observe() as seen:
+        pid, (ran_in, parent, _thread) = run_in_child(workers.whoami_after_spin, 0.3)
+    caller = _own_cpu() - before
+    assert ran_in != student_pid(), "fn ran in the calling process (a thread, or a direct call?)"
     assert pid == ran_in, (
         f"the pid returned ({pid}) is not the pid of the process that ran fn ({ran_in})")
+    assert seen.cpu - caller >= 0.2, (
+        f"fn's 0.3 s of CPU work did not happen in another process (other processes used "
+        f"{max(0.0, seen.cpu - caller):.2f} s of CPU)")
+
+
+def _own_cpu():
+    """CPU seconds the student's process itself (without its children) has used, read from /proc."""
+    from autograder.grade.judge import ProcessTree
+    tree = ProcessTree(student_pid())
+    stat = Path(f"/proc/{student_pid()}/stat").read_text()
+    fields = stat[stat.rindex(")") + 2:].split()
+    return (int(fields[11]) + int(fields[12])) / tree.ticks
 
 
 # --- visible_appends -----------------------------------------------------------------
@@ -181,8 +222,7 @@ def test_visible_appends_threads(visible_appends):
     False failure of a correct answer: 0 (exact counts, no timing).
     """
     for n in (1, 3, 2 * os.cpu_count() + 1):
-        with count_starts_and_joins() as counts:
-            got = visible_appends("thread", n)
+        got, counts = there(_counting, visible_appends, "thread", n)
         assert exact_int(got, "the result") == n, f"with {n} threads the parent should see {n} items, got {got}"
         assert counts["thread start"] >= n, f"{n} threads should have been started, saw {counts['thread start']}"
     assert visible_appends("thread", 2) == 2, "a second call must start again from an empty list"
@@ -192,8 +232,7 @@ def test_visible_appends_threads(visible_appends):
 def test_visible_appends_processes(visible_appends):
     """processes append to their own copy: the parent sees 0"""
     for n in (1, 3):
-        with count_starts_and_joins() as counts:
-            got = visible_appends("process", n)
+        got, counts = there(_counting, visible_appends, "process", n)
         assert exact_int(got, "the result") == 0, f"with {n} processes the parent should see 0 items, got {got}"
         assert counts["process start"] >= n, (
             f"{n} processes should have been started, saw {counts['process start']}")
@@ -224,17 +263,26 @@ def test_creation_cost_starts_and_joins(creation_cost):
     False failure of a correct answer: 0 (a random n, exact spy counts).
     """
     n = random.randint(4, 8)
-    with count_starts_and_joins() as counts:
-        seconds = creation_cost("thread", n)
+    start = time.perf_counter()
+    seconds, counts = there(_counting, creation_cost, "thread", n)
+    wall = time.perf_counter() - start
     assert isinstance(seconds, float) and seconds > 0, "the mean cost must be a positive float"
+    assert seconds * n <= wall, (
+        f"{n} trials of {seconds * 1e3:.3f} ms each take longer than the call itself ({wall * 1e3:.1f} ms)")
     assert counts["thread start"] >= n and counts["thread join"] >= n, (
         f"{n} trials should start and join {n} threads; saw {counts['thread start']} starts, "
         f"{counts['thread join']} joins")
-    with count_starts_and_joins() as counts:
-        creation_cost("process", n)
+    _, counts = there(_counting, creation_cost, "process", n)
     assert counts["process start"] >= n and counts["process join"] >= n, (
         f"{n} trials should start and join {n} processes; saw {counts['process start']} starts, "
         f"{counts['process join']} joins")
+
+
+def _counting(fn, *args):
+    """(in the student's process) fn(*args) and the Thread/Process starts and joins it made."""
+    with count_starts_and_joins() as counts:
+        result = fn(*args)
+    return result, counts
 
 
 def _own_creation_costs():
@@ -265,7 +313,11 @@ def test_creation_cost_process_dearer(creation_cost):
     conclusive, tries = 0, 5
     for _ in range(tries):
         thread = min(creation_cost("thread", 30) for _ in range(2))
+        start = time.perf_counter()
         process = creation_cost("process", 6)
+        wall = time.perf_counter() - start
+        assert isinstance(process, float) and 0 < process * 6 <= wall, (
+            f"6 processes at {process * 1e3:.3f} ms each do not fit in the call's {wall * 1e3:.1f} ms")
         if process > 2 * thread:
             return
         own_thread, own_process = _own_creation_costs()

@@ -4,11 +4,51 @@ Strict means an answer cannot pass by returning an object that merely claims
 to be equal (an `__eq__` that is always true) or the wrong type.
 """
 import math
+import os
 import multiprocessing.process
 import threading
 from contextlib import contextmanager
 
 import numpy as np
+
+
+# --- the student's process -----------------------------------------------------------------------
+# While grading, the checks run in the judge and the student's code in another
+# process (autograder/grade/judge.py). What must happen beside the student's
+# code (a spy, a fork, a file the answer reads) goes there with `there()`; what
+# the judge can see from outside (time, CPU, processes) it measures itself.
+
+def _student():
+    from autograder import hidden
+    return hidden.STUDENT
+
+
+def there(fn, *args, **kwargs):
+    """fn(*args, **kwargs) in the student's process (fn travels by value); its result, as a value.
+
+    Without a judge (the course's tests run the checks beside the answers) it is a plain call.
+    Evidence gathered there is only as trustworthy as that process: use it to
+    explain a failure or to test behaviour; a claim about speed or parallelism
+    also needs what the judge measures itself (`observe`, the judge's clock).
+    """
+    session = _student()
+    return fn(*args, **kwargs) if session is None else session.run(fn, *args, **kwargs)
+
+
+def student_pid():
+    """The pid of the process that runs the student's code."""
+    session = _student()
+    return os.getpid() if session is None else session.pid
+
+
+def observe(interval=0.005):
+    """with observe() as seen: <calls> -> seen.wall, seen.cpu (CPU seconds of the student's
+    process tree, reaped children included), seen.busy_cores, seen.pids (descendants seen),
+    seen.max_processes, seen.max_threads. Read by the judge from /proc, not reported by the
+    student's process."""
+    from autograder.grade.judge import ProcessTree, _Observer
+    session = _student()
+    return _Observer(ProcessTree(student_pid() if session else os.getpid()), interval)
 
 
 def timeout(seconds):

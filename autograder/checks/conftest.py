@@ -3,13 +3,20 @@
 `pytest autograder/checks/01_processes_threads.py` runs that assignment's hidden
 checks against the solutions in source/01_processes_threads/, without running
 the notebook. A fixture exists for every answer cell's grade_id.
+
+With COURSE_CHECKS_JUDGED=1 the checks run as they do while grading: here, in
+the judge's role, with the solutions in a student's process of their own
+(autograder/grade/judge.py) and handed to the checks as handles.
 """
+import os
 from functools import lru_cache
 from pathlib import Path
 
 import pytest
 
-from autograder import course, notebooks
+from autograder import course, hidden, notebooks
+
+JUDGED = os.environ.get("COURSE_CHECKS_JUDGED") == "1"
 
 
 @lru_cache(maxsize=None)
@@ -17,10 +24,42 @@ def _reference(assignment):
     return notebooks.reference_module(assignment)
 
 
+_sessions = {}
+
+
+def _student(assignment):
+    from autograder.grade.judge import StudentProcess
+    session = _sessions.get(assignment)
+    if session is None or session.broken or session.process.poll() is not None:
+        session = _sessions[assignment] = StudentProcess.for_reference(assignment)
+        session.ns = session.namespace()
+    return session
+
+
+@pytest.fixture(autouse=True)
+def _judge_role(request):
+    """In judged mode, `there()` and `observe()` reach this module's student's process."""
+    if not JUDGED or request.module.__name__.startswith("conftest"):
+        yield
+        return
+    hidden.STUDENT = _student(Path(request.module.__file__).stem)
+    try:
+        yield
+    finally:
+        hidden.STUDENT = None
+
+
+def pytest_sessionfinish(session):
+    for student in _sessions.values():
+        student.stop()
+
+
 def _make_fixture(name):
     @pytest.fixture(name=name)
     def _fixture(request):
         assignment = Path(request.module.__file__).stem
+        if JUDGED:
+            return _student(assignment).ns[name]
         return getattr(_reference(assignment), name)
     return _fixture
 

@@ -1,0 +1,510 @@
+"""The judge: the hidden checks' verdicts, made in a process that runs no student code.
+
+While grading, each submission gets two processes besides nbgrader's kernel:
+
+    grading worker ──spec──▶ judge (this module: the checks, the verdicts)
+                               │  requests (pickles)      ▲ replies (plain data)
+                               ▼                          │
+                             student's process (student_side.py, sandboxed):
+                             the notebook's code, replayed; answers requests
+
+A check receives the student's functions as `Remote` handles: calling one
+sends the arguments across, runs the function in the student's process and
+brings back its result as a value rebuilt here from plain data (wire.py), or
+as another handle. The check's own code, its expected values, its clock and
+its verdict stay here, where the student's code cannot reach: it never runs in
+this process, and this process reads nothing from the student's side but data.
+What a check must observe inside the student's process (a spy on
+`Thread.start`, a function run in a child) travels there with `there()`
+(autograder/checks/_support.py); what the kernel shows of that process from
+outside (CPU time of its process tree, its child processes) is read here from
+/proc (`ProcessTree`).
+"""
+import builtins
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from . import wire
+
+# Values of these types always travel by value: a handle claiming to be one is a subclass.
+_VALUE_TYPES = {"builtins.int", "builtins.float", "builtins.bool", "builtins.str", "builtins.bytes",
+                "builtins.list", "builtins.tuple", "builtins.dict", "builtins.set", "builtins.frozenset",
+                "builtins.complex", "numpy.ndarray", "torch.Tensor", "torch.nn.parameter.Parameter"}
+# Classes a handle may present itself as (for isinstance), when its class derives from them.
+_TRUSTED_MODULES = ("torch", "numpy", "collections", "concurrent", "multiprocessing", "threading",
+                    "queue", "asyncio", "random", "joblib", "helpers", "builtins", "types", "functools")
+
+
+_BY_VALUE = set()
+
+
+class StudentError(Exception):
+    """An exception raised in the student's process whose class is not a builtin one."""
+
+
+class StudentProcessGone(RuntimeError):
+    """The student's process died or stopped answering."""
+
+
+class Remote:
+    """A handle on an object that lives in the student's process."""
+
+    __slots__ = ("_session", "_number", "_mro", "_callable")
+
+    def __init__(self, session, number, mro, is_callable):
+        object.__setattr__(self, "_session", session)
+        object.__setattr__(self, "_number", number)
+        object.__setattr__(self, "_mro", tuple(mro))
+        object.__setattr__(self, "_callable", bool(is_callable))
+
+    def __reduce__(self):  # only through StudentProcess.request, which turns it into a persistent id
+        raise TypeError("a handle on the student's process cannot be pickled here")
+
+    def _ask(self, op, *args):
+        return self._session.request((op, self, *args))
+
+    @property
+    def __class__(self):
+        return _presented_class(self._mro)
+
+    def __call__(self, *args, **kwargs):
+        return self._session.request(("call", self, args, kwargs))
+
+    def __getattr__(self, name):
+        return self._ask("getattr", name)
+
+    def __setattr__(self, name, value):
+        self._ask("setattr", name, value)
+
+    def __getitem__(self, key):
+        return self._ask("getitem", key)
+
+    def __setitem__(self, key, value):
+        self._ask("setitem", key, value)
+
+    def __len__(self):
+        value = self._ask("len")
+        if type(value) is not int:
+            raise TypeError("len() of the student's object is not an int")
+        return value
+
+    def __iter__(self):
+        return self._ask("iter")
+
+    def __next__(self):
+        return self._ask("next")
+
+    def __bool__(self):
+        value = self._ask("bool")
+        if type(value) is not bool:
+            raise TypeError("bool() of the student's object is not a bool")
+        return value
+
+    def __contains__(self, item):
+        return self._ask("contains", item) is True
+
+    def __enter__(self):
+        return self._ask("enter")
+
+    def __exit__(self, *exc):
+        self._ask("exit")
+        return False
+
+    def __str__(self):
+        value = self._ask("str")
+        return value if type(value) is str else "<object>"
+
+    def __repr__(self):
+        try:
+            value = self._ask("repr")
+        except Exception:  # noqa: BLE001
+            value = None
+        return value if type(value) is str else f"<object of the student's {self._mro[0]}>"
+
+    # Equality and hashing are by identity: the student's __eq__ is not asked.
+    def __eq__(self, other):
+        return self is other
+
+    def __ne__(self, other):
+        return self is not other
+
+    def __hash__(self):
+        return hash((id(self._session), self._number))
+
+
+def _presented_class(mro):
+    """The class a handle presents for isinstance(): the first trusted, non-value class it derives from."""
+    for name in mro:
+        if name in _VALUE_TYPES or name == "builtins.object":
+            continue
+        module, _, qualname = name.rpartition(".")
+        while module and module.split(".")[0] in _TRUSTED_MODULES:
+            loaded = sys.modules.get(module)
+            if loaded is not None:
+                target = loaded
+                for part in qualname.split("."):
+                    target = getattr(target, part, None)
+                if isinstance(target, type):
+                    return target
+            break
+    return Remote
+
+
+def _exception_from(mro, message, trace):
+    """The student's exception as one the checks can catch: its nearest builtin class."""
+    for name in mro:
+        module, _, qualname = name.rpartition(".")
+        if module == "builtins":
+            cls = getattr(builtins, qualname, None)
+            if isinstance(cls, type) and issubclass(cls, Exception) and cls not in (
+                    StopAsyncIteration,):
+                try:
+                    err = cls(message)
+                except Exception:  # noqa: BLE001 (a builtin that wants other arguments)
+                    break
+                err.student_traceback = trace
+                err.student_class = mro[0]
+                return err
+    err = StudentError(f"{mro[0].rpartition('.')[2]}: {message}")
+    err.student_traceback = trace
+    err.student_class = mro[0]
+    return err
+
+
+class ProcessTree:
+    """CPU time and processes of a process and its descendants, read from /proc."""
+
+    def __init__(self, pid):
+        self.pid = pid
+        self.ticks = os.sysconf("SC_CLK_TCK")
+
+    @staticmethod
+    def _stat(pid):
+        try:
+            text = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            return None
+        fields = text[text.rindex(")") + 2:].split()
+        # fields[0] is field 3 (state): utime=14, stime=15, cutime=16, cstime=17, threads=20
+        return {"ppid": int(fields[1]), "cpu": sum(int(fields[i]) for i in (11, 12, 13, 14)),
+                "threads": int(fields[17])}
+
+    def members(self):
+        """{pid: stat} of the process and its live descendants."""
+        found, todo = {}, [self.pid]
+        while todo:
+            pid = todo.pop()
+            stat = self._stat(pid)
+            if stat is None:
+                continue
+            found[pid] = stat
+            for task in _tasks(pid):
+                try:
+                    children = Path(f"/proc/{pid}/task/{task}/children").read_text().split()
+                except OSError:
+                    children = []
+                todo.extend(int(c) for c in children if int(c) not in found)
+        return found
+
+    def cpu_seconds(self):
+        """CPU time (user + system) used so far by the tree, reaped children included."""
+        return sum(s["cpu"] for s in self.members().values()) / self.ticks
+
+
+def _tasks(pid):
+    try:
+        return os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return []
+
+
+class Observation:
+    """What `StudentProcess.observe()` saw: wall and CPU seconds, processes and most threads at once."""
+
+    def __init__(self):
+        self.wall = self.cpu = 0.0
+        self.pids = set()
+        self.max_processes = self.max_threads = 0
+
+    @property
+    def busy_cores(self):
+        return self.cpu / self.wall if self.wall > 0 else 0.0
+
+
+class _Observer:
+    def __init__(self, tree, interval):
+        self.tree, self.interval = tree, interval
+        self.result = Observation()
+        self._stop = threading.Event()
+
+    def _poll(self):
+        while not self._stop.wait(self.interval):
+            self._sample()
+
+    def _sample(self):
+        members = self.tree.members()
+        result = self.result
+        result.pids.update(p for p in members if p != self.tree.pid)
+        result.max_processes = max(result.max_processes, len(members))
+        result.max_threads = max(result.max_threads, sum(s["threads"] for s in members.values()))
+
+    def __enter__(self):
+        self._cpu0 = self.tree.cpu_seconds()
+        self._t0 = time.perf_counter()
+        self._sample()
+        self._thread = threading.Thread(target=self._poll, name="observer", daemon=True)
+        self._thread.start()
+        return self.result
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()
+        self._sample()
+        self.result.wall = time.perf_counter() - self._t0
+        self.result.cpu = self.tree.cpu_seconds() - self._cpu0
+        return False
+
+
+class StudentProcess:
+    """The judge's end of a student's process: requests, replies, handles, observation."""
+
+    def __init__(self, process, requests_fd, replies_fd, on_progress=None):
+        self.process = process
+        self.requests_fd, self.replies_fd = requests_fd, replies_fd
+        self.lock = threading.Lock()
+        self.broken = None  # why no more requests can be made, once that happens
+        self.failures, self.tampered = {}, []
+        self._wait_loaded(on_progress)
+
+    # --- start ---------------------------------------------------------------------------
+    @classmethod
+    def start(cls, argv, cwd=None, env=None, on_progress=None, stdout=None):
+        req_r, req_w = os.pipe()
+        rep_r, rep_w = os.pipe()
+        cmd = [sys.executable, "-P", "-c", argv[0], str(req_r), str(rep_w), *argv[1:]]
+        process = subprocess.Popen(cmd, cwd=cwd, env=env, pass_fds=(req_r, rep_w), stdin=subprocess.DEVNULL,
+                                   stdout=stdout, stderr=subprocess.STDOUT if stdout is not None else None)
+        os.close(req_r)
+        os.close(rep_w)
+        return cls(process, req_w, rep_r, on_progress)
+
+    @classmethod
+    def for_reference(cls, assignment, env=None):
+        """A student's process that serves the reference solutions (the course's tests)."""
+        return cls.start(["from autograder.grade.student_side import serve_reference_main; "
+                          "serve_reference_main()", assignment], env=env)
+
+    def _wait_loaded(self, on_progress):
+        while True:
+            message = self._read()
+            if message[0] == "loading":
+                if on_progress:
+                    on_progress(str(message[1]))
+                continue
+            if message[0] != "loaded":
+                raise StudentProcessGone(f"unexpected message {message[0]!r} while loading")
+            failures, tampered = message[1], message[2]
+            self.failures = {str(k): str(v) for k, v in failures.items()} if type(failures) is dict else {}
+            self.tampered = [str(t) for t in tampered] if type(tampered) is list else ["?"]
+            return
+
+    @property
+    def pid(self):
+        return self.process.pid
+
+    def tree(self):
+        return ProcessTree(self.pid)
+
+    def observe(self, interval=0.005):
+        """with session.observe() as seen: ... -> wall, CPU seconds and processes of the student's tree."""
+        return _Observer(self.tree(), interval)
+
+    # --- requests --------------------------------------------------------------------------
+    def _read(self):
+        try:
+            data = wire.read_frame(self.replies_fd)
+        except (EOFError, OSError) as err:
+            code = self.process.poll()
+            raise StudentProcessGone(
+                f"the grading process of your code ended (exit code {code}): does your code exit, crash "
+                "or use too much memory?") from err
+        message = wire.load_untrusted(data)
+        if type(message) is not tuple or not message or type(message[0]) is not str:
+            raise StudentProcessGone("a malformed message from the student's process")
+        return message
+
+    def _dump(self, request):
+        import io
+        import cloudpickle
+        # The checks' own functions travel as code: their module is not in the student's process.
+        for name in [n for n in sys.modules if n.startswith("autograder.checks")]:
+            if name not in _BY_VALUE:
+                cloudpickle.register_pickle_by_value(sys.modules[name])
+                _BY_VALUE.add(name)
+
+        class Requests(cloudpickle.Pickler):
+            def persistent_id(self, obj):
+                if type(obj) is Remote:
+                    if obj._session is not session:
+                        raise ValueError("a handle from another student's process")
+                    return ("ref", obj._number)
+                return None
+        session = self
+        buffer = io.BytesIO()
+        Requests(buffer, protocol=5).dump(request)
+        return buffer.getvalue()
+
+    def request(self, request):
+        if self.broken:
+            raise StudentProcessGone(self.broken)
+        data = self._dump(request)
+        with self.lock:
+            try:
+                wire.write_frame(self.requests_fd, data)
+            except OSError as err:
+                raise StudentProcessGone(f"the grading process of your code is gone ({err})") from err
+            message = self._read()
+        kind = message[0]
+        if kind == "ok" and len(message) == 2:
+            return wire.decode(message[1], self._remote)
+        if kind == "raise" and len(message) == 4:
+            mro, text, trace = message[1], message[2], message[3]
+            if type(mro) is not list or not mro or not all(type(n) is str for n in mro):
+                raise StudentProcessGone("a malformed error from the student's process")
+            if mro[0] == "builtins.StopIteration":
+                raise StopIteration
+            raise _exception_from(mro, str(text), str(trace))
+        raise StudentProcessGone("a malformed reply from the student's process")
+
+    def _remote(self, data):
+        if len(data) != 4 or type(data[1]) is not int or type(data[2]) is not list:
+            raise ValueError("a malformed handle from the student's process")
+        return Remote(self, data[1], [str(n) for n in data[2]], data[3] is True)
+
+    def run(self, fn, *args, **kwargs):
+        """fn(*args, **kwargs) run in the student's process (fn travels by value)."""
+        return self.request(("run", fn, args, kwargs))
+
+    def namespace(self):
+        return RemoteNamespace(self)
+
+    def changed(self):
+        value = self.request(("changed",))
+        return [str(v) for v in value] if type(value) is list else ["?"]
+
+    def stop(self, why="stopped"):
+        self.broken = self.broken or why
+        for fd in (self.requests_fd, self.replies_fd):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        self.requests_fd = self.replies_fd = -1
+        try:
+            self.process.kill()
+        except ProcessLookupError:
+            pass
+        self.process.wait()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
+        return False
+
+
+class RemoteNamespace:
+    """The notebook's globals in the student's process, read name by name."""
+
+    def __init__(self, session):
+        self.session = session
+        self._names = set(session.request(("names",)))
+        self._cache = {}
+
+    def __contains__(self, name):
+        return name in self._names
+
+    def __getitem__(self, name):
+        if name not in self._cache:
+            self._cache[name] = self.session.request(("global", name))
+        return self._cache[name]
+
+    def get(self, name, default=None):
+        return self[name] if name in self else default
+
+
+# --- grading entry point ----------------------------------------------------------------------------
+def main():
+    """python -P -c "from autograder.grade.judge import main; main()" <fd to the grader> <spec>"""
+    write_fd, spec_path = int(sys.argv[1]), sys.argv[2]
+    spec = json.loads(Path(spec_path).read_text())
+    channel = os.fdopen(write_fd, "w", buffering=1)
+
+    def tell(message):
+        channel.write(json.dumps(message) + "\n")
+
+    from .. import hidden
+    from ..checks import _support
+    # Loaded in the student's process before its code runs, so that the snapshot there
+    # covers what the checks' requests will use.
+    preload = {"numpy", "pickle", "cloudpickle"} | hidden.modules_used(_support)
+    for assignment in {a for a, _ in spec["exercises"]}:
+        preload |= hidden.modules_used(hidden.load_checks(assignment))
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as student_spec:
+        json.dump({"cells": spec["cells"], "preload": sorted(preload)}, student_spec)
+    os.chmod(student_spec.name, 0o644)
+    try:
+        session = StudentProcess.start(
+            ["from autograder.grade.student_side import main; main()", student_spec.name],
+            on_progress=lambda label: tell({"loading": label}), stdout=sys.stdout)
+    except StudentProcessGone:
+        channel.close()
+        os._exit(0)  # the grader sees the cell that was loading, and tries again without it
+    finally:
+        os.unlink(student_spec.name)
+    tell({"loaded": True})
+    hidden.STUDENT = session
+    namespace = session.namespace()
+    for assignment, exercise in spec["exercises"]:
+        tell({"start": exercise})
+        if exercise in session.failures:
+            tell({"exercise": exercise, "passed": False,
+                  "report": f"{exercise}: the answer cell raised {session.failures[exercise]}"})
+            continue
+        if session.tampered:
+            tell({"exercise": exercise, "passed": False, "tampered": True,
+                  "report": f"{exercise}: your code replaces functions or modules that grading relies on ("
+                            + ", ".join(session.tampered[:5]) + "); no check can pass"})
+            continue
+        undecided = []
+        try:
+            outcomes = hidden.run(assignment, exercise, namespace, session=session)
+            passed = all(o.passed for o in outcomes)
+            if all(o.passed or o.undecided for o in outcomes):
+                undecided = [o.description for o in outcomes if o.undecided]
+            text = "" if passed else hidden.report(exercise, outcomes)
+        except Exception as err:  # noqa: BLE001
+            passed, text = False, f"{exercise}: {type(err).__name__}: {err}"
+        if not session.broken:
+            try:
+                tampered = session.changed()
+            except Exception:  # noqa: BLE001
+                tampered = []
+            if tampered:
+                passed, undecided = False, []
+                text = (f"{exercise}: your code replaced functions that grading relies on while it ran "
+                        f"({', '.join(tampered[:5])})")
+        tell({"exercise": exercise, "passed": passed, "report": text, "undecided": undecided})
+        if session.broken:
+            break  # the grader starts a new judge and student's process for the rest
+    session.stop()
+    channel.close()
+    sys.stdout.flush()
+    os._exit(0)

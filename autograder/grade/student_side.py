@@ -1,0 +1,336 @@
+"""The student's process while grading: run the submission, then answer the judge.
+
+Started by the judge (autograder/grade/judge.py) as
+
+    python -P -c "from autograder.grade.student_side import main; main()" <requests fd> <replies fd> <spec>
+
+It enters the submission's sandbox (limits, read-only course, no network, an
+unprivileged uid), replays the notebook as a student's Run All would (the
+course's non-demo teaching cells, the student's answer cells and added cells,
+in order), and then serves the judge's requests: look up a name, call a
+function, read an attribute, iterate, run a function the judge sent. Replies
+are plain data (autograder/grade/wire.py); the verdicts are not made here.
+
+Nothing in this process can be trusted by the judge, and nothing here needs to
+be: a student's code may rewrite any of it. What it cannot do is change what
+the judge computes from the values it returns and from what the kernel shows
+of this process from outside (its CPU time, its child processes).
+"""
+import ast
+import itertools
+import json
+import os
+import pickle
+import sys
+import traceback
+from pathlib import Path
+
+from . import wire
+
+WATCHED_PREFIXES = ("builtins", "numpy", "math", "random", "os", "time", "threading", "multiprocessing",
+                    "concurrent", "asyncio", "dis", "inspect", "pickle", "copy", "functools",
+                    "statistics", "scipy", "joblib", "threadpoolctl", "psutil", "torch", "helpers",
+                    "autograder", "queue", "contextlib", "operator", "json", "subprocess", "signal")
+
+
+# --- running the submission ----------------------------------------------------------------------
+def to_python(source):
+    """Cell source as plain Python: IPython magics become get_ipython() calls."""
+    from IPython.core.inputtransformer2 import TransformerManager
+    return TransformerManager().transform_cell(source)
+
+
+class QuietShell:
+    """Stands in for get_ipython() in student code: magics do nothing, except %%writefile."""
+
+    def run_line_magic(self, *args, **kwargs):
+        return None
+
+    def run_cell_magic(self, name, line, cell):
+        if name == "writefile":
+            path = line.split()[-1]
+            mode = "a" if "-a" in line.split() else "w"
+            with open(path, mode) as f:
+                f.write(cell)
+        return None
+
+    def system(self, *args, **kwargs):
+        return None
+
+    getoutput = system
+
+    def __getattr__(self, name):
+        return lambda *args, **kwargs: None
+
+
+def run_cell(namespace, label, source):
+    import asyncio
+    code = compile(to_python(source), f"<{label}>", "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
+    result = eval(code, namespace)
+    if asyncio.iscoroutine(result):
+        asyncio.run(result)
+
+
+# --- tampering: a second line of defence (the first is that verdicts are not made here) ---------
+def _watched():
+    """(key, object) for every module, function, class and method that grading relies on."""
+    for name, module in list(sys.modules.items()):
+        if module is None or name.split(".")[0] not in WATCHED_PREFIXES:
+            continue
+        yield ("module", name), module
+        try:
+            items = list(vars(module).items())
+        except TypeError:
+            continue
+        for attr, value in items:
+            if not callable(value):
+                continue
+            yield (name, attr), value
+            code = getattr(value, "__code__", None)
+            if code is not None:
+                yield (name, attr, "__code__"), code
+            if isinstance(value, type) and str(getattr(value, "__module__", "")).split(".")[0] in WATCHED_PREFIXES:
+                for method, impl in list(vars(value).items()):
+                    if callable(impl):
+                        yield (name, attr, method), impl
+
+
+def snapshot():
+    return dict(_watched())
+
+
+def _trusted_dirs():
+    import sysconfig
+    from .. import course
+    dirs = {sys.prefix, sys.base_prefix, sys.exec_prefix, sysconfig.get_paths()["stdlib"],
+            sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"],
+            str(course.ROOT / "helpers"), str(course.ROOT / "autograder")}
+    return tuple(os.path.realpath(d) + os.sep for d in dirs)
+
+
+def _code_of(obj):
+    for path in ("__code__", "__func__.__code__", "func.__code__", "__wrapped__.__code__"):
+        target = obj
+        for part in path.split("."):
+            target = getattr(target, part, None)
+        if target is not None:
+            return target
+    return None
+
+
+def _from_trusted_code(obj, trusted):
+    """Was this object made by the libraries or the course, rather than by the student's cells?"""
+    import types
+    if isinstance(obj, types.ModuleType):
+        file = getattr(obj, "__file__", None)
+        return file is None and obj.__name__ in sys.builtin_module_names or bool(
+            file and os.path.realpath(file).startswith(trusted))
+    code = obj if isinstance(obj, types.CodeType) else _code_of(obj)
+    if code is not None:
+        name = code.co_filename
+        return name.startswith("<frozen") or os.path.realpath(name).startswith(trusted)
+    module = str(getattr(obj, "__module__", "") or "")
+    return module.split(".")[0] in WATCHED_PREFIXES
+
+
+def changed(before):
+    """Watched names now bound to something the student's code made, or swapped for another watched object.
+
+    Libraries patch themselves lazily (torch wraps an optimizer's `step` the
+    first time one is built); a replacement made by library or course code is
+    therefore accepted, unless it is one watched object put in another's place.
+    """
+    now = dict(_watched())
+    trusted = _trusted_dirs()
+    known = {id(obj): key for key, obj in before.items()}
+    found = set()
+    for key, obj in before.items():
+        new = now.get(key)
+        if new is obj or new is None:
+            continue
+        # Code objects are shared by every function a library wraps the same way.
+        swapped = key[-1] != "__code__" and id(new) in known and known[id(new)] != key
+        if swapped or not _from_trusted_code(new, trusted):
+            found.add(".".join(key[1:] if key[0] == "module" else key[:3]).replace(".__code__", ""))
+    result = sorted(found)
+    if sys.gettrace() is not None or sys.getprofile() is not None:
+        result.append("sys.settrace/sys.setprofile")
+    return result
+
+
+# --- serving the judge ----------------------------------------------------------------------------
+class Server:
+    """Answers the judge's requests against a namespace (the notebook's globals)."""
+
+    def __init__(self, requests_fd, replies_fd, namespace, before=None):
+        self.requests_fd, self.replies_fd = requests_fd, replies_fd
+        self.namespace = namespace
+        self.before = before
+        self.handles = {}
+        self.numbers = itertools.count(1)
+
+    # objects the judge holds by number
+    def keep(self, obj):
+        number = next(self.numbers)
+        self.handles[number] = obj
+        kind = type(obj)
+        mro = [f"{c.__module__}.{c.__qualname__}" for c in kind.__mro__]
+        return ("ref", number, mro, callable(obj))
+
+    def send(self, message):
+        wire.write_frame(self.replies_fd, wire.dump_plain(message))
+
+    def reply(self, value):
+        self.send(("ok", wire.encode(value, self.keep)))
+
+    def _unpickler(self, data):
+        import io
+        server = self
+
+        class Requests(pickle.Unpickler):
+            def persistent_load(self, pid):
+                return server.handles[pid[1]]
+        return Requests(io.BytesIO(data))
+
+    def handle(self, request):
+        op, *args = request
+        if op == "global":
+            if args[0] not in self.namespace:
+                raise NameError(f"the notebook does not define `{args[0]}`; run its answer cell first")
+            return self.namespace[args[0]]
+        if op == "names":
+            return sorted(k for k in self.namespace if isinstance(k, str))
+        if op == "call":
+            target, positional, keywords = args
+            return target(*positional, **keywords)
+        if op == "run":  # a function the judge sent, run here
+            fn, positional, keywords = args
+            return fn(*positional, **keywords)
+        if op == "getattr":
+            return getattr(args[0], args[1])
+        if op == "setattr":
+            setattr(args[0], args[1], args[2])
+            return None
+        if op == "getitem":
+            return args[0][args[1]]
+        if op == "setitem":
+            args[0][args[1]] = args[2]
+            return None
+        if op == "len":
+            return len(args[0])
+        if op == "iter":
+            return iter(args[0])
+        if op == "next":
+            return next(args[0])
+        if op == "bool":
+            return bool(args[0])
+        if op == "contains":
+            return args[1] in args[0]
+        if op == "str":
+            return str(args[0])
+        if op == "repr":
+            return repr(args[0])
+        if op == "enter":
+            return args[0].__enter__()
+        if op == "exit":
+            return args[0].__exit__(None, None, None)
+        if op == "release":
+            for number in args[0]:
+                self.handles.pop(number, None)
+            return None
+        if op == "changed":
+            return changed(self.before) if self.before is not None else []
+        if op == "pid":
+            return os.getpid()
+        raise ValueError(f"unknown request {op!r}")
+
+    def serve(self):
+        while True:
+            try:
+                data = wire.read_frame(self.requests_fd)
+            except EOFError:
+                return
+            try:
+                request = self._unpickler(data).load()
+                result = self.handle(request)
+            except BaseException as err:  # noqa: BLE001 (every error goes back to the judge)
+                if isinstance(err, KeyboardInterrupt):
+                    raise
+                self.send(("raise", [f"{c.__module__}.{c.__qualname__}" for c in type(err).__mro__],
+                           _safe_str(err), "".join(traceback.format_exception(err))[-4000:]))
+                continue
+            try:
+                self.reply(result)
+            except BaseException as err:  # noqa: BLE001 (a value that cannot be sent)
+                self.send(("raise", ["builtins.TypeError", "builtins.Exception"],
+                           f"the result could not be sent to the grader ({type(err).__name__}: {err})", ""))
+
+
+def _safe_str(err):
+    try:
+        return str(err)[:4000]
+    except BaseException:  # noqa: BLE001
+        return f"<{type(err).__name__}>"
+
+
+# --- grading entry point ----------------------------------------------------------------------------
+def main():
+    requests_fd, replies_fd, spec_path = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+    spec = json.loads(Path(spec_path).read_text())  # before the sandbox hides /tmp
+    from . import sandbox
+    # Still one thread here: limits, private files, no network, then the unprivileged uid.
+    sandbox.enter()
+    os.environ.pop("NBGRADER_EXECUTION", None)  # graded as the student would run it
+    for name in spec["preload"]:  # what the judge's requests will use, loaded before student code
+        try:
+            __import__(name)
+        except ImportError:
+            pass
+    if "torch" in sys.modules:
+        # torch.profiler (and torch.compile) import torch._dynamo on first use, which
+        # re-wraps torch.manual_seed: done here, before the snapshot, it is not tampering.
+        import torch._dynamo  # noqa: F401
+    # The student's own modules (a `%%writefile defs.py`) import from the submission's
+    # folder, which comes last: it cannot stand in for a library or the course.
+    sys.path.append(os.getcwd())
+    namespace = sys.modules["__main__"].__dict__
+    namespace["get_ipython"] = lambda: QuietShell()
+    before = snapshot()
+    server = Server(requests_fd, replies_fd, namespace, before)
+    failures = {}
+    for label, source in spec["cells"]:
+        server.send(("loading", label))
+        try:
+            run_cell(namespace, label, source)
+        except BaseException as err:  # noqa: BLE001 (a cell that raises: the next ones still run)
+            failures[label] = f"{type(err).__name__}: {_safe_str(err)}"
+    server.send(("loaded", failures, changed(before)))
+    server.serve()
+    sys.stdout.flush()
+    os._exit(0)  # skip interpreter teardown: student threads or pools must not hang it
+
+
+def serve_reference_main():
+    """For the course's own tests: serve the reference solutions of an assignment (no sandbox).
+
+    python -c "from autograder.grade.student_side import serve_reference_main; ..." <req> <rep> <assignment>
+    """
+    requests_fd, replies_fd, assignment = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+    from .. import notebooks
+    module = notebooks.reference_module(assignment)
+    server = Server(requests_fd, replies_fd, vars(module))
+    server.send(("loaded", {}, []))
+    server.serve()
+    sys.stdout.flush()
+    os._exit(0)
+
+
+def candidate_namespace(assignment, exercise, code):
+    """For the course's tests: the reference solutions with one exercise's answer replaced by `code`."""
+    from .. import course, notebooks
+    reference = notebooks.reference_module(assignment)
+    module = notebooks.exec_answers({exercise: code}, f"candidate_{assignment}_{exercise}",
+                                    workdir=course.SOURCE / assignment)
+    namespace = dict(vars(reference))
+    namespace.update({k: v for k, v in vars(module).items() if not k.startswith("__")})
+    return {k: v for k, v in namespace.items() if not k.startswith("__")}
