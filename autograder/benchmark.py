@@ -33,7 +33,7 @@ import nbformat
 from . import course, gradebook, jobs, release, samples
 from .grade import autograde
 
-PARTS = ("kernel start", "course cells", "answer cells", "test cells", "hidden checks (clean process)")
+PARTS = ("kernel start", "course cells", "answer cells", "test cells", "hidden checks (judge)")
 
 
 @contextlib.contextmanager

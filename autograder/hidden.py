@@ -2,10 +2,16 @@
 
 Each assignment's hidden checks are pytest test functions in
 `autograder/checks/<assignment>.py`. A check belongs to the exercise named by
-its first parameter; every parameter is filled by name, from the student's
-namespace (the exercise itself, other exercises it needs) or from the small set
-of fixtures below. The same functions run under pytest against the reference
-solutions (`pytest autograder/checks`, see `autograder/checks/conftest.py`).
+its first parameter; every parameter is filled by name from the student's
+namespace (the exercise itself, other exercises it needs).
+
+Where they run:
+- while grading, in the judge (autograder/grade/judge.py), a process that runs
+  no student code; the namespace then holds handles on the student's process;
+- under pytest against the reference solutions (`pytest autograder/checks`,
+  see autograder/checks/conftest.py), beside the code they check, or judged as
+  in grading with COURSE_CHECKS_JUDGED=1;
+- in an instructor's kernel running a source notebook, beside the code.
 
 The hidden block of a test cell is one line:
 
@@ -15,9 +21,7 @@ A failure raises an AssertionError whose message says, in plain words, which
 checks failed and why, without showing the checks' code or inputs.
 """
 import inspect
-import shutil
 import sys
-import tempfile
 import threading
 import time
 from dataclasses import dataclass
@@ -64,29 +68,11 @@ def describe(fn):
     return doc.splitlines()[0].rstrip(".") if doc else fn.__name__.removeprefix("test_").replace("_", " ")
 
 
-class _Fixtures:
-    """The fixtures a check may ask for besides names from the student's namespace."""
-
-    def __init__(self):
-        self._dirs = []
-
-    def tmp_path(self):
-        path = Path(tempfile.mkdtemp(prefix="course-check-"))
-        self._dirs.append(path)
-        return path
-
-    def cleanup(self):
-        for path in self._dirs:
-            shutil.rmtree(path, ignore_errors=True)
-
-
-def _arguments(fn, namespace, fixtures):
+def _arguments(fn, namespace):
     args = {}
     for name in inspect.signature(fn).parameters:
         if name in namespace:
             args[name] = namespace[name]
-        elif hasattr(fixtures, name) and not name.startswith("_"):
-            args[name] = getattr(fixtures, name)()
         else:
             raise NameError(f"the notebook does not define `{name}`; run its answer cell first")
     return args
@@ -155,14 +141,13 @@ def run(assignment, exercise, namespace, session=None):
         raise LookupError(f"no hidden checks for {assignment}/{exercise}")
     outcomes = []
     for fn in checks:
-        fixtures = _Fixtures()
         start = time.perf_counter()
         if session is not None and session.broken:
             outcomes.append(Outcome(fn.__name__, describe(fn), False,
                                     f"not run: {session.broken}", 0.0))
             continue
         try:
-            kwargs = _arguments(fn, namespace, fixtures)
+            kwargs = _arguments(fn, namespace)
             try:
                 _call_with_timeout(fn, kwargs, getattr(fn, "timeout", DEFAULT_TIMEOUT))
             except CheckTimeout:
@@ -179,8 +164,6 @@ def run(assignment, exercise, namespace, session=None):
                                     time.perf_counter() - start))
         else:
             outcomes.append(Outcome(fn.__name__, describe(fn), True, "", time.perf_counter() - start))
-        finally:
-            fixtures.cleanup()
     return outcomes
 
 
@@ -191,15 +174,15 @@ def report(exercise, outcomes):
     return "\n".join(lines)
 
 
-DEFERRED = "COURSE_CHECKS_OUTSIDE"  # set by the grader when a clean process gives the verdict
+DEFERRED = "COURSE_CHECKS_OUTSIDE"  # set by the grader: the judge gives the verdict
 
 
 def check(assignment, exercise, namespace):
     """The hidden block's entry point: raise AssertionError unless every check passes.
 
-    While grading, the verdict comes from a clean process outside the student's
-    kernel (autograder/grade/verify.py): the kernel then only says so, and each
-    check runs once per grading.
+    While grading, the verdict comes from the judge, a process that runs no
+    student code (autograder/grade/judge.py): the kernel then only says so, and
+    each check runs once per grading.
     """
     __tracebackhide__ = True  # IPython and pytest hide this frame from the traceback
     import os

@@ -2,7 +2,7 @@
 
 All cases grade variants of assignment 01 in one temporary course, in parallel.
 Plain nbgrader gives full marks to the first two cheats (measured); here the
-hidden checks run again in a clean process, so they cannot.
+hidden checks run in a judge that runs no student code, so they cannot.
 """
 import copy
 import os

@@ -1,4 +1,4 @@
-"""The clean-process verifier's own parts: what it replays, and what counts as tampering."""
+"""What the judge replays, and what counts as tampering in the student's process."""
 import subprocess
 import sys
 import textwrap

@@ -24,7 +24,7 @@ def _error_output(ename, evalue):
 class GradingLimits(Configurable):
     """Limits for each submission's processes (see autograder/grade/sandbox.py)."""
 
-    enabled = Bool(True, help="Run kernels and verifiers inside the sandbox").tag(config=True)
+    enabled = Bool(True, help="Run kernels and the students' processes of the judge inside the sandbox").tag(config=True)
     memory_mb = Integer(6144, help="Memory cap per process tree, MiB").tag(config=True)
     max_processes = Integer(256, help="Processes and threads at once, per process tree").tag(config=True)
     network = Bool(False, help="Allow network access beyond loopback").tag(config=True)
@@ -180,13 +180,13 @@ class StderrToStdout(NbGraderPreprocessor):
 
 
 class VerifyHiddenChecks(NbGraderPreprocessor):
-    """Re-run every hidden check in a clean process; a test cell scores only if both pass.
+    """Give every hidden check its verdict from the judge; a test cell scores only if both pass.
 
-    See autograder/grade/verify.py for what the clean process runs and why.
+    See autograder/grade/verify.py and judge.py for what runs where and why.
     """
 
     enabled = Bool(True, help="Verify hidden checks outside the kernel").tag(config=True)
-    cell_timeout = Integer(180, help="Seconds one student cell may take to load in the verifier").tag(config=True)
+    cell_timeout = Integer(180, help="Seconds one student cell may take to load in the judge's student process").tag(config=True)
 
     def preprocess(self, nb, resources):
         if not self.enabled:
@@ -211,7 +211,7 @@ class VerifyHiddenChecks(NbGraderPreprocessor):
         finally:
             if box is not None:
                 box.close()
-            resources.setdefault("course_timings", {})["hidden checks (clean process)"] = time.monotonic() - started
+            resources.setdefault("course_timings", {})["hidden checks (judge)"] = time.monotonic() - started
         for cell in nb.cells:
             if cell.cell_type != "code" or not is_grade(cell):
                 continue
@@ -232,7 +232,7 @@ class VerifyHiddenChecks(NbGraderPreprocessor):
                     "(too busy to measure a speedup); it will be looked at by a person:\n" + "\n".join(failed)))
             elif not any(o.output_type == "error" for o in cell.get("outputs", [])):
                 cell.outputs.append(_error_output(
-                    "HiddenCheckFailed", "checked again in a clean process:\n" + "\n".join(failed)))
+                    "HiddenCheckFailed", "checked by the judge, outside your notebook:\n" + "\n".join(failed)))
         return nb, resources
 
 

@@ -1,6 +1,6 @@
-"""Limits and isolation for everything a submission runs: its kernel and its verifier.
+"""Limits and isolation for everything a submission runs: its kernel and the judge's student process.
 
-Each grading process (nbgrader's kernel, the clean verifier) enters the sandbox
+Each grading process (nbgrader's kernel, the student's process of the judge) enters the sandbox
 first thing, before any student code and before it starts threads:
 
 - **processes**: a cgroup `pids.max` (a fork bomb stops there), else RLIMIT_NPROC
@@ -50,7 +50,7 @@ MNT_DETACH = 2
 
 @dataclass
 class Limits:
-    memory_mb: int = 6144          # per submission: kernel, its workers and the verifier each
+    memory_mb: int = 6144          # per submission: kernel, its workers and the student's process each
     max_processes: int = 256       # processes and threads at once, per submission
     network: bool = False          # False: no network but loopback
     protect_files: bool = True

@@ -36,7 +36,7 @@ def hidden_exercises(test_source):
 
 
 def payload_for(nb, source_nb):
-    """What the verifier executes and checks, from a submission and its source notebook.
+    """What the student's process replays and the judge checks, from a submission and its source notebook.
 
     The code cells run in the submission's order, as a student's Run All would:
     the course's teaching cells (as the source has them, demos left out), the
@@ -77,7 +77,7 @@ def _time_budget(assignment, exercise):
 
 
 def verify(payload, workdir, env=None, log=None, cell_timeout=180):
-    """Run verifier children until every exercise has a verdict.
+    """Run judges until every exercise has a verdict.
 
     Returns {exercise: (passed, report, undecided)}. A child that crashes or overruns its
     time fails the exercise it was on, and a new child takes the rest. A student

@@ -23,7 +23,7 @@ import os
 import pickle
 import struct
 
-MAX_FRAME = 1 << 31  # 2 GiB: a frame larger than this is refused, not allocated
+MAX_FRAME = 1 << 30  # 1 GiB: a frame larger than this is refused, not allocated
 _HEADER = struct.Struct("!Q")
 
 # Exact types that travel as themselves.
@@ -117,7 +117,7 @@ def _encode_numpy(value):
         return ("ndarray", value.dtype.str, list(value.shape), np.ascontiguousarray(value).tobytes())
     if isinstance(value, np.generic) and type(value).__module__ == "numpy" and value.dtype.kind in NUMPY_KINDS:
         return ("npscalar", value.dtype.str, value.tobytes())
-    if type(value) is np.dtype and value.kind in NUMPY_KINDS and value.fields is None:
+    if isinstance(value, np.dtype) and value.kind in NUMPY_KINDS and value.fields is None:
         return ("npdtype", value.str)
     return None
 
@@ -153,6 +153,8 @@ def decode(data, remote):
         raise ValueError("a malformed value from the student's process")
     tag = data[0]
     if tag == "ref":
+        if len(data) != 4 or type(data[1]) is not int or type(data[2]) is not list:
+            raise ValueError("a malformed handle from the student's process")
         return remote(data)
     if tag in ("list", "tuple", "set", "frozenset"):
         items = [decode(v, remote) for v in data[1]]
@@ -161,7 +163,9 @@ def decode(data, remote):
         pairs = [(decode(k, remote), decode(v, remote)) for k, v in data[1]]
         if tag == "defaultdict":
             return collections.defaultdict(None, pairs)
-        return {"dict": dict, "OrderedDict": collections.OrderedDict, "Counter": collections.Counter}[tag](pairs)
+        if tag == "Counter":
+            return collections.Counter(dict(pairs))
+        return {"dict": dict, "OrderedDict": collections.OrderedDict}[tag](pairs)
     if tag == "complex":
         return complex(float(data[1]), float(data[2]))
     if tag == "range":

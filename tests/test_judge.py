@@ -1,0 +1,203 @@
+"""The judge's boundary: what crosses from the student's process, and how it is read.
+
+Each test plays the student's side as an adversary would (it controls everything
+in that process, the server included) and shows that the judge reads only data.
+"""
+import collections
+import os
+import pickle
+import struct
+import sys
+import textwrap
+import time
+
+import numpy as np
+import pytest
+import torch
+
+from autograder import hidden
+from autograder.checks._support import exact_int, observe, there
+from autograder.grade import wire
+from autograder.grade.judge import Remote, StudentError, StudentProcess, StudentProcessGone
+
+SERVE = "from autograder.grade.student_side import Server; import sys, os\n"
+
+
+def _student(body=""):
+    """A student's process whose namespace is what `body` defines (run before serving)."""
+    code = (SERVE + "ns = {}\n" + f"exec({textwrap.dedent(body)!r}, ns)\n"
+            "s = Server(int(sys.argv[1]), int(sys.argv[2]), ns)\n"
+            "s.send(('loaded', {}, []))\ns.serve()\nos._exit(0)\n")
+    return StudentProcess.start([code])
+
+
+VALUES = [None, True, 3, -2**70, 2.5, float("inf"), "text", b"\x00bytes", 1 + 2j, [1, [2, (3,)]], (4, 5),
+          {"a": 1, 2: [3]}, {1, 2}, frozenset({3}), collections.OrderedDict(a=1), collections.Counter("aab"),
+          range(2, 9, 3), slice(1, None, 2), Ellipsis,
+          np.arange(12, dtype=np.int32).reshape(3, 4), np.float32(1.5), np.int64(7), np.dtype("<f8"),
+          np.array(["ab", "c"]), np.zeros((0, 3)),
+          torch.arange(6.0).reshape(2, 3), torch.tensor(3.5, dtype=torch.bfloat16), torch.zeros(0, 2),
+          torch.nn.Parameter(torch.ones(2)), torch.float16, torch.device("cpu"), torch.Size([2, 3])]
+
+
+def _same(a, b):
+    if isinstance(a, torch.Tensor):
+        return type(a) is type(b) and a.dtype == b.dtype and a.shape == b.shape and torch.equal(a, b)
+    if isinstance(a, np.ndarray):
+        return type(b) is np.ndarray and a.dtype == b.dtype and np.array_equal(a, b)
+    return type(a) is type(b) and a == b
+
+
+@pytest.mark.parametrize("value", VALUES, ids=lambda v: type(v).__name__)
+def test_values_round_trip_as_the_same_type(value):
+    data = wire.load_untrusted(wire.dump_plain(wire.encode(value, keep=lambda obj: pytest.fail(f"kept {obj!r}"))))
+    assert _same(value, wire.decode(data, remote=lambda d: pytest.fail("a handle")))
+
+
+def test_gradients_travel_with_their_tensor():
+    w = torch.ones(3, requires_grad=True)
+    (w * 2).sum().backward()
+    back = wire.decode(wire.load_untrusted(wire.dump_plain(wire.encode(w, keep=None))), remote=None)
+    assert back.requires_grad and torch.equal(back.grad, torch.full((3,), 2.0))
+
+
+class _Evil:
+    def __reduce__(self):
+        return (os.system, ("touch /tmp/course-judge-owned",))
+
+
+def test_a_frame_naming_any_global_is_refused():
+    for payload in (pickle.dumps(_Evil()), pickle.dumps(collections.OrderedDict()), pickle.dumps(np.int64(1))):
+        with pytest.raises(pickle.UnpicklingError):
+            wire.load_untrusted(payload)
+    assert not os.path.exists("/tmp/course-judge-owned")
+
+
+@pytest.mark.parametrize("data", [("ndarray", "|O", [1], b"\x00" * 8), ("ndarray", "V8", [1], b"\x00" * 8),
+                                  ("tensor", "qint8", [1], b"\x00", False, "cpu", False, None),
+                                  ("tensor", "float32", [4], b"\x00" * 4, False, "cpu", False, None),
+                                  ("bogus", 1), [1, 2], ("ref",)])
+def test_malformed_or_unsafe_values_are_refused(data):
+    with pytest.raises((ValueError, TypeError, RuntimeError)):
+        wire.decode(data, remote=lambda d: Remote(None, d[1], d[2], d[3]))
+
+
+def test_a_huge_frame_is_refused_before_it_is_read():
+    r, w = os.pipe()
+    os.write(w, struct.pack("!Q", wire.MAX_FRAME + 1))
+    with pytest.raises(ValueError, match="larger"):
+        wire.read_frame(r)
+    os.close(r)
+    os.close(w)
+
+
+def test_calls_values_handles_and_errors():
+    with _student('''
+        import numpy as np, torch
+        def add(a, b): return a + b
+        class Counter:
+            def __init__(self): self.n = 0
+            def bump(self, k=1): self.n += k; return self.n
+            def __len__(self): return self.n
+        class AlwaysEqual(int):
+            def __eq__(self, other): return True
+        def sneaky(): return AlwaysEqual(5)
+        def model(): return torch.nn.Linear(2, 3)
+        def fails(): raise KeyError("nope")
+        def custom():
+            class MyError(ValueError): pass
+            raise MyError("custom")
+        def skips():
+            import pytest; pytest.skip("busy")
+        def gen(n): yield from range(n)
+    ''') as student:
+        ns = student.namespace()
+        assert ns["add"](2, 3) == 5 and type(ns["add"](2, 3)) is int
+        assert np.array_equal(ns["add"](np.ones(2), 1), np.full(2, 2.0))
+        counter = ns["Counter"]()
+        assert counter.bump(4) == 4 and len(counter) == 4 and counter.n == 4
+        five = ns["sneaky"]()
+        assert type(five) is Remote and five != 6 and five != 5  # its __eq__ is never asked
+        with pytest.raises(AssertionError):
+            exact_int(five, "five")
+        linear = ns["model"]()
+        assert isinstance(linear, torch.nn.Module) and type(linear) is Remote
+        assert linear.weight.shape == (3, 2)
+        with pytest.raises(KeyError):
+            ns["fails"]()
+        with pytest.raises(ValueError, match="custom"):
+            ns["custom"]()
+        with pytest.raises(StudentError, match="Skipped"):  # a student's skip is a failure, not "undecided"
+            ns["skips"]()
+        assert list(ns["gen"](4)) == [0, 1, 2, 3]
+        with pytest.raises(NameError):
+            ns["missing"]
+
+
+def test_functions_sent_over_run_there():
+    with _student("def call(fn, x): return fn(x)") as student:
+        hidden.STUDENT = student
+        try:
+            assert there(os.getpid) == student.pid != os.getpid()
+            assert student.namespace()["call"](lambda x: (x * 2, os.getpid()), 21) == (42, student.pid)
+        finally:
+            hidden.STUDENT = None
+
+
+def test_a_student_process_that_lies_or_dies_fails_the_request():
+    # The student's code patches its own server to reply with a pickle that runs a command.
+    with _student('''
+        import gc, os, pickle
+        from autograder.grade import student_side, wire
+        class Evil:
+            def __reduce__(self): return (os.system, ("touch /tmp/course-judge-owned",))
+        def evil():
+            for obj in gc.get_objects():
+                if isinstance(obj, student_side.Server):
+                    obj.send = lambda message, server=obj: wire.write_frame(
+                        server.replies_fd, pickle.dumps(("ok", Evil())))
+            return 0
+        def die(): os._exit(3)
+    ''') as student:
+        ns = student.namespace()
+        with pytest.raises(pickle.UnpicklingError):
+            ns["evil"]()
+        assert not os.path.exists("/tmp/course-judge-owned")
+    with _student("import os\ndef die(): os._exit(3)") as student:
+        with pytest.raises(StudentProcessGone, match="exit code"):
+            student.namespace()["die"]()
+
+
+def test_a_check_that_overruns_stops_the_student_process(monkeypatch):
+    with _student("import time\ndef hang(): time.sleep(60)") as student:
+        def test_hang(hang):
+            hang()
+        test_hang.timeout = 1
+        monkeypatch.setattr(hidden, "checks_for", lambda a, e: [test_hang, test_hang])
+        outcomes = hidden.run("any", "hang", student.namespace(), session=student)
+        assert [o.passed for o in outcomes] == [False, False]
+        assert "did not finish" in outcomes[0].message and "not run" in outcomes[1].message
+        assert student.broken and student.process.poll() is not None
+
+
+def test_cpu_spent_in_children_is_seen_from_outside():
+    """observe() reads /proc: CPU burnt in a child of the student's process is charged to its tree."""
+    with _student('''
+        import multiprocessing
+        from helpers import workers
+        def in_child(seconds):
+            p = multiprocessing.get_context("fork").Process(target=workers.spin, args=(seconds,))
+            p.start(); p.join()
+        def here(seconds): workers.spin(seconds)
+    ''') as student:
+        hidden.STUDENT = student
+        try:
+            ns = student.namespace()
+            with observe() as seen:
+                ns["in_child"](0.4)
+            assert seen.cpu >= 0.35 and seen.pids, (seen.cpu, seen.pids)
+            with observe() as seen:
+                time.sleep(0.3)
+            assert seen.cpu < 0.1
+        finally:
+            hidden.STUDENT = None
