@@ -58,14 +58,15 @@ class _Worker:
     """One `python -m autograder.worker` process, fed one submission at a time."""
 
     def __init__(self, verb, env, log_dir):
-        self.args = ([sys.executable, "-m", "autograder.worker", verb, str(log_dir)],
-                     dict(cwd=course.ROOT, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                          stderr=open(Path(log_dir) / f"{verb}-worker-{id(self)}.log", "a"), text=True))
+        self.command = [sys.executable, "-m", "autograder.worker", verb, str(log_dir)]
+        self.env, self.log = env, Path(log_dir) / f"{verb}-worker-{id(self)}.log"
         self.process = None
 
     def run(self, verb, assignment, student, log_dir):
         if self.process is None or self.process.poll() is not None:
-            self.process = subprocess.Popen(self.args[0], **self.args[1])
+            with open(self.log, "a") as stderr:  # the child keeps its own copy of the handle
+                self.process = subprocess.Popen(self.command, cwd=course.ROOT, env=self.env, stdin=subprocess.PIPE,
+                                                stdout=subprocess.PIPE, stderr=stderr, text=True)
         start = time.perf_counter()
         try:
             self.process.stdin.write(f"{assignment} {student}\n")
@@ -74,6 +75,12 @@ class _Worker:
         except (BrokenPipeError, OSError):
             reply = ""
         if not reply:  # the worker died: this submission failed, the next call starts a new one
+            for pipe in (self.process.stdin, self.process.stdout):
+                try:
+                    pipe.close()
+                except OSError:
+                    pass
+            self.process.wait()
             self.process = None
             log = Path(log_dir) / f"{verb}-{student}-{assignment}.log"
             return JobResult(assignment, student, False, time.perf_counter() - start, log)
@@ -87,6 +94,9 @@ class _Worker:
                 self.process.wait(timeout=60)
             except subprocess.TimeoutExpired:
                 self.process.kill()
+                self.process.wait()
+        if self.process is not None:
+            self.process.stdout.close()
 
 
 def run_all(verb, pairs, n_jobs=None, desc=None, log_dir=None, workdir=None, scheduler=None):
