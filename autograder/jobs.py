@@ -80,6 +80,7 @@ class _Worker:
                     pipe.close()
                 except OSError:
                     pass
+            self.process.kill()
             self.process.wait()
             self.process = None
             log = Path(log_dir) / f"{verb}-{student}-{assignment}.log"
