@@ -6,6 +6,8 @@ every correct ALTERNATIVE answer in the catalogue, runs it in place of the
 reference and executes the visible part of its exercise's test cells.
 """
 import json
+import os
+import signal
 import subprocess
 import sys
 import textwrap
@@ -65,9 +67,21 @@ def test_alternatives_pass_the_visible_tests(assignment, tmp_path):
     spec = _spec(assignment, tmp_path / "results.json")
     if not spec["alternatives"]:
         pytest.skip(f"{assignment} catalogues no alternative answer")
-    run = subprocess.run([sys.executable, "-P", "-c", CHILD], input=json.dumps(spec), text=True,
-                         capture_output=True, cwd=tmp_path, timeout=600)
-    assert run.returncode == 0, run.stderr[-3000:]
+    # Output goes to a file, not a pipe: idle joblib (loky) workers outlive the child for
+    # minutes and would hold a pipe open; they are stopped with the child's session.
+    log = tmp_path / "child.log"
+    with open(log, "w") as out:
+        child = subprocess.Popen([sys.executable, "-P", "-c", CHILD], stdin=subprocess.PIPE, stdout=out,
+                                 stderr=subprocess.STDOUT, text=True, cwd=tmp_path, start_new_session=True)
+        try:
+            child.communicate(json.dumps(spec), timeout=600)
+        finally:
+            try:
+                os.killpg(child.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            child.wait()
+    assert child.returncode == 0, log.read_text()[-3000:]
     failed = [f"{label} / {grade_id}: {message}"
               for label, grade_id, passed, message in json.loads((tmp_path / "results.json").read_text())
               if not passed]
