@@ -87,8 +87,15 @@ def test_tensor_core_issues_linear(tensor_core_issues):
 
 
 def test_tensor_core_issues_conv(tensor_core_issues):
-    """Conv2d channels count, other layers do not"""
+    """Conv2d channels count, other layers do not
+
+    The middle width is always a misfit: it is one size in two places (out of the
+    first convolution, into the second, and the BatchNorm's width), so an answer must
+    report it twice and must not report it for the BatchNorm.
+    """
     channels = _random_dims(8, 3)
+    if channels[1] % 8 == 0:
+        channels[1] += random.randint(1, 7)
     model = nn.Sequential(nn.Conv2d(channels[0], channels[1], 3), nn.BatchNorm2d(channels[1]), nn.ReLU(),
                           nn.Conv2d(channels[1], channels[2], 1))
     batch = 8 * random.randint(1, 8)
