@@ -89,9 +89,10 @@ def test_tensor_core_issues_linear(tensor_core_issues):
 def test_tensor_core_issues_conv(tensor_core_issues):
     """Conv2d channels count, other layers do not
 
-    The middle width is always a misfit: it is one size in two places (out of the
-    first convolution, into the second, and the BatchNorm's width), so an answer must
-    report it twice and must not report it for the BatchNorm.
+    The middle width is always a misfit. It is the first convolution's out_channels,
+    the second's in_channels and the BatchNorm's width: an answer must report it
+    twice (once per convolution) and not a third time for the BatchNorm.
+    False failure of a correct answer: 0 (random sizes, exact counts).
     """
     channels = _random_dims(8, 3)
     if channels[1] % 8 == 0:
