@@ -4,7 +4,9 @@ The multi-rank checks start ranks with helpers.ranks.launch, which counts each
 rank's point-to-point and collective calls and the bytes handed to them: the
 checks rely on those counts and on the results, never on the clock. The ranks
 are launched (by the check or by the answer) in the student's process, through
-`there`; the counts and results come back as plain data.
+`there`; the counts and results come back as plain data. That the ranks ran as
+processes at once the judge sees itself, in /proc (a rank lives for seconds, the
+judge looks every 5 ms).
 """
 import itertools
 import math
@@ -13,7 +15,7 @@ import random
 import torch
 from torch import nn
 
-from autograder.checks._support import exact_float, exact_list, raises_value_error, there, timeout
+from autograder.checks._support import exact_float, exact_list, observe, raises_value_error, there, timeout
 from helpers import ranks, sharding
 
 _SENDS = ("send", "isend")
@@ -62,7 +64,9 @@ def _launch_ring(ring, world_size, cases):
 
 
 def _check_ring(ring, world_size, cases):
-    results = there(_launch_ring, ring, world_size, cases)
+    with observe() as seen:
+        results = there(_launch_ring, ring, world_size, cases)
+    _ranks_seen(seen, world_size)
     p = world_size
     for k, (_, shape, dtype) in enumerate(cases):
         inputs = [results[r][k][0] for r in range(p)]
@@ -280,6 +284,13 @@ def _same_weights(weights, expected, hint):
             f"the final weights differ from single-process training on the global batch ({hint})")
 
 
+def _ranks_seen(seen, world_size):
+    """The judge's own evidence (from /proc) that world_size ranks ran at once, as processes."""
+    assert seen.max_processes >= world_size + 1, (
+        f"{world_size} ranks should run as {world_size} processes at once beside the caller; "
+        f"at most {seen.max_processes - 1} ran")
+
+
 def _the_launch(runs, world_size, name):
     """The counts of the last launch in runs [(world_size, counts), ...]."""
     assert runs, (f"{name} must start its ranks with helpers.ranks.launch: the grader reads the "
@@ -294,7 +305,9 @@ def _the_launch(runs, world_size, name):
 def _check_accumulate(accumulate_gradients, world_size, micro_batches):
     seed = random.randint(0, 10**6)
     steps = sharding.N_SAMPLES // sharding.GLOBAL_BATCH
-    weights, runs = there(_recorded, accumulate_gradients, world_size, micro_batches, seed)
+    with observe() as seen:
+        weights, runs = there(_recorded, accumulate_gradients, world_size, micro_batches, seed)
+    _ranks_seen(seen, world_size)
     launched = _the_launch(runs, world_size, "accumulate_gradients")
     _same_weights(weights, _single_process(steps, seed),
                   "is each micro-batch loss divided by micro_batches? each rank on its share?")
@@ -334,7 +347,9 @@ def _linear_bytes(model):
 
 def _check_fsdp(train_fsdp, world_size, steps):
     seed = random.randint(0, 10**6)
-    weights, runs = there(_recorded, train_fsdp, world_size, steps, seed)
+    with observe() as seen:
+        weights, runs = there(_recorded, train_fsdp, world_size, steps, seed)
+    _ranks_seen(seen, world_size)
     launched = _the_launch(runs, world_size, "train_fsdp")
     _same_weights(weights, _single_process(steps, seed),
                   "each rank on its share of the global batch? SGD with sharding.LR?")
