@@ -1,5 +1,6 @@
 """Hidden checks of 07_pytorch_devices (devices, threads, data loading, FLOPs)."""
 import collections
+import importlib
 import os
 import random
 from contextlib import contextmanager
@@ -9,14 +10,17 @@ from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 from torch.utils.flop_counter import FlopCounterMode
 
-from autograder.checks._support import exact_int, raises_value_error, timeout
+from autograder.checks._support import exact_int, raises_value_error, there, timeout
 
 
 @contextmanager
 def pretend(cuda=False, mps=False, count=1):
     """Make torch report CUDA and/or MPS as available while the block runs."""
     saved = torch.cuda.is_available, torch.cuda.device_count
-    mps_backend = getattr(torch.backends, "mps", None)
+    # torch.backends is named in a string: spelled out, it would make this function
+    # unpicklable (cloudpickle takes the submodules it names along, and torch.backends
+    # is not a plain module), and the function must travel to the student's process.
+    mps_backend = getattr(importlib.import_module("torch.backends"), "mps", None)
     saved_mps = mps_backend.is_available if mps_backend is not None else None
     torch.cuda.is_available = lambda: cuda
     torch.cuda.device_count = lambda: count if cuda else 0
@@ -37,34 +41,37 @@ def _is(device, kind):
 
 
 # --- pick_device ---------------------------------------------------------------------
+def _picks(pick_device, prefers, **pretending):
+    """(in the student's process) pick_device() (for None) or pick_device(p), for each p, while torch pretends."""
+    with pretend(**pretending):
+        return [pick_device() if prefer is None else pick_device(prefer) for prefer in prefers]
+
+
 def test_pick_device_cpu_only(pick_device):
     """on a machine without accelerators every request ends on the CPU"""
-    with pretend(cuda=False, mps=False):
-        assert _is(pick_device(), "cpu"), "without CUDA or MPS the default must be the CPU"
-        for prefer in ("cpu", "cuda", "cuda:0", "mps"):
-            assert _is(pick_device(prefer), "cpu"), (
-                "a preferred device that does not exist here must fall back to the CPU")
+    default, *preferred = there(_picks, pick_device, [None, "cpu", "cuda", "cuda:0", "mps"], cuda=False, mps=False)
+    assert _is(default, "cpu"), "without CUDA or MPS the default must be the CPU"
+    for device in preferred:
+        assert _is(device, "cpu"), "a preferred device that does not exist here must fall back to the CPU"
 
 
 def test_pick_device_with_cuda(pick_device):
     """with CUDA present: CUDA by default, but the CPU when it is preferred"""
-    with pretend(cuda=True, mps=False, count=2):
-        device = pick_device()
-        assert _is(device, "cuda") and device.index in (None, 0), "with CUDA the default must be CUDA"
-        assert _is(pick_device("cpu"), "cpu"), "prefer='cpu' must give the CPU even when CUDA exists"
-        chosen = pick_device("cuda:1")
-        assert _is(chosen, "cuda") and chosen.index == 1, "prefer='cuda:1' must give cuda:1 when it exists"
-        assert _is(pick_device("mps"), "cuda"), "prefer='mps' without MPS falls back to CUDA"
+    device, cpu, chosen, mps = there(_picks, pick_device, [None, "cpu", "cuda:1", "mps"], cuda=True, mps=False, count=2)
+    assert _is(device, "cuda") and device.index in (None, 0), "with CUDA the default must be CUDA"
+    assert _is(cpu, "cpu"), "prefer='cpu' must give the CPU even when CUDA exists"
+    assert _is(chosen, "cuda") and chosen.index == 1, "prefer='cuda:1' must give cuda:1 when it exists"
+    assert _is(mps, "cuda"), "prefer='mps' without MPS falls back to CUDA"
 
 
 def test_pick_device_mps_order(pick_device):
     """CUDA comes before MPS, and MPS before the CPU"""
-    with pretend(cuda=False, mps=True):
-        assert _is(pick_device(), "mps"), "with MPS and no CUDA the default must be MPS"
-        assert _is(pick_device("cuda"), "mps"), "prefer='cuda' without CUDA falls back to MPS"
-        assert _is(pick_device("cpu"), "cpu"), "prefer='cpu' must give the CPU"
-    with pretend(cuda=True, mps=True):
-        assert _is(pick_device(), "cuda"), "with both CUDA and MPS the default must be CUDA"
+    default, cuda, cpu = there(_picks, pick_device, [None, "cuda", "cpu"], cuda=False, mps=True)
+    assert _is(default, "mps"), "with MPS and no CUDA the default must be MPS"
+    assert _is(cuda, "mps"), "prefer='cuda' without CUDA falls back to MPS"
+    assert _is(cpu, "cpu"), "prefer='cpu' must give the CPU"
+    (both,) = there(_picks, pick_device, [None], cuda=True, mps=True)
+    assert _is(both, "cuda"), "with both CUDA and MPS the default must be CUDA"
 
 
 def test_pick_device_unknown(pick_device):
@@ -91,22 +98,103 @@ def _sample_batch():
     return batch, marker
 
 
+# Meta tensors do not travel back from the student's process, and neither would the
+# identity of an object: the move happens there, and what it gave comes back described
+# (`_describe`) and is rebuilt here (`_rebuild`) with the same container types.
+def _describe(obj, marker):
+    """(in the student's process) obj as plain data: tensors by device and shape, containers by exact type."""
+    kind = type(obj)
+    if obj is marker:
+        return ("marker",)
+    if isinstance(obj, torch.Tensor):
+        return ("tensor", obj.device.type, [int(n) for n in obj.shape])
+    if kind is Pair:
+        return ("Pair", [_describe(v, marker) for v in obj])
+    if kind in (list, tuple):
+        return (kind.__name__, [_describe(v, marker) for v in obj])
+    if kind is dict:
+        return ("dict", [(k, _describe(v, marker)) for k, v in obj.items()])
+    if isinstance(obj, (list, tuple)):
+        return ("sequence", kind.__qualname__, [_describe(v, marker) for v in obj])
+    if isinstance(obj, dict):
+        return ("mapping", kind.__qualname__, [(k, _describe(v, marker)) for k, v in obj.items()])
+    if obj is None or kind in (str, int, float, bool):
+        return ("value", obj)
+    return ("other", kind.__qualname__)
+
+
+class _Tensor:
+    """A tensor as it was in the student's process: its device type and shape."""
+
+    def __init__(self, device_type, shape):
+        self.device_type, self.shape = device_type, torch.Size(shape)
+
+
+class _Sequence(list):
+    """A list or tuple of another type (a subclass, another named tuple)."""
+
+
+class _Mapping(dict):
+    """A dict of another type."""
+
+
+class _Other:
+    def __init__(self, name):
+        self.name = name
+
+
+_MARKER = object()
+
+
+def _rebuild(data):
+    tag = data[0]
+    if tag == "marker":
+        return _MARKER
+    if tag == "tensor":
+        return _Tensor(data[1], data[2])
+    if tag == "Pair":
+        return Pair(*(_rebuild(v) for v in data[1]))
+    if tag in ("list", "tuple"):
+        return {"list": list, "tuple": tuple}[tag](_rebuild(v) for v in data[1])
+    if tag == "dict":
+        return {k: _rebuild(v) for k, v in data[1]}
+    if tag == "sequence":
+        return _Sequence(_rebuild(v) for v in data[2])
+    if tag == "mapping":
+        return _Mapping((k, _rebuild(v)) for k, v in data[2])
+    if tag == "value":
+        return data[1]
+    return _Other(data[1])
+
+
+def _moved_batch(to_device, device):
+    """(in the student's process) a sample batch, before and after to_device(batch, device), described."""
+    batch, marker = _sample_batch()
+    moved = to_device(batch, device)
+    return _describe(batch, marker), _describe(moved, marker)
+
+
+def _moved_tensor(to_device, device):
+    """(in the student's process) to_device(torch.ones(2), device), described."""
+    return _describe(to_device(torch.ones(2), device), None)
+
+
 def test_to_device_moves_every_tensor(to_device):
     """every tensor in nested lists, tuples, dicts and named tuples is moved
 
     False failure of a correct answer: 0 (a random batch size, exact
     comparison of devices and shapes).
     """
-    batch, _ = _sample_batch()
-    moved = to_device(batch, torch.device("meta"))
+    batch, moved = map(_rebuild, there(_moved_batch, to_device, torch.device("meta")))
     tensors = [moved["inputs"], moved["targets"][0], moved["targets"][1][0], moved["pair"][0]]
-    assert all(isinstance(t, torch.Tensor) for t in tensors), "tensors must stay tensors"
-    assert all(t.device.type == "meta" for t in tensors), "some tensors were not moved to the device"
+    assert all(isinstance(t, _Tensor) for t in tensors), "tensors must stay tensors"
+    assert all(t.device_type == "meta" for t in tensors), "some tensors were not moved to the device"
     assert all(a.shape == b.shape for a, b in zip(
         tensors, [batch["inputs"], batch["targets"][0], batch["targets"][1][0], batch["pair"][0]])), (
         "moved tensors must keep their shapes")
-    assert batch["inputs"].device.type == "cpu", "the original batch should not change"
-    assert to_device(torch.ones(2), "meta").device.type == "meta", "a bare tensor is moved too"
+    assert batch["inputs"].device_type == "cpu", "the original batch should not change"
+    bare = _rebuild(there(_moved_tensor, to_device, "meta"))
+    assert isinstance(bare, _Tensor) and bare.device_type == "meta", "a bare tensor is moved too"
 
 
 def test_to_device_keeps_structure(to_device):
@@ -114,19 +202,18 @@ def test_to_device_keeps_structure(to_device):
 
     False failure of a correct answer: 0 (a random batch size, exact comparison).
     """
-    batch, marker = _sample_batch()
-    moved = to_device(batch, "meta")
+    batch, moved = map(_rebuild, there(_moved_batch, to_device, "meta"))
     assert type(moved) is dict and list(moved) == list(batch), "a dict must stay a dict with the same keys"
     assert type(moved["targets"]) is list, "a list must stay a list"
     assert type(moved["targets"][1]) is tuple, "a tuple must stay a tuple"
     assert type(moved["pair"]) is Pair, "a named tuple must stay the same named tuple"
-    assert moved["extra"] is marker and moved["score"] == 1.5, "non-tensor objects must be returned untouched"
+    assert moved["extra"] is _MARKER and moved["score"] == 1.5, "non-tensor objects must be returned untouched"
     assert moved["targets"][1][1] == "name.png" and moved["targets"][1][2] == 7, "strings and numbers stay"
     assert moved["pair"].label is None
 
 
-def test_to_device_non_blocking(to_device):
-    """non_blocking is passed on to every tensor move"""
+def _non_blocking_flags(to_device):
+    """(in the student's process) the non_blocking flag of every Tensor.to call to_device makes."""
     seen = []
     original = torch.Tensor.to
 
@@ -139,6 +226,12 @@ def test_to_device_non_blocking(to_device):
         to_device([torch.ones(1), {"a": torch.zeros(2)}], "meta", non_blocking=True)
     finally:
         torch.Tensor.to = original
+    return [bool(flag) for flag in seen]
+
+
+def test_to_device_non_blocking(to_device):
+    """non_blocking is passed on to every tensor move"""
+    seen = there(_non_blocking_flags, to_device)
     assert len(seen) >= 2 and all(seen), "non_blocking=True was not passed on to tensor.to"
 
 
@@ -181,6 +274,15 @@ def test_make_loader_yields_everything(make_loader):
     assert sorted(torch.cat(xs).tolist()) == list(range(n)), "an epoch must yield every item exactly once"
 
 
+def _epochs_with_workers(make_loader, data, epochs):
+    """(in the student's process) the sorted items of each epoch of make_loader(data, 4, 2, 'cpu')."""
+    loader = make_loader(data, 4, 2, "cpu")
+    try:
+        return [sorted(torch.cat([b[0] for b in loader]).tolist()) for _ in range(epochs)]
+    finally:
+        del loader
+
+
 @timeout(90)
 def test_make_loader_runs_with_workers(make_loader):
     """a loader with worker processes delivers the whole dataset, twice
@@ -189,11 +291,8 @@ def test_make_loader_runs_with_workers(make_loader):
     (a random size, exact comparison; 90 s for two epochs of at most 29 items).
     """
     data, n = _dataset()
-    loader = make_loader(data, 4, 2, "cpu")
-    for _ in range(2):
-        got = sorted(torch.cat([b[0] for b in loader]).tolist())
+    for got in there(_epochs_with_workers, make_loader, data, 2):
         assert got == list(range(n)), "an epoch with workers must yield every item exactly once"
-    del loader
 
 
 def test_make_loader_errors(make_loader):
@@ -339,14 +438,22 @@ def test_gpu_env_values(gpu_env):
     assert gpu_env([]).get("CUDA_VISIBLE_DEVICES") == "", "an empty list must hide every GPU"
 
 
+def _environment_changes(gpu_env, ids):
+    """(in the student's process) the names of the environment variables gpu_env(ids) set, changed or removed."""
+    before = dict(os.environ)
+    gpu_env(ids)
+    after = dict(os.environ)
+    return sorted(name for name in set(before) | set(after) if before.get(name) != after.get(name))
+
+
 def test_gpu_env_leaves_environment(gpu_env):
     """this process's own environment is not changed
 
     False failure of a correct answer: 0 (random inputs, exact comparison).
     """
-    before = dict(os.environ)
-    gpu_env([random.randint(0, 7)])
-    assert dict(os.environ) == before, "gpu_env should return the settings, not change os.environ"
+    changed = there(_environment_changes, gpu_env, [random.randint(0, 7)])
+    assert changed == [], (
+        f"gpu_env should return the settings, not change os.environ (it changed {', '.join(map(str, changed))})")
 
 
 def test_gpu_env_errors(gpu_env):
@@ -357,6 +464,15 @@ def test_gpu_env_errors(gpu_env):
 
 
 # --- to_channels_last -------------------------------------------------------------------------------
+def _channels_last(to_channels_last, x):
+    """(in the student's process) y = to_channels_last(x) and, for a tensor, its layout: the wire keeps values, not strides."""
+    y = to_channels_last(x)
+    if not isinstance(y, torch.Tensor):
+        return y, None
+    return y, {"channels_last": bool(y.is_contiguous(memory_format=torch.channels_last)),
+               "strides": [int(n) for n in y.stride()]}
+
+
 def test_to_channels_last_layout(to_channels_last):
     """same shape and values, channels-last strides
 
@@ -366,12 +482,12 @@ def test_to_channels_last_layout(to_channels_last):
     for _ in range(3):
         shape = (random.randint(1, 3), random.randint(2, 6), random.randint(2, 7), random.randint(2, 7))
         x = torch.randn(shape)
-        y = to_channels_last(x)
-        assert isinstance(y, torch.Tensor), "to_channels_last must return a tensor"
+        y, layout = there(_channels_last, to_channels_last, x)
+        assert isinstance(y, torch.Tensor) and layout is not None, "to_channels_last must return a tensor"
         assert tuple(y.shape) == shape, "the shape must stay (N, C, H, W)"
         assert torch.equal(x, y), "the values must not change"
-        assert y.is_contiguous(memory_format=torch.channels_last), "the result is not stored channels last"
-        assert y.stride(1) == 1, "channels must be adjacent in memory"
+        assert layout["channels_last"], "the result is not stored channels last"
+        assert layout["strides"][1] == 1, "channels must be adjacent in memory"
 
 
 def test_to_channels_last_errors(to_channels_last):

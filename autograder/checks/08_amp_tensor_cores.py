@@ -8,7 +8,7 @@ import torch
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
-from autograder.checks._support import exact_float, exact_int, exact_list, raises_value_error, timeout
+from autograder.checks._support import exact_float, exact_int, exact_list, raises_value_error, there, timeout
 
 
 @contextmanager
@@ -87,8 +87,16 @@ def test_tensor_core_issues_linear(tensor_core_issues):
 
 
 def test_tensor_core_issues_conv(tensor_core_issues):
-    """Conv2d channels count, other layers do not"""
+    """Conv2d channels count, other layers do not
+
+    The middle width is always a misfit. It is the first convolution's out_channels,
+    the second's in_channels and the BatchNorm's width: an answer must report it
+    twice (once per convolution) and not a third time for the BatchNorm.
+    False failure of a correct answer: 0 (random sizes, exact counts).
+    """
     channels = _random_dims(8, 3)
+    if channels[1] % 8 == 0:
+        channels[1] += random.randint(1, 7)
     model = nn.Sequential(nn.Conv2d(channels[0], channels[1], 3), nn.BatchNorm2d(channels[1]), nn.ReLU(),
                           nn.Conv2d(channels[1], channels[2], 1))
     batch = 8 * random.randint(1, 8)
@@ -147,16 +155,21 @@ def _batches(data):
     return list(data)
 
 
+def _forward(model, inputs):
+    """(in the student's process) model(inputs) without gradients, on one torch thread."""
+    with torch.no_grad(), _one_thread():
+        return model(inputs)
+
+
 def test_fixed_case_1_runs(fixed_case_1):
     """case 1: 128 samples of 15 (or 16) features, at least 3 scores each"""
     model, data = _result(fixed_case_1(), "fixed_case_1")
     batches = _batches(data)
     assert sum(len(b) for b in batches) == 128, "case 1 has 128 samples"
-    with torch.no_grad():
-        for batch in batches:
-            out = model(batch)
-            assert out.dim() == 2 and out.shape[0] == len(batch), "the model must give one row of scores per sample"
-            assert out.shape[1] >= 3, "the model must give at least 3 class scores"
+    for batch in batches:
+        out = there(_forward, model, batch)
+        assert out.dim() == 2 and out.shape[0] == len(batch), "the model must give one row of scores per sample"
+        assert out.shape[1] >= 3, "the model must give at least 3 class scores"
     first = _layers(model, nn.Linear)[0]
     assert first.in_features in (15, 16), "the first layer must take the 15 features (padded to 16)"
 
@@ -177,12 +190,11 @@ def test_fixed_case_2_runs(fixed_case_2):
     batches = _batches(data)
     assert batches, "the loader yields no batch"
     seen = 0
-    with torch.no_grad():
-        for batch in batches:
-            inputs = batch[0] if isinstance(batch, (list, tuple)) else batch
-            out = model(inputs)
-            assert out.shape[0] == len(inputs) and out.shape[-1] >= 16, "the model must give 16 class scores"
-            seen += len(inputs)
+    for batch in batches:
+        inputs = batch[0] if isinstance(batch, (list, tuple)) else batch
+        out = there(_forward, model, inputs)
+        assert out.shape[0] == len(inputs) and out.shape[-1] >= 16, "the model must give 16 class scores"
+        seen += len(inputs)
     assert 100 <= seen <= 128, "the loader should cover (nearly) all 123 samples"
 
 
@@ -210,8 +222,7 @@ def test_fixed_case_3_runs(fixed_case_3):
     assert count >= 1000, "the loader should cover the 1024 samples"
     images, masks = first
     assert tuple(masks.shape[1:]) == (1, 26, 26), "masks are 1 x 26 x 26"
-    with torch.no_grad(), _one_thread():
-        out = model(images[:8])
+    out = there(_forward, model, images[:8])
     assert out.shape[0] == 8 and out.shape[1] >= 1, "one prediction per image"
     assert tuple(out.shape[2:]) == (26, 26), "the prediction must keep the 26 x 26 size of the mask"
 
@@ -273,16 +284,43 @@ class _NormSGD(torch.optim.SGD):
         return super().step(closure)
 
 
-def _problem(batches=4, batch_size=16, features=8, seed=None):
+def _problem(batches=4, batch_size=16, features=8, seed=None, model_seed=None):
     g = torch.Generator().manual_seed(seed if seed is not None else random.randint(0, 10**6))
     X = torch.randn(batches * batch_size, features, generator=g)
     y = X @ torch.randn(features, 1, generator=g) * 3
     loader = DataLoader(TensorDataset(X, y), batch_size=batch_size)
+    model_seed = seed if model_seed is None else model_seed
     with torch.random.fork_rng(devices=[]):
-        if seed is not None:  # a seeded problem starts from a seeded model too: its outcome is known
-            torch.manual_seed(seed)
+        if model_seed is not None:  # a seeded problem starts from a seeded model too: its outcome is known
+            torch.manual_seed(model_seed)
         model = nn.Sequential(nn.Linear(features, 16), _Spy(), nn.ReLU(), nn.Linear(16, 1))
     return model, loader
+
+
+def _draw():
+    """Seeds of a random problem, drawn by the judge (the student's process may have seeded its own
+    generators): one for the data, one for the model's initial weights."""
+    return {"seed": random.randint(0, 10**6), "model_seed": random.randint(0, 2**31 - 1)}
+
+
+# The training runs in the student's process (`there`): the spies (the loss function's
+# record, the forward hook, _BackwardSpy, _NormSGD's norms) fill their lists over there,
+# and _one_thread must hold where the model runs. What they saw comes back as lists.
+def _epoch_means(train_amp, epochs, draw):
+    """(in the student's process) (history, its batch losses, the result of 0 epochs, batches per epoch)."""
+    model, loader = _problem(**draw)
+    recorded = []
+
+    def loss_fn(out, target):
+        loss = nn.functional.mse_loss(out.float(), target)
+        recorded.append(loss.item())
+        return loss
+
+    with _one_thread():
+        history = train_amp(model, loader, torch.optim.SGD(model.parameters(), lr=0.01), loss_fn, epochs, "cpu")
+        losses = list(recorded)
+        none = train_amp(model, loader, torch.optim.SGD(model.parameters(), lr=0.01), loss_fn, 0, "cpu")
+    return history, losses, none, len(loader)
 
 
 def test_train_amp_epoch_means(train_amp):
@@ -291,27 +329,23 @@ def test_train_amp_epoch_means(train_amp):
     False failure of a correct answer: 0 (a mean of float32 losses agrees to
     1e-6 relative; 1e-3 is allowed).
     """
-    model, loader = _problem()
-    recorded = []
-
-    def loss_fn(out, target):
-        loss = nn.functional.mse_loss(out.float(), target)
-        recorded.append(loss.item())
-        return loss
-
     epochs = random.randint(2, 4)
-    with _one_thread():
-        history = train_amp(model, loader, torch.optim.SGD(model.parameters(), lr=0.01), loss_fn, epochs, "cpu")
+    history, recorded, none, per_epoch = there(_epoch_means, train_amp, epochs, _draw())
     history = exact_list(history, "the result", length=epochs)
-    per_epoch = len(loader)
     assert len(recorded) == epochs * per_epoch, "the loss should be computed once per batch, every epoch"
     for e, value in enumerate(history):
         value = exact_float(value, f"the loss of epoch {e + 1}")
         expected = sum(recorded[e * per_epoch:(e + 1) * per_epoch]) / per_epoch
         assert abs(value - expected) <= 1e-3 * abs(expected) + 1e-5, (
             f"epoch {e + 1}: the value returned is not the mean of that epoch's batch losses")
-    assert train_amp(model, loader, torch.optim.SGD(model.parameters(), lr=0.01), loss_fn, 0, "cpu") == [], (
-        "0 epochs give an empty list")
+    assert none == [], "0 epochs give an empty list"
+
+
+def _history(train_amp, seed, lr, epochs):
+    """(in the student's process) train_amp's result on the seeded problem."""
+    model, loader = _problem(seed=seed)
+    with _one_thread():
+        return train_amp(model, loader, torch.optim.SGD(model.parameters(), lr=lr), nn.MSELoss(), epochs, "cpu")
 
 
 def test_train_amp_learns(train_amp):
@@ -324,10 +358,18 @@ def test_train_amp_learns(train_amp):
     400 draws gave at most 0.21 too). Other correct answers differ from these
     by rounding only.
     """
-    model, loader = _problem(seed=random.randint(0, 100))
-    with _one_thread():
-        history = train_amp(model, loader, torch.optim.SGD(model.parameters(), lr=0.05), nn.MSELoss(), 6, "cpu")
+    history = there(_history, train_amp, random.randint(0, 100), 0.05, 6)
     assert history[-1] < 0.6 * history[0], "the training loss should fall clearly over 6 epochs"
+
+
+def _forward_states(train_amp, draw):
+    """(in the student's process) (autocast on, output dtype) of the first Linear at every forward pass."""
+    model, loader = _problem(**draw)
+    seen = []
+    model[0].register_forward_hook(lambda m, i, o: seen.append((torch.is_autocast_enabled("cpu"), o.dtype)))
+    with _one_thread():
+        train_amp(model, loader, torch.optim.SGD(model.parameters(), lr=0.01), nn.MSELoss(), 1, "cpu")
+    return [(bool(on), str(dtype)) for on, dtype in seen]
 
 
 def test_train_amp_forward_under_autocast(train_amp):
@@ -335,14 +377,19 @@ def test_train_amp_forward_under_autocast(train_amp):
 
     False failure of a correct answer: 0 (exact flags and dtypes).
     """
-    model, loader = _problem()
-    seen = []
-    model[0].register_forward_hook(lambda m, i, o: seen.append((torch.is_autocast_enabled("cpu"), o.dtype)))
-    with _one_thread():
-        train_amp(model, loader, torch.optim.SGD(model.parameters(), lr=0.01), nn.MSELoss(), 1, "cpu")
+    seen = there(_forward_states, train_amp, _draw())
     assert seen, "the model was never called"
     assert all(on for on, _ in seen), "the forward pass must run inside torch.autocast"
-    assert all(dtype is torch.bfloat16 for _, dtype in seen), "on the CPU, autocast must use bfloat16"
+    assert all(dtype == str(torch.bfloat16) for _, dtype in seen), "on the CPU, autocast must use bfloat16"
+
+
+def _backward_states(train_amp, draw):
+    """(in the student's process) whether CPU autocast was on at every backward pass through _Spy."""
+    model, loader = _problem(**draw)
+    _BackwardSpy.states = []
+    with _one_thread():
+        train_amp(model, loader, torch.optim.SGD(model.parameters(), lr=0.01), nn.MSELoss(), 1, "cpu")
+    return [bool(on) for on in _BackwardSpy.states]
 
 
 def test_train_amp_backward_outside(train_amp):
@@ -350,12 +397,18 @@ def test_train_amp_backward_outside(train_amp):
 
     False failure of a correct answer: 0 (exact flags).
     """
-    model, loader = _problem()
-    _BackwardSpy.states = []
+    states = there(_backward_states, train_amp, _draw())
+    assert states, "backward was never called"
+    assert not any(states), "backward() must be called after leaving the autocast block"
+
+
+def _step_norms(train_amp, draw, epochs, lr, **kwargs):
+    """(in the student's process) the gradient norm _NormSGD saw at every optimizer step."""
+    model, loader = _problem(**draw)
+    optimizer = _NormSGD(model.parameters(), lr=lr)
     with _one_thread():
-        train_amp(model, loader, torch.optim.SGD(model.parameters(), lr=0.01), nn.MSELoss(), 1, "cpu")
-    assert _BackwardSpy.states, "backward was never called"
-    assert not any(_BackwardSpy.states), "backward() must be called after leaving the autocast block"
+        train_amp(model, loader, optimizer, nn.MSELoss(), epochs, "cpu", **kwargs)
+    return [float(n) for n in optimizer.norms]
 
 
 def test_train_amp_clips_unscaled(train_amp):
@@ -366,15 +419,12 @@ def test_train_amp_clips_unscaled(train_amp):
     measured over 400 random problems, g had a minimum of 4.1 and a log-spread
     putting 0.005 more than 20 standard deviations below its mean.
     """
-    model, loader = _problem()
     max_norm = random.choice([1e-3, 2e-3, 5e-3])
-    optimizer = _NormSGD(model.parameters(), lr=0.01)
-    with _one_thread():
-        train_amp(model, loader, optimizer, nn.MSELoss(), 2, "cpu", max_norm=max_norm)
-    assert optimizer.norms, "optimizer.step() was never called"
-    assert all(n <= max_norm * 1.01 for n in optimizer.norms), (
+    norms = there(_step_norms, train_amp, _draw(), 2, 0.01, max_norm=max_norm)
+    assert norms, "optimizer.step() was never called"
+    assert all(n <= max_norm * 1.01 for n in norms), (
         "gradients were not clipped to max_norm before the optimizer step")
-    assert all(n >= max_norm * 0.95 for n in optimizer.norms), (
+    assert all(n >= max_norm * 0.95 for n in norms), (
         "the gradients reaching the optimizer are far below max_norm: were they clipped while still scaled?")
 
 
@@ -385,11 +435,8 @@ def test_train_amp_no_clip_by_default(train_amp):
     largest gradient norm of the epoch was at least 4.1 (mean 17); 0.05 lies
     16.7 standard deviations below the mean of its logarithm.
     """
-    model, loader = _problem()
-    optimizer = _NormSGD(model.parameters(), lr=0.001)
-    with _one_thread():
-        train_amp(model, loader, optimizer, nn.MSELoss(), 1, "cpu")
-    assert optimizer.norms and max(optimizer.norms) > 0.05, "gradients should not be clipped without max_norm"
+    norms = there(_step_norms, train_amp, _draw(), 1, 0.001)
+    assert norms and max(norms) > 0.05, "gradients should not be clipped without max_norm"
 
 
 def test_train_amp_errors(train_amp):

@@ -1,6 +1,4 @@
 """Hidden checks of 09_data_parallel (sharded gradients, ring all-reduce, DDP)."""
-import importlib
-import os
 import random
 import shutil
 import socket
@@ -12,7 +10,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from autograder.checks._support import exact_int, exact_list, raises_value_error, timeout
+from autograder.checks._support import exact_int, exact_list, observe, raises_value_error, student_pid, there, timeout
 
 
 # --- sharded_gradient --------------------------------------------------------------
@@ -73,15 +71,21 @@ def test_sharded_gradient_really_shards(sharded_gradient):
     n_shards = random.randint(2, 4)
     for n, n_shards in ((9, 4), (n_shards * random.randint(3, 5) + 1, n_shards)):
         model, X, y = _problem(n)
-        sizes, handle = _forward_sizes(model)
-        try:
-            sharded_gradient(model, nn.MSELoss(), X, y, n_shards)
-        finally:
-            handle.remove()
+        sizes = there(_shard_sizes, sharded_gradient, model, X, y, n_shards)
         assert len(sizes) == n_shards, (
             f"with n_shards={n_shards} the model should run {n_shards} forward passes, it ran {len(sizes)}")
         assert sum(sizes) == n and max(sizes) - min(sizes) <= 1, (
             "the shards should cover the batch once, with sizes differing by at most one")
+
+
+def _shard_sizes(sharded_gradient, model, X, y, n_shards):
+    """(in the student's process) the batch sizes of the model's forward passes during one call."""
+    sizes, handle = _forward_sizes(model)
+    try:
+        sharded_gradient(model, nn.MSELoss(), X, y, n_shards)
+    finally:
+        handle.remove()
+    return [int(size) for size in sizes]
 
 
 def test_sharded_gradient_one_shard_and_errors(sharded_gradient):
@@ -113,7 +117,7 @@ def test_ring_allreduce_sums(ring_allreduce):
                      (random.randint(4, 7), (random.randint(10, 40), 3))]:
         chunks = [np.random.randn(*shape) for _ in range(p)]
         originals = [c.copy() for c in chunks]
-        out = ring_allreduce(chunks)
+        out, chunks = there(_ring_and_inputs_after, ring_allreduce, chunks)
         assert type(out) is tuple and len(out) == 2, "return a tuple (results, steps)"
         results, steps = out
         results = exact_list(results, "results", p)
@@ -125,6 +129,11 @@ def test_ring_allreduce_sums(ring_allreduce):
             assert np.allclose(r, expected, rtol=1e-12, atol=1e-12), "a rank did not end with the sum"
         assert all(np.array_equal(c, o) for c, o in zip(chunks, originals)), (
             "the input arrays were modified")
+
+
+def _ring_and_inputs_after(ring_allreduce, chunks):
+    """(in the student's process) ring_allreduce(chunks), and the input arrays as they are after the call."""
+    return ring_allreduce(chunks), [np.array(c, copy=True) for c in chunks]
 
 
 def test_ring_allreduce_is_a_ring(ring_allreduce):
@@ -156,7 +165,9 @@ def test_ring_allreduce_errors(ring_allreduce):
 
 # --- run_ddp ---------------------------------------------------------------------------------
 def _ddp_worker():
-    return importlib.import_module("ddp_worker")
+    """The course's own ddp_worker (the release copy): the judge does not import the student's folder."""
+    from autograder import course
+    return course.load_module("course_ddp_worker_09", course.RELEASE / "09_data_parallel" / "ddp_worker.py")
 
 
 def _single_process(seed, epochs):
@@ -175,7 +186,7 @@ def _single_process(seed, epochs):
 
 
 class _OccupiedPort:
-    """Listen on the tutorials' fixed port 29500 while the check runs (if it is free)."""
+    """Listen on the tutorials' fixed port 29500 while the answer runs (if it is free; in the student's process, whose network is its own)."""
 
     def __enter__(self):
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -200,37 +211,34 @@ def test_run_ddp_processes_shards_and_weights(run_ddp):
     counted exactly; the weights differ from single-process training only by
     float32 rounding of the all-reduce (gloo sums, then divides by world_size),
     measured 3e-8 (0.0007 of atol 2e-5, rtol 1e-4); the rendezvous port is the answer's
-    free one (29500 is kept busy on purpose).
+    free one (29500 is kept busy on purpose, beside the answer). Every process that
+    read the data must also have been seen by the judge, in /proc, among the
+    descendants of the student's process (a rank lives for seconds; the judge looks
+    every 5 ms).
     """
     w = _ddp_worker()
     world_size = random.choice([2, 3])
     epochs = 2
     seed = random.randint(1000, 10**8)
-    trace = Path(tempfile.gettempdir()) / f"course-ddp-trace-{seed}"
-    shutil.rmtree(trace, ignore_errors=True)
-    trace.mkdir()
-    try:
-        with _OccupiedPort():
-            try:
-                weights = run_ddp(world_size, epochs, seed)
-            except Exception as err:  # noqa: BLE001
-                raise AssertionError(
-                    f"run_ddp raised {type(err).__name__}: {err} (a rendezvous port fixed in "
-                    "advance fails when another run is using it: choose a free one)") from None
-        reads = {}
-        for path in trace.glob("*.txt"):
-            reads[int(path.stem)] = Counter(int(line) for line in path.read_text().split())
-    finally:
-        shutil.rmtree(trace, ignore_errors=True)
+    with observe() as seen:
+        try:
+            weights, reads = there(_traced_run_ddp, run_ddp, world_size, epochs, seed)
+        except Exception as err:  # noqa: BLE001
+            raise AssertionError(
+                f"run_ddp raised {type(err).__name__}: {err} (a rendezvous port fixed in "
+                "advance fails when another run is using it: choose a free one)") from None
     assert reads, "no process read the data set through ddp_worker.make_dataset(seed)'s dataset"
-    assert os.getpid() not in reads or world_size == 1, (
+    assert student_pid() not in reads or world_size == 1, (
         "the data was read in the calling process: training must happen in the worker processes")
     assert len(reads) >= world_size, (
         f"with world_size={world_size} the data should be read by {world_size} processes, "
         f"it was read by {len(reads)}")
+    unseen = sorted(set(reads) - seen.pids)
+    assert not unseen, (
+        f"the data was read by process(es) {unseen}, which never ran under the student's process")
     total = Counter()
     for counts in reads.values():
-        total.update(counts)
+        total.update(Counter(counts))
     assert set(total) == set(range(w.N_SAMPLES)) and set(total.values()) == {epochs}, (
         "every sample should be read exactly once per epoch in all: each rank reads only its own "
         "share (DistributedSampler)")
@@ -244,6 +252,25 @@ def test_run_ddp_processes_shards_and_weights(run_ddp):
         assert torch.allclose(weights[name].detach().cpu(), value, atol=2e-5, rtol=1e-4), (
             "the final weights differ from single-process training on the global batch "
             "(gradients averaged? per-rank batch GLOBAL_BATCH // world_size? set_epoch? lr?)")
+
+
+def _traced_run_ddp(run_ddp, world_size, epochs, seed):
+    """(in the student's process) run_ddp with port 29500 busy and the data set's reads traced.
+
+    (weights, {pid: {sample index: times that process read it}}).
+    """
+    trace = Path(tempfile.gettempdir()) / f"course-ddp-trace-{seed}"
+    shutil.rmtree(trace, ignore_errors=True)
+    trace.mkdir()
+    try:
+        with _OccupiedPort():
+            weights = run_ddp(world_size, epochs, seed)
+        reads = {}
+        for path in trace.glob("*.txt"):
+            reads[int(path.stem)] = dict(Counter(int(line) for line in path.read_text().split()))
+    finally:
+        shutil.rmtree(trace, ignore_errors=True)
+    return weights, reads
 
 
 def test_run_ddp_errors(run_ddp):

@@ -5,7 +5,7 @@ import random
 import torch
 from torch import nn
 
-from autograder.checks._support import exact_float, exact_list, raises_value_error
+from autograder.checks._support import exact_float, exact_list, raises_value_error, there
 
 
 def _random_model():
@@ -40,17 +40,42 @@ def test_split_sequential_chained_equals_model(split_sequential):
     for _ in range(3):
         model, d_in = _random_model()
         k = random.randint(1, min(4, len(model)))
-        stages = exact_list(split_sequential(model, k), "the result", k)
-        assert all(isinstance(s, nn.Sequential) and len(s) >= 1 for s in stages), (
-            "every stage must be a non-empty nn.Sequential")
-        flat = [layer for s in stages for layer in s]
-        assert len(flat) == len(model) and all(type(a) is type(b) for a, b in zip(flat, model)), (
-            "the stages must hold the model's layers, each once, in order")
         x = torch.randn(5, d_in)
-        out = x
-        for s in stages:
+        facts = there(_chained_stages, split_sequential, model, k, x)
+        assert facts["stages"] is not None, f"the result must be a list, got {facts['type']}"
+        exact_list(facts["stages"], "the result", k)
+        assert all(s["sequential"] and s["length"] >= 1 for s in facts["stages"]), (
+            "every stage must be a non-empty nn.Sequential")
+        assert facts["n_layers"] == len(model) and facts["same_types"], (
+            "the stages must hold the model's layers, each once, in order")
+        out = facts["out"]
+        assert isinstance(out, torch.Tensor) and out.shape == model(x).shape and torch.allclose(
+            out, model(x), atol=1e-6), "the chained stages do not compute what the model computes"
+
+
+def _chained_stages(split_sequential, model, k, x):
+    """(in the student's process) what split_sequential(model, k) gave, as plain data, and the chain's output.
+
+    {"type": the result's type name, "stages": per stage {"sequential", "length"} (None unless
+    the result is a list or tuple), "n_layers", "same_types" (each layer of the stages is of
+    the class of the model's layer at its place), "out"}.
+    """
+    result = split_sequential(model, k)
+    if type(result) not in (list, tuple):
+        return {"type": type(result).__name__, "stages": None, "n_layers": None, "same_types": False, "out": None}
+    stages = [{"sequential": isinstance(s, nn.Sequential), "length": len(s) if isinstance(s, nn.Module) else 0}
+              for s in result]
+    if not all(s["sequential"] for s in stages):
+        return {"type": type(result).__name__, "stages": type(result)(stages), "n_layers": None,
+                "same_types": False, "out": None}
+    flat = [layer for s in result for layer in s]
+    same = len(flat) == len(model) and all(type(a) is type(b) for a, b in zip(flat, model))
+    out = x
+    with torch.no_grad():
+        for s in result:
             out = s(out)
-        assert torch.allclose(out, model(x), atol=1e-6), "the chained stages do not compute what the model computes"
+    return {"type": type(result).__name__, "stages": type(result)(stages), "n_layers": len(flat), "same_types": same,
+            "out": out if isinstance(out, torch.Tensor) else None}
 
 
 # Widths where cutting greedily at the average stage size is not optimal (found by search).
@@ -121,18 +146,24 @@ def test_pipeline_forward_microbatches(pipeline_forward):
     stages = [model[:cut], model[cut:]]
     m = random.randint(3, 5)
     n = m * random.randint(2, 3) + 1
-    seen = [[] for _ in stages]
-    handles = [s.register_forward_pre_hook(lambda mod, args, i=i: seen[i].append(len(args[0])))
-               for i, s in enumerate(stages)]
-    try:
-        pipeline_forward(stages, torch.randn(n, d_in), m)
-    finally:
-        for h in handles:
-            h.remove()
+    seen = there(_stage_batch_sizes, pipeline_forward, stages, torch.randn(n, d_in), m)
     for sizes in seen:
         assert len(sizes) == m, f"with {m} micro-batches each stage should run {m} times, it ran {len(sizes)}"
         assert sum(sizes) == n and max(sizes) - min(sizes) <= 1, (
             "the micro-batches should cover the batch once, with sizes differing by at most one")
+
+
+def _stage_batch_sizes(pipeline_forward, stages, x, m):
+    """(in the student's process) per stage, the batch sizes it ran on during pipeline_forward(stages, x, m)."""
+    seen = [[] for _ in stages]
+    handles = [s.register_forward_pre_hook(lambda mod, args, i=i: seen[i].append(int(len(args[0]))))
+               for i, s in enumerate(stages)]
+    try:
+        pipeline_forward(stages, x, m)
+    finally:
+        for h in handles:
+            h.remove()
+    return seen
 
 
 def test_pipeline_forward_errors(pipeline_forward):

@@ -2,7 +2,11 @@
 
 The multi-rank checks start ranks with helpers.ranks.launch, which counts each
 rank's point-to-point and collective calls and the bytes handed to them: the
-checks rely on those counts and on the results, never on the clock.
+checks rely on those counts and on the results, never on the clock. The ranks
+are launched (by the check or by the answer) in the student's process, through
+`there`; the counts and results come back as plain data. That the ranks ran as
+processes at once the judge sees itself, in /proc (a rank lives for seconds, the
+judge looks every 5 ms).
 """
 import itertools
 import math
@@ -11,7 +15,7 @@ import random
 import torch
 from torch import nn
 
-from autograder.checks._support import exact_float, exact_list, raises_value_error, timeout
+from autograder.checks._support import exact_float, exact_list, observe, raises_value_error, there, timeout
 from helpers import ranks, sharding
 
 _SENDS = ("send", "isend")
@@ -44,17 +48,34 @@ def _ring_on_rank(ring, cases):
     return out
 
 
-def _check_ring(ring, world_size, cases):
+def _launch_ring(ring, world_size, cases):
+    """(in the student's process) the ranks' results of _ring_on_rank, as plain data.
+
+    Per rank and case: (input, the result as a plain tensor or None, the calls it made,
+    the result's type name).
+    """
+    import torch
+
+    from helpers import ranks
+
     run = ranks.launch(_ring_on_rank, world_size, ring, cases, timeout=90)
+    return [[(x, y.detach().as_subclass(torch.Tensor).clone() if isinstance(y, torch.Tensor) else None,
+              used, type(y).__name__) for x, y, used in results] for results in run.results]
+
+
+def _check_ring(ring, world_size, cases):
+    with observe() as seen:
+        results = there(_launch_ring, ring, world_size, cases)
+    _ranks_seen(seen, world_size)
     p = world_size
     for k, (_, shape, dtype) in enumerate(cases):
-        inputs = [run.results[r][k][0] for r in range(p)]
+        inputs = [results[r][k][0] for r in range(p)]
         expected = torch.stack([t.double() for t in inputs]).sum(0)
         n = expected.numel()
         itemsize = inputs[0].element_size()
         for r in range(p):
-            _, y, used = run.results[r][k]
-            assert isinstance(y, torch.Tensor), f"ring_allreduce_p2p must return a tensor, got {type(y).__name__}"
+            _, y, used, kind = results[r][k]
+            assert isinstance(y, torch.Tensor), f"ring_allreduce_p2p must return a tensor, got {kind}"
             assert tuple(y.shape) == tuple(shape), (
                 f"the result has shape {tuple(y.shape)}, the input {tuple(shape)}")
             assert torch.allclose(y.double(), expected, rtol=1e-4, atol=1e-4), (
@@ -73,7 +94,6 @@ def _check_ring(ring, world_size, cases):
             assert least <= sent <= most, (
                 f"in a ring each rank sends 2(p-1) chunks of about n/p elements: {least}-{most} bytes "
                 f"here; rank {r} sent {sent}")
-    return run
 
 
 @timeout(150)
@@ -228,39 +248,70 @@ def _single_process(steps, seed):
     return model.state_dict()
 
 
+def _recorded(train, *args):
+    """(in the student's process) train(*args) with every ranks.launch it makes recorded.
+
+    (the weights as plain data: a dict of name -> tensor, with the type name instead of any
+    value that is not a plain torch.Tensor, or the type name of a result that is not a dict;
+    [(world_size, per-rank counts) of each launch]).
+    """
+    import torch
+
+    from helpers import ranks
+
+    with ranks.recording() as runs:
+        weights = train(*args)
+    if isinstance(weights, dict):
+        weights = {str(name): value if type(value) is torch.Tensor else type(value).__name__
+                   for name, value in weights.items()}
+    else:
+        weights = type(weights).__name__
+    return weights, [(run.world_size, run.counts) for run in runs]
+
+
 def _same_weights(weights, expected, hint):
-    assert isinstance(weights, dict), f"return a state dict (a dict), got {type(weights).__name__}"
+    """weights as _recorded gives them back."""
+    assert isinstance(weights, dict), f"return a state dict (a dict), got {weights}"
     assert set(weights) == set(expected), (
         f"the keys should be the plain model's {sorted(expected)}, got {sorted(weights)}")
     for name, value in expected.items():
         got = weights[name]
         assert type(got) is torch.Tensor, (
             f"{name} must be a plain torch.Tensor (gather sharded DTensors with full_tensor()), "
-            f"got {type(got).__name__}")
+            f"got {got if isinstance(got, str) else type(got).__name__}")
         assert got.shape == value.shape, f"{name} has shape {tuple(got.shape)}, expected {tuple(value.shape)}"
         assert torch.allclose(got.detach(), value, atol=2e-5, rtol=1e-4), (
             f"the final weights differ from single-process training on the global batch ({hint})")
 
 
+def _ranks_seen(seen, world_size):
+    """The judge's own evidence (from /proc) that world_size ranks ran at once, as processes."""
+    assert seen.max_processes >= world_size + 1, (
+        f"{world_size} ranks should run as {world_size} processes at once beside the caller; "
+        f"at most {seen.max_processes - 1} ran")
+
+
 def _the_launch(runs, world_size, name):
+    """The counts of the last launch in runs [(world_size, counts), ...]."""
     assert runs, (f"{name} must start its ranks with helpers.ranks.launch: the grader reads the "
                   "launcher's counts")
-    run = runs[-1]
-    assert run.world_size == world_size, (
-        f"{name}(world_size={world_size}, ...) started {run.world_size} ranks")
-    return run
+    started, counts = runs[-1]
+    assert started == world_size, (
+        f"{name}(world_size={world_size}, ...) started {started} ranks")
+    return counts
 
 
 # --- accumulate_gradients -----------------------------------------------------------------
 def _check_accumulate(accumulate_gradients, world_size, micro_batches):
     seed = random.randint(0, 10**6)
     steps = sharding.N_SAMPLES // sharding.GLOBAL_BATCH
-    with ranks.recording() as runs:
-        weights = accumulate_gradients(world_size, micro_batches, seed)
-    run = _the_launch(runs, world_size, "accumulate_gradients")
+    with observe() as seen:
+        weights, runs = there(_recorded, accumulate_gradients, world_size, micro_batches, seed)
+    _ranks_seen(seen, world_size)
+    launched = _the_launch(runs, world_size, "accumulate_gradients")
     _same_weights(weights, _single_process(steps, seed),
                   "is each micro-batch loss divided by micro_batches? each rank on its share?")
-    for rank, counts in enumerate(run.counts):
+    for rank, counts in enumerate(launched):
         forwards = counts.get("ddp_forward", {}).get("calls", 0)
         syncs = counts.get("ddp_gradient_sync", {}).get("calls", 0)
         assert forwards == steps * micro_batches, (
@@ -296,15 +347,16 @@ def _linear_bytes(model):
 
 def _check_fsdp(train_fsdp, world_size, steps):
     seed = random.randint(0, 10**6)
-    with ranks.recording() as runs:
-        weights = train_fsdp(world_size, steps, seed)
-    run = _the_launch(runs, world_size, "train_fsdp")
+    with observe() as seen:
+        weights, runs = there(_recorded, train_fsdp, world_size, steps, seed)
+    _ranks_seen(seen, world_size)
+    launched = _the_launch(runs, world_size, "train_fsdp")
     _same_weights(weights, _single_process(steps, seed),
                   "each rank on its share of the global batch? SGD with sharding.LR?")
     layers = _linear_bytes(sharding.make_model(0))
     # One layer gathered, with FSDP's padding of each parameter's rows up to a multiple of world_size.
     one_layer = 1.25 * max(layers) + 256
-    for rank, counts in enumerate(run.counts):
+    for rank, counts in enumerate(launched):
         gathers = sum(counts.get(name, {}).get("calls", 0) for name in _GATHERS)
         largest = max([counts.get(name, {}).get("largest", 0) for name in _GATHERS])
         assert gathers >= len(layers) * steps, (
