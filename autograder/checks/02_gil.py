@@ -2,7 +2,10 @@
 
 Concurrency is proved without a clock where possible: calls that wait at a
 barrier only get through when they all run at the same time; thread idents and
-PIDs say who ran them; spies count the threads and processes started. Timing
+PIDs say who ran them; spies count the threads and processes started. While
+grading, the barriers and spies run in the student's process (`there`), and the
+judge checks what they report against what it reads itself from /proc (threads
+and processes alive at once, CPU seconds) and its own clock. Timing
 checks compare ratios within one run, retry, and judge each try against the
 course's own version of the same measurement made right after it: a try counts
 against an answer only when the machine showed, moments later, what the answer
