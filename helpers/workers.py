@@ -98,3 +98,16 @@ def traced(fn, *args):
     pid, thread = os.getpid(), threading.current_thread().name
     return {"lane": f"pid {pid} / {thread}", "pid": pid, "thread": thread,
             "start": start, "end": end, "result": result}
+
+
+# --- for 02_gil's checks
+def meet_and_hold(barrier, value, timeout, hold):
+    """helpers.gil.rendezvous(barrier, value, timeout), then stay alive `hold` more seconds.
+
+    Every caller is still running for `hold` seconds after the barrier opens,
+    so whoever watches from outside can see them all alive at once.
+    """
+    from helpers.gil import rendezvous
+    met = rendezvous(barrier, value, timeout)
+    time.sleep(hold)
+    return met

@@ -2,7 +2,10 @@
 
 Concurrency is proved without a clock where possible: calls that wait at a
 barrier only get through when they all run at the same time; thread idents and
-PIDs say who ran them; spies count the threads and processes started. Timing
+PIDs say who ran them; spies count the threads and processes started. While
+grading, the barriers and spies run in the student's process (`there`), and the
+judge checks what they report against what it reads itself from /proc (threads
+and processes alive at once, CPU seconds) and its own clock. Timing
 checks compare ratios within one run, retry, and judge each try against the
 course's own version of the same measurement made right after it: a try counts
 against an answer only when the machine showed, moments later, what the answer
@@ -20,13 +23,78 @@ import time
 
 import pytest
 
-from autograder.checks._support import count_starts_and_joins, exact_float, exact_list, raises_value_error, timeout
+from autograder.checks._support import (count_starts_and_joins, exact_float, exact_list, observe, raises_value_error,
+                                        student_pid, there, timeout)
 from helpers import gil, workers
 from helpers.system import usable_cores
 
 
 def _gil_enabled():
     return getattr(sys, "_is_gil_enabled", lambda: True)()
+
+
+class _TreeWatch:
+    """with _TreeWatch() as watch: <calls>: the judge reads the student's process tree from /proc
+    every `interval` s. watch.samples: (time, {pid: stat}) per reading; watch.base_threads: the
+    student's process's own threads just before the calls. Seen by the kernel, not reported."""
+
+    def __init__(self, interval=0.005):
+        from autograder.grade.judge import ProcessTree
+        self.tree, self.interval = ProcessTree(student_pid()), interval
+        self.samples, self._stop = [], threading.Event()
+
+    def _sample(self):
+        self.samples.append((time.perf_counter(), self.tree.members()))
+
+    def _poll(self):
+        while not self._stop.wait(self.interval):
+            self._sample()
+
+    def __enter__(self):
+        self._thread = threading.Thread(target=self._poll, name="tree-watch", daemon=True)
+        self._thread.start()           # started first: without a judge it is one of the counted threads
+        self._sample()
+        self.before = set(self.samples[0][1])
+        self.base_threads = self.samples[0][1].get(self.tree.pid, {}).get("threads", 0)
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()
+        self._sample()
+        return False
+
+    def most_own_threads(self):
+        """The most threads the student's process itself had at one reading."""
+        return max(members.get(self.tree.pid, {}).get("threads", 0) for _, members in self.samples)
+
+    def all_alive_at_once(self, pids):
+        """Whether one reading showed every pid in `pids` alive in the tree."""
+        pids = set(pids)
+        return any(pids <= set(members) for _, members in self.samples)
+
+    def children_busy_cores(self, min_cpu=0.02):
+        """CPU seconds / wall seconds of the processes that appeared during the calls and did
+        CPU work (>= min_cpu s each), from the first reading that showed one to the last."""
+        first, last, cpu = {}, {}, {}
+        for t, members in self.samples:
+            for pid, stat in members.items():
+                if pid == self.tree.pid or pid in self.before:
+                    continue
+                first.setdefault(pid, t)
+                last[pid], cpu[pid] = t, stat["cpu"] / self.tree.ticks
+        workers = [p for p in cpu if cpu[p] >= min_cpu]
+        if not workers:
+            return 0.0, 0
+        span = max(last[p] for p in workers) - min(first[p] for p in workers)
+        return sum(cpu[p] for p in workers) / max(span, self.interval), len(workers)
+
+
+def _counting(fn, *args):
+    """(in the student's process) fn(*args) and the Thread/Process starts and joins it made."""
+    with count_starts_and_joins() as counts:
+        result = fn(*args)
+    return result, counts
 
 
 # --- run_threads ------------------------------------------------------------------
@@ -47,25 +115,45 @@ def test_run_threads_order(run_threads):
         "the results are not fn(*args) for each tuple of args")
 
 
+HOLD = 0.3  # seconds every call stays alive after the barrier opens
+
+
 @timeout(150)
 def test_run_threads_concurrent(run_threads):
     """every call runs in its own thread of this process, all at the same time
 
     False failure of a correct answer: 0 while the machine makes progress: no
     clock but the barrier's 30 s wait, in which all n <= 2 * cores + 3 threads
-    must start (about 0.1 ms each when idle; 30 s is 40,000 times that).
+    must start (about 0.1 ms each when idle; 30 s is 40,000 times that). The
+    judge also sees it from outside: every call stays 0.3 s after the barrier,
+    and in that time one of its /proc readings (every 5 ms) must show n more
+    threads in the student's process than before the call; a call whose
+    readings all miss it (the judge starved for 0.3 s) is tried again, up to 3 times.
     """
     for n in (1, 3, 2 * usable_cores() + 3):
-        barrier = threading.Barrier(n)
-        with count_starts_and_joins() as counts:
-            out = run_threads(gil.rendezvous, [(barrier, i, 30.0) for i in range(n)])
-        out = exact_list(out, "the result", n)
-        assert [r["value"] for r in out] == list(range(n)), "the results are not in input order"
-        assert all(r["met"] for r in out), (
-            f"with {n} calls, they did not all run at the same time (one after another, or too few threads)")
-        assert all(r["pid"] == os.getpid() for r in out), "threads run in this process, not in another one"
-        assert len({r["thread"] for r in out}) == n, f"{n} calls should run in {n} different threads"
-        assert counts["thread start"] >= n, f"{n} threads should have been started"
+        for _ in range(3):
+            with _TreeWatch() as watch:
+                out, counts = there(_meet_in_threads, run_threads, n)
+            out = exact_list(out, "the result", n)
+            assert [r["value"] for r in out] == list(range(n)), "the results are not in input order"
+            assert all(r["met"] for r in out), (
+                f"with {n} calls, they did not all run at the same time (one after another, or too few threads)")
+            assert all(r["pid"] == student_pid() for r in out), "threads run in this process, not in another one"
+            assert len({r["thread"] for r in out}) == n, f"{n} calls should run in {n} different threads"
+            assert counts["thread start"] >= n, f"{n} threads should have been started"
+            if watch.most_own_threads() >= watch.base_threads + n:
+                break
+        else:
+            raise AssertionError(f"with {n} calls, {n} threads should run at the same time, but the process never "
+                                 f"had more than {watch.most_own_threads() - watch.base_threads} extra thread(s)")
+
+
+def _meet_in_threads(run_threads, n):
+    """(in the student's process) run_threads on n calls that wait for each other at a barrier."""
+    barrier = threading.Barrier(n)
+    with count_starts_and_joins() as counts:
+        out = run_threads(workers.meet_and_hold, [(barrier, i, 30.0, HOLD) for i in range(n)])
+    return out, counts
 
 
 # --- run_processes ----------------------------------------------------------------
@@ -81,27 +169,43 @@ def test_run_processes_order(run_processes):
     assert out == [x * x for x in xs], "the results are not fn(*args) in the order of args_list"
 
 
-@timeout(200)
+@timeout(240)
 def test_run_processes_concurrent(run_processes):
     """every call runs in its own new process, all at the same time
 
     False failure of a correct answer: 0 while the machine makes progress: no
     clock but the barrier's 60 s wait, in which all cores + 2 processes must
-    start (spawn with torch imported: about 1.3 s each when idle).
+    start (spawn with torch imported: about 1.3 s each when idle). The judge
+    also sees it from outside: every call stays 0.3 s after the barrier, and in
+    that time one of its /proc readings (every 5 ms) must show all n processes
+    that report having run a call alive at once in the student's process tree;
+    a call whose readings all miss it is tried again, up to 3 times.
     """
-    ctx = workers.mp_context()
-    with ctx.Manager() as manager:
-        for n in (1, usable_cores() + 2):
-            barrier = manager.Barrier(n)
-            with count_starts_and_joins() as counts:
-                out = run_processes(gil.rendezvous, [(barrier, i, 60.0) for i in range(n)])
+    for n in (1, usable_cores() + 2):
+        for _ in range(3):
+            with _TreeWatch() as watch:
+                out, counts = there(_meet_in_processes, run_processes, n)
             out = exact_list(out, "the result", n)
             assert [r["value"] for r in out] == list(range(n)), "the results are not in input order"
-            assert all(r["pid"] != os.getpid() for r in out), "the calls ran in this process, not in new ones"
+            assert all(r["pid"] != student_pid() for r in out), "the calls ran in this process, not in new ones"
             assert all(r["met"] for r in out), (
                 f"with {n} calls, they did not all run at the same time (one after another, or too few processes)")
             assert len({r["pid"] for r in out}) == n, f"{n} calls should run in {n} different processes"
             assert counts["process start"] >= n, f"{n} processes should have been started"
+            if watch.all_alive_at_once({r["pid"] for r in out}):
+                break
+        else:
+            raise AssertionError(f"with {n} calls, the {n} processes that ran them were never seen alive together "
+                                 "among the processes this one started")
+
+
+def _meet_in_processes(run_processes, n):
+    """(in the student's process) run_processes on n calls that wait for each other at a barrier."""
+    with workers.mp_context().Manager() as manager:
+        barrier = manager.Barrier(n)
+        with count_starts_and_joins() as counts:
+            out = run_processes(workers.meet_and_hold, [(barrier, i, 60.0, HOLD) for i in range(n)])
+    return out, counts
 
 
 # --- gil_experiment ---------------------------------------------------------------
@@ -120,15 +224,19 @@ def test_gil_experiment_measures(gil_experiment):
     """returns five positive measured times, starting threads and processes to get them
 
     False failure of a correct answer: 0. The counts are exact; io_serial holds
-    n sleeps of 0.05 s, and time.sleep never returns early, so it is >= n * 0.05.
+    n sleeps of 0.05 s, and time.sleep never returns early, so it is >= n * 0.05;
+    every time measured inside the call is at most the call's own duration,
+    which the judge times around it.
     """
     n = random.randint(2, 3)
-    with count_starts_and_joins() as counts:
-        out = gil_experiment(n, random.randint(200_000, 300_000))
+    start = time.perf_counter()
+    out, counts = there(_counting, gil_experiment, n, random.randint(200_000, 300_000))
+    wall = time.perf_counter() - start
     assert type(out) is dict, f"gil_experiment must return a dict, got {type(out).__name__}"
     assert set(out) == KEYS, f"the keys must be exactly {sorted(KEYS)}"
     for key in KEYS:
         assert exact_float(out[key], key) > 0, f"{key} must be a positive number of seconds"
+        assert out[key] <= wall, f"{key} ({out[key]:.3f} s) is longer than the whole call took ({wall:.3f} s)"
     assert counts["process start"] >= n, f"with n_workers={n}, the CPU task should run in {n} processes"
     assert counts["thread start"] >= 2 * n, f"with n_workers={n}, both tasks should run in {n} threads each"
     assert out["io_serial"] >= 0.8 * n * 0.05, "io_serial is shorter than the waits it should contain"
@@ -178,7 +286,14 @@ def test_gil_experiment_ratios(gil_experiment):
     showed it clearly (own waits in threads < 0.35 of serial; own threads
     >= 0.85 of serial; own processes <= 0.7 of threads, with >= 2 usable cores).
     A part fails only when all 5 tries count against the answer, otherwise it is
-    undecided (pytest.skip). The waits pass only below both 0.5 * io_serial and
+    undecided (pytest.skip). The judge checks the answer's numbers with what it
+    sees itself: every time must fit in the call (the judge's clock around it);
+    the processes part passes only when the processes that appeared during the
+    call and did CPU work, read from /proc every 5 ms, used >= 1.2 CPU seconds
+    per second from the first to the last (in parallel; taking turns gives at
+    most 1), and a try whose processes showed <= 1.05 counts against the answer
+    like a reported ratio >= 0.9; the waits pass only when a reading showed n
+    more threads than before the call (n waits in threads at once need them). The waits pass only below both 0.5 * io_serial and
     0.6 * n * 0.05 s: waits taken in turn last at least n * 0.05 s, so a busy
     machine that stretches io_serial cannot make them pass. A correct answer fails only if, 5 times running,
     the load changed between its measurement and ours enough to flip the
@@ -188,8 +303,18 @@ def test_gil_experiment_ratios(gil_experiment):
     passed = {"io": False, "threads": False, "processes": False}
     against = {"io": 0, "threads": 0, "processes": 0}
     for _ in range(tries):
-        out = gil_experiment(n, work)
-        if out["io_threads"] < 0.5 * out["io_serial"] and out["io_threads"] < 0.6 * n * delay:
+        with _TreeWatch() as watch:
+            start = time.perf_counter()
+            out = gil_experiment(n, work)
+            wall = time.perf_counter() - start
+        assert type(out) is dict and set(out) == KEYS, f"gil_experiment must return a dict with keys {sorted(KEYS)}"
+        for key in KEYS:
+            assert 0 < exact_float(out[key], key) <= wall, (
+                f"{key} ({out[key]:.3f} s) is not a time measured within the call ({wall:.3f} s)")
+        busy, _ = watch.children_busy_cores()
+        threads_at_once = watch.most_own_threads() - watch.base_threads
+        if (out["io_threads"] < 0.5 * out["io_serial"] and out["io_threads"] < 0.6 * n * delay
+                and threads_at_once >= n):
             passed["io"] = True
         elif not passed["io"]:
             against["io"] += _own_io_ratio(n, delay) < 0.35
@@ -197,9 +322,10 @@ def test_gil_experiment_ratios(gil_experiment):
             passed["threads"] = True
         elif not passed["threads"]:
             against["threads"] += _own_thread_ratio(work // 2, n) >= 0.85
-        if out["processes"] < 0.8 * out["threads"]:
+        if out["processes"] < 0.8 * out["threads"] and busy >= 1.2:
             passed["processes"] = True
-        elif not passed["processes"] and usable_cores() >= 2 and out["processes"] >= 0.9 * out["threads"]:
+        elif (not passed["processes"] and usable_cores() >= 2
+              and (out["processes"] >= 0.9 * out["threads"] or busy <= 1.05)):
             against["processes"] += _own_process_ratio(work, n) <= 0.7
         if all(passed.values()):
             return
@@ -236,8 +362,8 @@ def test_numpy_threads_speedup_measures(numpy_threads_speedup):
     2x swing as rarer than 1 call in 100, independent, < 1e-10.
     """
     k = random.randint(2, 4)
-    with count_starts_and_joins() as counts:
-        s = exact_float(numpy_threads_speedup(random.randint(500_000, 800_000), k), "the speedup")
+    s, counts = there(_counting, numpy_threads_speedup, random.randint(500_000, 800_000), k)
+    s = exact_float(s, "the speedup")
     assert s > 0, "the speedup must be positive"
     assert counts["thread start"] >= 2, f"with n_threads={k}, the job should run on several threads"
     for _ in range(5):
@@ -271,7 +397,8 @@ def test_numpy_threads_speedup_gains(numpy_threads_speedup):
     when our own threaded run of the same job, right after, gained >= 1.4; the
     check fails only after 5 such tries, otherwise passes or is undecided
     (pytest.skip). A try passes only when the answer reports > 1.15 AND the
-    process spent over 1.03 s of CPU per second of the call: two threads really
+    student's process tree spent over 1.03 s of CPU per second of the call (read
+    by the judge from /proc, around the call on its own clock): two threads really
     computed at once (threads that take turns on a lock never show that, however
     lucky their timings). Taking a load swing that flips the comparison as
     rarer than 1 try in 100, independent: < 1e-10.
@@ -280,9 +407,9 @@ def test_numpy_threads_speedup_gains(numpy_threads_speedup):
         pytest.skip("one usable core: threads cannot speed anything up here")
     n, conclusive_bad, tries = 4_000_000, 0, 5
     for _ in range(tries):
-        wall, cpu = time.perf_counter(), time.process_time()
-        got = numpy_threads_speedup(n, 2)
-        wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+        with observe() as seen:
+            got = exact_float(numpy_threads_speedup(n, 2), "the speedup")
+        wall, cpu = seen.wall, seen.cpu
         if got > 1.15 and cpu > 1.03 * wall:
             return
         if got <= 1.1:
@@ -295,10 +422,16 @@ def test_numpy_threads_speedup_gains(numpy_threads_speedup):
 
 # --- fetch_all ------------------------------------------------------------------------
 def _run_coroutine_function(fetch_all, delays):
-    assert asyncio.iscoroutinefunction(fetch_all), "fetch_all must be defined with `async def`"
+    """asyncio.run(fetch_all(delays)) in the student's process; (result, seconds on the judge's clock)."""
     start = time.perf_counter()
-    out = asyncio.run(fetch_all(delays))
+    out = there(_await_here, fetch_all, delays)
     return out, time.perf_counter() - start
+
+
+def _await_here(fetch_all, delays):
+    """(in the student's process) asyncio.run(fetch_all(delays))."""
+    assert asyncio.iscoroutinefunction(fetch_all), "fetch_all must be defined with `async def`"
+    return asyncio.run(fetch_all(delays))
 
 
 @timeout(30)
@@ -329,7 +462,8 @@ def test_fetch_all_concurrent(fetch_all):
     False failure of a correct answer: < 1e-10 (assumption stated). Awaited
     one after another the requests take at least sum(delays) (0.75 to 1.25 s);
     concurrently about max(delays) <= 0.25 s; the check asks for under
-    0.55 * sum. A slow try counts against the answer only when our own gather,
+    0.55 * sum, on the judge's clock around the call. A slow try counts against
+    the answer only when our own gather,
     run right after, took under 0.4 * sum; the check fails only after 5 such
     tries, otherwise it passes or is undecided (pytest.skip). Taking a load
     swing that flips the comparison as rarer than 1 try in 100: < 1e-10.
