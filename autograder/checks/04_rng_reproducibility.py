@@ -7,7 +7,8 @@ from contextlib import contextmanager
 import numpy as np
 import pytest
 
-from autograder.checks._support import count_starts_and_joins, exact_list, plain_array, raises_value_error, timeout
+from autograder.checks._support import (count_starts_and_joins, exact_list, plain_array, raises_value_error,
+                                        there, timeout)
 
 
 def _arrays(value, n, size, what):
@@ -32,21 +33,33 @@ def test_forked_draws_identical_children(forked_draws):
     with the parent's state; nothing depends on timing).
     """
     for n, size in ((random.randint(2, 4), random.randint(3, 9)), (1, random.randint(1, 5))):
-        np.random.seed(random.randrange(2**32))
-        state = np.random.get_state()
-        expected = np.random.RandomState()
-        expected.set_state(state)
-        expected = expected.random_sample(size)
-        with count_starts_and_joins() as counts:
-            draws = _arrays(forked_draws(n, size), n, size, "forked_draws(...)")
+        seed = random.randrange(2**32)
+        expected = np.random.RandomState(seed).random_sample(size)
+        draws, counts, unmoved = there(_forked_case, forked_draws, seed, n, size)
+        draws = _arrays(draws, n, size, "forked_draws(...)")
         for d in draws:
             assert np.array_equal(d, expected), (
                 "a child's draws differ from what the parent's generator holds: "
                 "children should start from the parent's state without any seeding")
         assert counts["process start"] >= n, f"{n} child processes should have been started, saw {counts['process start']}"
-        after = np.random.get_state()
-        assert after[2] == state[2] and np.array_equal(after[1], state[1]), (
-            "the parent's global generator moved: the draws must be made in the children")
+        assert unmoved, "the parent's global generator moved: the draws must be made in the children"
+
+
+def _forked_case(forked_draws, seed, n, size):
+    """(in the student's process) seed NumPy's global generator, call forked_draws under a spy;
+    (draws, spy counts, whether the parent's generator state is unchanged)."""
+    np.random.seed(seed)
+    state = np.random.get_state()
+    with count_starts_and_joins() as counts:
+        draws = forked_draws(n, size)
+    after = np.random.get_state()
+    return draws, counts, bool(after[2] == state[2] and np.array_equal(after[1], state[1]))
+
+
+def _seeded_call(seed, fn, *args):
+    """(in the student's process) np.random.seed(seed), then fn(*args)."""
+    np.random.seed(seed)
+    return fn(*args)
 
 
 @needs_fork
@@ -60,12 +73,10 @@ def test_forked_draws_uses_fork(forked_draws):
     """
     n = random.randint(3, 5)
     first_seed, second_seed = random.sample(range(2**32), 2)
-    np.random.seed(first_seed)
-    draws = forked_draws(n, 6)
+    draws = there(_seeded_call, first_seed, forked_draws, n, 6)
     assert all(np.array_equal(d, draws[0]) for d in draws), (
         "the children drew different numbers: they must be forked, one fresh child per array")
-    np.random.seed(second_seed)
-    other = forked_draws(n, 6)
+    other = there(_seeded_call, second_seed, forked_draws, n, 6)
     assert not np.array_equal(other[0], draws[0]), "the draws must follow the parent's current state"
 
 
@@ -110,10 +121,17 @@ def test_independent_draws_in_workers(independent_draws):
     same 2 doubles with probability about 2**-106, at most a few dozen pairs).
     """
     n = multiprocessing.cpu_count() + 1
-    with count_starts_and_joins() as counts:
-        out = _arrays(independent_draws(n, random.randrange(2**31), 2), n, 2, "independent_draws(...)")
+    out, counts = there(_counting, independent_draws, n, random.randrange(2**31), 2)
+    out = _arrays(out, n, 2, "independent_draws(...)")
     assert counts["process start"] >= 1, "no worker process was started: the draws were made in the caller"
     assert len({x.tobytes() for x in out}) == n, "two workers drew the same numbers"
+
+
+def _counting(fn, *args):
+    """(in the student's process) fn(*args) and the Thread/Process starts and joins it made."""
+    with count_starts_and_joins() as counts:
+        result = fn(*args)
+    return result, counts
 
 
 def test_independent_draws_errors(independent_draws):
@@ -140,22 +158,30 @@ def _torch_state():
 def test_set_seed_generators(set_seed):
     """random, NumPy's global generator and torch give the seeded sequences
 
-    False failure of a correct answer: 0 (random seeds, exact comparison).
+    False failure of a correct answer: 0 (random seeds, exact comparison; the
+    expected sequences are drawn here, by the judge, from fresh generators).
     """
+    import torch
+    for _ in range(3):
+        seed = random.randrange(2**31)
+        returned, got_random, got_numpy, got_torch = there(_seed_and_draw, set_seed, seed)
+        assert returned is None, "set_seed returns None"
+        expected = random.Random(seed)
+        assert got_random == [expected.random() for _ in range(3)], (
+            "Python's random module is not seeded with the seed")
+        assert np.array_equal(got_numpy, np.random.RandomState(seed).random_sample(3)), (
+            "NumPy's global generator (np.random.*) is not seeded with the seed")
+        assert torch.equal(got_torch, torch.rand(3, generator=torch.Generator().manual_seed(seed))), (
+            "torch's CPU generator is not seeded with the seed")
+
+
+def _seed_and_draw(set_seed, seed):
+    """(in the student's process) scramble the generators, set_seed(seed), draw 3 from each."""
     with _torch_state() as torch:
-        for _ in range(3):
-            seed = random.randrange(2**31)
-            random.seed(seed + 1); np.random.seed(seed + 1); torch.manual_seed(seed + 1)
-            assert set_seed(seed) is None, "set_seed returns None"
-            got_random = [random.random() for _ in range(3)]
-            got_numpy = np.random.random(3)
-            got_torch = torch.rand(3)
-            assert got_random == [x for x in (lambda r: [r.random() for _ in range(3)])(random.Random(seed))], (
-                "Python's random module is not seeded with the seed")
-            assert np.array_equal(got_numpy, np.random.RandomState(seed).random_sample(3)), (
-                "NumPy's global generator (np.random.*) is not seeded with the seed")
-            assert torch.equal(got_torch, torch.rand(3, generator=torch.Generator().manual_seed(seed))), (
-                "torch's CPU generator is not seeded with the seed")
+        random.seed(seed + 1); np.random.seed(seed + 1); torch.manual_seed(seed + 1)
+        returned = set_seed(seed)
+        returned = None if returned is None else type(returned).__name__
+        return returned, [random.random() for _ in range(3)], np.random.random(3), torch.rand(3)
 
 
 def test_set_seed_cuda_and_cudnn(set_seed):
@@ -163,21 +189,27 @@ def test_set_seed_cuda_and_cudnn(set_seed):
 
     False failure of a correct answer: 0 (a random seed, exact comparison).
     """
+    seed = random.randrange(2**31)
+    calls, deterministic, benchmark = there(_cuda_calls, set_seed, seed)
+    assert ["all", seed] in [list(c) for c in calls], (
+        "not every CUDA device is seeded (torch.manual_seed or torch.cuda.manual_seed_all does that)")
+    assert deterministic is True, "cuDNN must be set deterministic"
+    assert benchmark is False, "cuDNN benchmark mode must be off"
+
+
+def _cuda_calls(set_seed, seed):
+    """(in the student's process) set_seed(seed) under spies on CUDA seeding; (calls, cuDNN flags after)."""
     with _torch_state() as torch:
         torch.backends.cudnn.deterministic, torch.backends.cudnn.benchmark = False, True
         calls = []
         original_all, original_one = torch.cuda.manual_seed_all, torch.cuda.manual_seed
         torch.cuda.manual_seed_all = lambda s: (calls.append(("all", s)), original_all(s))[1]
         torch.cuda.manual_seed = lambda s: (calls.append(("one", s)), original_one(s))[1]
-        seed = random.randrange(2**31)
         try:
             set_seed(seed)
         finally:
             torch.cuda.manual_seed_all, torch.cuda.manual_seed = original_all, original_one
-        assert ("all", seed) in calls, (
-            "not every CUDA device is seeded (torch.manual_seed or torch.cuda.manual_seed_all does that)")
-        assert torch.backends.cudnn.deterministic is True, "cuDNN must be set deterministic"
-        assert torch.backends.cudnn.benchmark is False, "cuDNN benchmark mode must be off"
+        return calls, torch.backends.cudnn.deterministic, torch.backends.cudnn.benchmark
 
 
 # --- seeded_loader ---------------------------------------------------------------------
@@ -192,7 +224,7 @@ def _run(loader):
     import torch
     from torch.utils.data import DataLoader
     assert isinstance(loader, DataLoader), f"seeded_loader must return a DataLoader, got {type(loader).__name__}"
-    _scramble()  # someone else draws between making the loader and using it
+    there(_scramble)  # someone else draws between making the loader and using it
     return torch.cat([batch for batch in loader])
 
 
@@ -211,10 +243,10 @@ def test_seeded_loader_reproducible(seeded_loader):
     from helpers.rng_data import OwnRngNoise
     n, batch_size, seed = random.randint(8, 11), random.choice((1, 2)), random.randrange(2**31)
     data = OwnRngNoise(n)
-    _scramble()
+    there(_scramble)
     first = _run(seeded_loader(data, batch_size, 2, seed))
     data.rng = np.random.default_rng()  # the main process's copy moves on
-    _scramble()
+    there(_scramble)
     second = _run(seeded_loader(data, batch_size, 2, seed))
     assert first.shape == (n, 4), "every item of the dataset must come out exactly once"
     assert sorted(first[:, 0].tolist()) == list(range(n)), "every item of the dataset must come out exactly once"
