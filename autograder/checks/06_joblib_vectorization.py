@@ -13,7 +13,7 @@ import pytest
 from scipy.spatial.distance import cdist as scipy_cdist
 from threadpoolctl import threadpool_info, threadpool_limits
 
-from autograder.checks._support import arrays_close, exact_list, plain_array, raises_value_error, timeout
+from autograder.checks._support import arrays_close, exact_list, plain_array, raises_value_error, there, timeout
 from helpers import distances
 
 
@@ -58,6 +58,23 @@ def spy_parallel():
         yield calls
     finally:
         joblib.parallel.Parallel.__call__ = original
+
+
+def _spied(fn, *args, whole_of=()):
+    """(in the student's process) fn(*args) under spy_parallel(); (result, summary of the busiest
+    Parallel call: n_jobs, number of tasks, backend class name, and for each task whether it
+    received one of the arrays in `whole_of` whole, and how many arrays it received)."""
+    with spy_parallel() as calls:
+        result = fn(*args)
+    call = _busiest(calls)
+    if call is None:
+        return result, None
+    tasks = []
+    for task in call["tasks"]:
+        arrays = _task_arrays(task)
+        whole = any(a.shape == M.shape and np.array_equal(a, M) for a in arrays for M in whole_of)
+        tasks.append((len(arrays), whole))
+    return result, {"n_jobs": call["n_jobs"], "tasks": tasks, "backend": call["backend"]}
 
 
 def _busiest(calls):
@@ -115,7 +132,7 @@ def test_cdist_joblib_values(cdist_joblib):
     (standard normal points in <= 6 dimensions: P(|x| >= 16) < 1e-25); plain
     differences agree to 1e-15.
     """
-    _send_by_value(cdist_joblib)
+    there(_send_by_value, cdist_joblib)
     p = random.randint(2, 6)
     X, Y = _points(random.randint(40, 70), p), _points(random.randint(20, 40), p)
     expected = distances.cdist_naive(X, Y)
@@ -137,13 +154,11 @@ def test_cdist_joblib_uses_joblib(cdist_joblib):
     False failure of a correct answer: 0 (random sizes; the spy records the
     Parallel call exactly, nothing depends on timing).
     """
-    _send_by_value(cdist_joblib)
+    there(_send_by_value, cdist_joblib)
     p = random.randint(2, 6)
     X, Y = _points(random.randint(40, 70), p), _points(random.randint(10, 30), p)
     for n_jobs, prefer in ((2, "processes"), (3, "threads"), (5, "processes")):
-        with spy_parallel() as calls:
-            cdist_joblib(X, Y, n_jobs, prefer)
-        call = _busiest(calls)
+        _, call = there(_spied, cdist_joblib, X, Y, n_jobs, prefer)
         assert call is not None, "cdist_joblib did not use joblib.Parallel"
         assert call["n_jobs"] == n_jobs, (
             f"with n_jobs={n_jobs} the Parallel call had n_jobs={call['n_jobs']}")
@@ -217,21 +232,33 @@ def test_cdist_vectorized_no_row_loop(cdist_vectorized):
         counts = []
         for rows in (small, large):
             X, Y = make(rows)
-            with count_lines() as counter:
-                cdist_vectorized(X, Y)
-            counts.append(counter["lines"])
+            counts.append(there(_lines_run, cdist_vectorized, X, Y))
         grown = counts[1] - counts[0]
         assert grown < 0.25 * (large - small), (
             f"with {large - small} more {label} your function ran {grown} more lines of Python: "
             "it loops over the rows")
 
 
-def _best_seconds(fn, X, Y, repeat):
+def _lines_run(fn, *args):
+    """(in the student's process) the Python lines fn(*args) executes."""
+    with count_lines() as counter:
+        fn(*args)
+    return counter["lines"]
+
+
+def _call_n(fn, X, Y, n):
+    for _ in range(n):
+        fn(X, Y)
+
+
+def _best_seconds(fn, X, Y, repeat, per_try=10):
+    """Best of `repeat` tries of fn(X, Y), each try `per_try` calls in the student's process,
+    timed on the judge's clock (one request per try, so its cost is shared by per_try calls)."""
     times = []
     for _ in range(repeat):
         start = time.perf_counter()
-        fn(X, Y)
-        times.append(time.perf_counter() - start)
+        there(_call_n, fn, X, Y, per_try)
+        times.append((time.perf_counter() - start) / per_try)
     return min(times)
 
 
@@ -256,12 +283,12 @@ def test_cdist_vectorized_fast(cdist_vectorized):
     X, Y = _points(150, 8), _points(150, 8)
     conclusive_slow = 0
     for _ in range(5):
-        loop = _best_seconds(distances.cdist_naive, X, Y, 1)
+        loop = _best_seconds(distances.cdist_naive, X, Y, 1, per_try=2)
         mine = _best_seconds(cdist_vectorized, X, Y, 5)
         if mine * 10 < loop:
             return
         own = _best_seconds(_own_broadcast, X, Y, 5)
-        loop = min(loop, _best_seconds(distances.cdist_naive, X, Y, 1))
+        loop = min(loop, _best_seconds(distances.cdist_naive, X, Y, 1, per_try=2))
         conclusive_slow += own * 30 < loop
     if conclusive_slow < 5:
         pytest.skip("the machine is too busy to time the vectorised version against the loop right now")
@@ -285,7 +312,7 @@ def test_block_matmul_values(block_matmul):
     order errs by at most k eps sum|a b| ~ 40 * 1.1e-16 * 60 < 1e-12, far below
     atol = 1e-9.
     """
-    _send_by_value(block_matmul)
+    there(_send_by_value, block_matmul)
     for n_blocks, n_jobs in ((1, 1), (2, 1), (2, 2), (3, 2), (4, 5)):
         m, k, n = (random.randint(4 * n_blocks + 1, 40) for _ in range(3))
         while m == k or k == n or n_blocks > 1 and (m % n_blocks == 0 or k % n_blocks == 0):
@@ -303,22 +330,18 @@ def test_block_matmul_parallel_blocks(block_matmul):
     False failure of a correct answer: 0 (random shapes, exact spy records;
     rounding as in test_block_matmul_values).
     """
-    _send_by_value(block_matmul)
+    there(_send_by_value, block_matmul)
     for n_blocks, n_jobs in ((2, 2), (3, 3)):
         m, k, n = (random.randint(5 * n_blocks, 40) for _ in range(3))
         A, B = _points(m, k), _points(k, n)
-        with spy_parallel() as calls:
-            C = block_matmul(A, B, n_blocks, n_jobs)
+        C, call = there(_spied, block_matmul, A, B, n_blocks, n_jobs, whole_of=(A, B))
         arrays_close(C, A @ B, "block_matmul", rtol=1e-9, atol=1e-9)
-        call = _busiest(calls)
         assert call is not None, "block_matmul did not use joblib.Parallel"
         assert call["n_jobs"] == n_jobs, f"with n_jobs={n_jobs} the Parallel call had n_jobs={call['n_jobs']}"
         assert len(call["tasks"]) >= n_blocks ** 2, (
             f"{n_blocks} x {n_blocks} blocks need at least {n_blocks ** 2} tasks, found {len(call['tasks'])}")
-        for task in call["tasks"]:
-            arrays = _task_arrays(task)
-            assert arrays, "each task should receive its blocks as arrays"
-            whole = [a for a in arrays if any(a.shape == M.shape and np.array_equal(a, M) for M in (A, B))]
+        for n_arrays, whole in call["tasks"]:
+            assert n_arrays, "each task should receive its blocks as arrays"
             assert not whole, (
                 "a task received a whole matrix: hand each task its blocks only")
 
@@ -356,7 +379,7 @@ def test_bootstrap_ci_reproducible(bootstrap_ci):
     resamples coincide only if their percentile means coincide: two resamples of
     300 continuous values with the same multiset, about 300!^-1.
     """
-    _send_by_value(bootstrap_ci)
+    there(_send_by_value, bootstrap_ci)
     data = _sample()
     seed = random.randrange(10**6)
     one = _interval(bootstrap_ci(data, 1000, 1, seed), "bootstrap_ci")
@@ -381,7 +404,7 @@ def test_bootstrap_ci_interval(bootstrap_ci):
     (P(Z > 8.2) = 1e-16). The mean lies outside the interval only if over 1950 of
     2000 resample means fall on one side of it: < 1e-300.
     """
-    _send_by_value(bootstrap_ci)
+    there(_send_by_value, bootstrap_ci)
     data = _sample()
     seed = random.randrange(10**6)  # the same resamples for both alphas: only alpha differs
     low, high = _interval(bootstrap_ci(data, 2000, 2, seed), "bootstrap_ci")
@@ -401,12 +424,10 @@ def test_bootstrap_ci_parallel(bootstrap_ci):
 
     False failure of a correct answer: 0 (exact spy records, no timing).
     """
-    _send_by_value(bootstrap_ci)
+    there(_send_by_value, bootstrap_ci)
     data = _sample(100)
     for n_jobs in (2, 3):
-        with spy_parallel() as calls:
-            bootstrap_ci(data, 2000, n_jobs, random.randrange(10**6))
-        call = _busiest(calls)
+        _, call = there(_spied, bootstrap_ci, data, 2000, n_jobs, random.randrange(10**6))
         assert call is not None, "bootstrap_ci did not use joblib.Parallel"
         assert call["n_jobs"] == n_jobs, f"with n_jobs={n_jobs} the Parallel call had n_jobs={call['n_jobs']}"
         assert len(call["tasks"]) >= 2, "the resamples should be split over several tasks"
@@ -436,25 +457,30 @@ def test_run_with_blas_threads_limits_and_restores(run_with_blas_threads):
 
     False failure of a correct answer: 0 (random limits, exact thread counts).
     """
-    assert _blas_counts(), "no BLAS library is loaded (is NumPy installed?)"
     outer = random.choice([3, 5])
+    for n_threads in (1, 2):
+        before, inside, returned, after = there(_blas_case, run_with_blas_threads, outer, n_threads)
+        assert before, "no BLAS library is loaded (is NumPy installed?)"
+        assert inside is not None, "fn was never called"
+        assert returned, "run_with_blas_threads must return what fn() returns"
+        assert all(c == n_threads for c in inside), (
+            f"inside fn, BLAS ran {inside} threads instead of {n_threads}")
+        assert after == before, f"after the call BLAS runs {after} threads instead of {before}: not restored"
+
+
+def _blas_case(run_with_blas_threads, outer, n_threads):
+    """(in the student's process) BLAS thread counts before, inside fn and after the call."""
     with threadpool_limits(limits=outer, user_api="blas"):
         before = _blas_counts()
-        for n_threads in (1, 2):
-            seen = {}
-            token = object()
+        seen = {}
+        token = object()
 
-            def fn():
-                seen["counts"] = _blas_counts()
-                return token
+        def fn():
+            seen["counts"] = _blas_counts()
+            return token
 
-            result = run_with_blas_threads(fn, n_threads)
-            assert "counts" in seen, "fn was never called"
-            assert result is token, "run_with_blas_threads must return what fn() returns"
-            assert all(c == n_threads for c in seen["counts"]), (
-                f"inside fn, BLAS ran {seen['counts']} threads instead of {n_threads}")
-            assert _blas_counts() == before, (
-                f"after the call BLAS runs {_blas_counts()} threads instead of {before}: not restored")
+        result = run_with_blas_threads(fn, n_threads)
+        return before, seen.get("counts"), result is token, _blas_counts()
 
 
 def test_run_with_blas_threads_restores_on_error(run_with_blas_threads):
@@ -462,27 +488,45 @@ def test_run_with_blas_threads_restores_on_error(run_with_blas_threads):
 
     False failure of a correct answer: 0 (a random limit, exact thread counts).
     """
+    reached, before, after = there(_blas_error_case, run_with_blas_threads, random.choice([3, 4]))
+    assert reached, "the exception raised by fn did not reach the caller"
+    assert after == before, "after fn raised, the BLAS pools were not restored"
+
+
+def _blas_error_case(run_with_blas_threads, limit):
+    """(in the student's process) whether fn's exception reached the caller; BLAS counts before and after."""
     class Boom(RuntimeError):
         pass
 
-    with threadpool_limits(limits=random.choice([3, 4]), user_api="blas"):
+    def fn():
+        raise Boom("fn failed")
+
+    with threadpool_limits(limits=limit, user_api="blas"):
         before = _blas_counts()
-
-        def fn():
-            raise Boom("fn failed")
-
         try:
             run_with_blas_threads(fn, 1)
         except Boom:
-            pass
+            reached = True
         else:
-            raise AssertionError("the exception raised by fn did not reach the caller")
-        assert _blas_counts() == before, "after fn raised, the BLAS pools were not restored"
+            reached = False
+        return reached, before, _blas_counts()
 
 
 def test_run_with_blas_threads_errors(run_with_blas_threads):
     """n_threads < 1 raises ValueError (before calling fn)"""
-    called = []
-    with raises_value_error("run_with_blas_threads(fn, 0)"):
-        run_with_blas_threads(lambda: called.append(1), 0)
+    raised, called = there(_blas_refuses, run_with_blas_threads)
+    assert raised == "ValueError", (
+        f"run_with_blas_threads(fn, 0) should raise ValueError, but {raised or 'returned normally'}")
     assert not called, "fn should not run when n_threads is invalid"
+
+
+def _blas_refuses(run_with_blas_threads):
+    """(in the student's process) what run_with_blas_threads(fn, 0) raised, and whether fn ran."""
+    called = []
+    try:
+        run_with_blas_threads(lambda: called.append(1), 0)
+    except ValueError:
+        return "ValueError", bool(called)
+    except Exception as err:  # noqa: BLE001
+        return f"raised {type(err).__name__}", bool(called)
+    return "", bool(called)
