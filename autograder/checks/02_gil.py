@@ -128,7 +128,8 @@ def test_run_threads_concurrent(run_threads):
     judge also sees it from outside: every call stays 0.3 s after the barrier,
     and in that time one of its /proc readings (every 5 ms) must show n more
     threads in the student's process than before the call; a call whose
-    readings all miss it (the judge starved for 0.3 s) is tried again, up to 3 times.
+    readings all miss it (the judge starved for 0.3 s) is tried again, up to 3 times,
+    then the check is undecided (never passed; regraded alone, then a person).
     """
     for n in (1, 3, 2 * usable_cores() + 3):
         for _ in range(3):
@@ -143,8 +144,8 @@ def test_run_threads_concurrent(run_threads):
             assert counts["thread start"] >= n, f"{n} threads should have been started"
             if watch.most_own_threads() >= watch.base_threads + n:
                 break
-        else:
-            raise AssertionError(f"with {n} calls, {n} threads should run at the same time, but the process never "
+        else:  # the answer's own evidence held; only the judge's view missed: undecided
+            pytest.skip(f"with {n} calls, {n} threads should run at the same time, but the process never "
                                  f"had more than {watch.most_own_threads() - watch.base_threads} extra thread(s)")
 
 
@@ -179,7 +180,8 @@ def test_run_processes_concurrent(run_processes):
     also sees it from outside: every call stays 0.3 s after the barrier, and in
     that time one of its /proc readings (every 5 ms) must show all n processes
     that report having run a call alive at once in the student's process tree;
-    a call whose readings all miss it is tried again, up to 3 times.
+    a call whose readings all miss it is tried again, up to 3 times, then the
+    check is undecided (never passed; regraded alone, then a person).
     """
     for n in (1, usable_cores() + 2):
         for _ in range(3):
@@ -194,8 +196,8 @@ def test_run_processes_concurrent(run_processes):
             assert counts["process start"] >= n, f"{n} processes should have been started"
             if watch.all_alive_at_once({r["pid"] for r in out}):
                 break
-        else:
-            raise AssertionError(f"with {n} calls, the {n} processes that ran them were never seen alive together "
+        else:  # the answer's own evidence held; only the judge's view missed: undecided
+            pytest.skip(f"with {n} calls, the {n} processes that ran them were never seen alive together "
                                  "among the processes this one started")
 
 

@@ -306,7 +306,8 @@ def test_process_safe_counter_exact(process_safe_counter):
     n_procs new processes in the student's process tree during the call; each
     lives at least as long as its thousands of locked increments (tens of ms
     idle, longer under load). A call in which it sees fewer is tried again,
-    up to 3 times.
+    up to 3 times, then the check is undecided (never passed; regraded alone,
+    then a person).
     """
     n_procs = 3
     for _ in range(3):
@@ -319,8 +320,8 @@ def test_process_safe_counter_exact(process_safe_counter):
             "is each read-modify-write done under the Value's lock?")
         if len(fresh) >= n_procs:
             break
-    else:
-        raise AssertionError(f"{n_procs} processes should have done the increments, but only {len(fresh)} "
+    else:  # the answer's own evidence held; only the judge's view missed: undecided
+        pytest.skip(f"{n_procs} processes should have done the increments, but only {len(fresh)} "
                              "new process(es) appeared while the function ran")
     got, counts = there(_counting, process_safe_counter, 1, 7)
     assert got == 7, "one process adding 7 times should give 7"
@@ -417,7 +418,7 @@ def test_parallel_sum_value(parallel_sum):
     processes is also seen from outside: the judge, reading /proc every 2 ms,
     must see min(n_workers, 2) new processes in the student's process tree
     during a call (a call in which it sees fewer is tried again, up to 3 times,
-    with the same chunks).
+    with the same chunks, then the check is undecided: never passed).
     """
     import numpy as np
     for n_workers in (1, 2, 2 * (os.cpu_count() or 1) + 1):
@@ -435,7 +436,7 @@ def test_parallel_sum_value(parallel_sum):
                 f"with n_workers={n_workers}, the partial sums should be computed in worker processes")
             if len(fresh) >= wanted:
                 break
-        else:
-            raise AssertionError(f"with n_workers={n_workers}, the partial sums should be computed in "
+        else:  # the answer's own evidence held; only the judge's view missed: undecided
+            pytest.skip(f"with n_workers={n_workers}, the partial sums should be computed in "
                                  f"{wanted} worker process(es), but only {len(fresh)} new process(es) "
                                  "appeared while the function ran")
