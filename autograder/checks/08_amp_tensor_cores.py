@@ -74,7 +74,10 @@ def _check_messages(issues, offending, what):
 
 
 def test_tensor_core_issues_linear(tensor_core_issues):
-    """one message per offending Linear dimension and batch size, float16 and bfloat16"""
+    """one message per offending Linear dimension and batch size, float16 and bfloat16
+
+    False failure of a correct answer: 0 (random sizes, exact comparison of the messages).
+    """
     for dtype in (torch.float16, torch.bfloat16):
         sizes = _random_dims(8, 4)
         model = nn.Sequential(nn.Linear(sizes[0], sizes[1]), nn.ReLU(),
@@ -105,7 +108,10 @@ def test_tensor_core_issues_conv(tensor_core_issues):
 
 
 def test_tensor_core_issues_int8(tensor_core_issues):
-    """int8 needs multiples of 16"""
+    """int8 needs multiples of 16
+
+    False failure of a correct answer: 0 (random sizes, exact comparison of the messages).
+    """
     a, b = 16 * random.randint(1, 4) + 8, 16 * random.randint(1, 4)
     model = nn.Linear(a, b)
     assert tensor_core_issues(model, 32, torch.float16) == [], "multiples of 8 are fine for float16"

@@ -145,13 +145,19 @@ def _check_hotspots(hotspots, top):
 
 @timeout(120)
 def test_hotspots_own_time_ranking(hotspots):
-    """the default top=3 functions by own time, largest first, with their seconds"""
+    """the default top=3 functions by own time, largest first, with their seconds
+
+    False failure of a correct answer: < 1e-9 (five tries with fresh workloads; see _check_hotspots).
+    """
     _check_hotspots(hotspots, None)
 
 
 @timeout(150)
 def test_hotspots_top(hotspots):
-    """top=1 and top=2 return that many functions"""
+    """top=1 and top=2 return that many functions
+
+    False failure of a correct answer: < 2e-9 (two rankings, each < 1e-9; see _check_hotspots).
+    """
     for top in random.sample((1, 2), 2):
         _check_hotspots(hotspots, top)
 
@@ -168,7 +174,11 @@ def _random_times():
 
 
 def test_speedup_efficiency_values(speedup_efficiency):
-    """each count maps to (T1/Tn, T1/(n*Tn)) against the one-worker time"""
+    """each count maps to (T1/Tn, T1/(n*Tn)) against the one-worker time
+
+    False failure of a correct answer: 0 (random times; any order of the same operations
+    rounds within 1e-15 relative, against rel_tol=1e-9).
+    """
     for _ in range(30):
         times = _random_times()
         got = speedup_efficiency(dict(times))
@@ -195,7 +205,11 @@ def test_speedup_efficiency_errors(speedup_efficiency):
 
 # --- karp_flatt ------------------------------------------------------------------------------
 def test_karp_flatt_values(karp_flatt):
-    """e = (1/S - 1/n) / (1 - 1/n) for random speedups and worker counts"""
+    """e = (1/S - 1/n) / (1 - 1/n) for random speedups and worker counts
+
+    False failure of a correct answer: 0 (rearranged forms round within ~1e-15, inside
+    rel_tol=1e-9 or abs_tol=1e-12 near e = 0).
+    """
     for _ in range(50):
         n = random.randint(2, 128)
         s = random.uniform(1.0, n)
@@ -217,7 +231,10 @@ def test_karp_flatt_errors(karp_flatt):
 
 # --- gustafson_speedup ----------------------------------------------------------------------
 def test_gustafson_speedup_values(gustafson_speedup):
-    """s + (1 - s) * n for random fractions and worker counts (not Amdahl's law)"""
+    """s + (1 - s) * n for random fractions and worker counts (not Amdahl's law)
+
+    False failure of a correct answer: 0 (random inputs; rounding ~1e-16 against rel_tol=1e-9).
+    """
     for _ in range(50):
         s, n = random.random(), random.randint(1, 1024)
         got = exact_float(gustafson_speedup(s, n), "the scaled speedup")
@@ -242,7 +259,10 @@ def _intensity(kind, n, itemsize):
 
 
 def test_arithmetic_intensity_values(arithmetic_intensity):
-    """FLOPs per byte of axpy, dot and matmul for random sizes and item sizes"""
+    """FLOPs per byte of axpy, dot and matmul for random sizes and item sizes
+
+    False failure of a correct answer: 0 (exact formulas; rounding against rel_tol=1e-9).
+    """
     for _ in range(40):
         kind = random.choice(("axpy", "dot", "matmul"))
         n, itemsize = random.randint(1, 5000), random.choice((1, 2, 4, 8, 16))
@@ -270,7 +290,11 @@ def _roofline_result(roofline, *args):
 
 
 def test_roofline_values(roofline):
-    """the bound is the larger of the two times, named after it, for random kernels"""
+    """the bound is the larger of the two times, named after it, for random kernels
+
+    False failure of a correct answer: 0 (near-ties, where rounding could name the other
+    bound, are skipped and checked exactly below).
+    """
     for _ in range(50):
         peak, bandwidth = 10 ** random.uniform(9, 13), 10 ** random.uniform(9, 12)
         compute_time, memory_time = 10 ** random.uniform(-6, 1), 10 ** random.uniform(-6, 1)

@@ -222,7 +222,10 @@ def test_partition_parameters_balance(partition_parameters):
 
 
 def test_partition_parameters_edges(partition_parameters):
-    """fewer parameters than ranks, no parameters, one rank; ValueError for bad input"""
+    """fewer parameters than ranks, no parameters, one rank; ValueError for bad input
+
+    False failure of a correct answer: 0 (exact loads).
+    """
     sizes = [7, 3]
     loads = _loads(partition_parameters(sizes, 4), sizes, 4)
     assert sorted(loads) == [0, 0, 3, 7], "with more ranks than parameters each parameter gets its own rank"
