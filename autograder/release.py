@@ -1,6 +1,5 @@
 """`release`: generate the student notebooks in release/ from source/ with nbgrader."""
 import shutil
-import tempfile
 from pathlib import Path
 
 from . import course
@@ -31,13 +30,6 @@ def generate(assignments=None, release_dir=None, db_url=None, quiet=True):
 def _drop_build_leftovers(folder):
     for junk in list(folder.rglob("__pycache__")) + list(folder.rglob(".ipynb_checkpoints")):
         shutil.rmtree(junk, ignore_errors=True)
-
-
-def generate_to_temp(assignments=None):
-    """Release into a fresh temporary folder with a throw-away gradebook."""
-    tmp = Path(tempfile.mkdtemp(prefix="course-release-"))
-    generate(assignments, release_dir=tmp / "release", db_url=f"sqlite:///{tmp / 'gradebook.db'}")
-    return tmp / "release"
 
 
 def main(args):

@@ -19,13 +19,3 @@ def cdist_naive(xs, ys):
             diff = xs[i] - ys[j]
             out[i, j] = np.sqrt(np.dot(diff, diff))
     return out
-
-
-def cdist_rows(xs, ys):
-    """The same distances with one Python loop over the rows of xs (the inner loop vectorised)."""
-    xs = np.asarray(xs, dtype=float)
-    ys = np.asarray(ys, dtype=float)
-    out = np.empty((xs.shape[0], ys.shape[0]))
-    for i in range(xs.shape[0]):
-        out[i] = np.sqrt(((ys - xs[i]) ** 2).sum(axis=1))
-    return out

@@ -55,13 +55,6 @@ def traced_chunks(n_chunks, chunk):
 
 
 # --- NumPy work that releases the GIL -------------------------------------------------
-def numpy_work(n, seed=0):
-    """An element-wise NumPy job on n numbers: sin, exp and a sum (runs without the GIL)."""
-    import numpy as np
-    x = np.random.default_rng(seed).random(n)
-    return float(np.exp(np.sin(x)).sum())
-
-
 def numpy_chunk(x):
     """The NumPy job on an array already made: returns a float."""
     import numpy as np

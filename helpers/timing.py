@@ -4,7 +4,6 @@ Absolute seconds change from run to run; the ratio between two candidates
 measured side by side, in interleaved rounds, is far steadier. Every speed
 claim in the course is such a ratio.
 """
-import statistics
 import time
 from contextlib import contextmanager
 
@@ -61,12 +60,3 @@ def compare(candidates, repeat=3):
             fn()
             samples[name].append(time.perf_counter() - start)
     return Comparison({name: min(values) for name, values in samples.items()})
-
-
-def median_time(fn, repeat=5):
-    values = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        values.append(time.perf_counter() - start)
-    return statistics.median(values)

@@ -9,8 +9,10 @@ from autograder import course, notebooks, release
 
 
 @pytest.fixture(scope="module")
-def fresh_release():
-    return release.generate_to_temp()
+def fresh_release(tmp_path_factory):
+    """Release into a fresh temporary folder with a throw-away gradebook."""
+    tmp = tmp_path_factory.mktemp("release")
+    return release.generate(release_dir=tmp / "release", db_url=f"sqlite:///{tmp / 'gradebook.db'}")
 
 
 def _files(folder):
