@@ -7,6 +7,7 @@ torch or matplotlib by itself. Worker functions live here (not in notebooks) so
 that processes started with `spawn` or `forkserver` can import them.
 """
 import importlib
+import importlib.util
 
 __all__ = ["system", "timing", "plots", "workers", "reference"]
 
