@@ -33,16 +33,19 @@ def parser():
         "student": (student.main, "build dist/student/, the folder students receive"),
         "all": (_all, "the main job: release, samples, grade, feedback, report"),
     }
+    graded_verbs = {"grade", "feedback", "all"}  # the verbs that work on submissions
     for verb, (fn, text) in helps.items():
         sub = verbs.add_parser(verb, help=text, description=text)
         sub.add_argument("assignments", nargs="*", help="default: every assignment in source/")
+        sub.set_defaults(fn=fn)
+        if verb not in graded_verbs:
+            continue
         sub.add_argument("--students", nargs="*", help="default: every student in submitted/")
         sub.add_argument("--jobs", type=int, default=None,
                          help="submissions at a time (default: the usable cores)")
         sub.add_argument("--scheduler", default=None, metavar="tcp://HOST:PORT",
                          help="grade and write feedback on the workers of this Dask cluster "
                               "(default: COURSE_SCHEDULER, else this machine)")
-        sub.set_defaults(fn=fn)
     bench = verbs.add_parser("benchmark", help="time parallel grading against plain nbgrader; "
                              "check that grading is steady", description=benchmark.__doc__,
                              formatter_class=argparse.RawDescriptionHelpFormatter)
