@@ -36,12 +36,16 @@ c.VerifyHiddenChecks.cell_timeout = c.Execute.timeout
 c.Execute.interrupt_on_timeout = True
 # Teaching demos (measurements, plots) grade nothing: grading skips cells tagged `demo`.
 c.Execute.skip_cells_with_tag = "demo"
-c.ResilientExecute.notebook_timeout = int(os.environ.get("COURSE_NOTEBOOK_TIMEOUT", "900"))
+if "COURSE_NOTEBOOK_TIMEOUT" in os.environ:  # default: ResilientExecute.notebook_timeout
+    c.ResilientExecute.notebook_timeout = int(os.environ["COURSE_NOTEBOOK_TIMEOUT"])
 # Per-submission sandbox (autograder/grade/sandbox.py): memory and process caps,
 # no network, private files. COURSE_SANDBOX_OFF=1 switches it off (debugging only).
 c.GradingLimits.enabled = os.environ.get("COURSE_SANDBOX_OFF", "") != "1"
-c.GradingLimits.memory_mb = int(os.environ.get("COURSE_MEMORY_MB", "6144"))
-c.GradingLimits.max_processes = int(os.environ.get("COURSE_MAX_PROCESSES", "256"))
+# Defaults: autograder.grade.sandbox.Limits.
+if "COURSE_MEMORY_MB" in os.environ:
+    c.GradingLimits.memory_mb = int(os.environ["COURSE_MEMORY_MB"])
+if "COURSE_MAX_PROCESSES" in os.environ:
+    c.GradingLimits.max_processes = int(os.environ["COURSE_MAX_PROCESSES"])
 
 from autograder.grade.preprocessors import (  # noqa: E402
     KeepExpectedFiles, RecordTimings, ResilientExecute, StderrToStdout, VerifyHiddenChecks,

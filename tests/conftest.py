@@ -6,7 +6,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder import course, gradebook, jobs, release
+from autograder import course, gradebook, jobs, release, samples
 from autograder.grade import autograde
 
 ASSIGNMENTS = course.assignments()
@@ -68,6 +68,43 @@ def workdir_factory(tmp_path_factory):
     def make(name, assignments=None):
         return GradingWorkdir(tmp_path_factory.mktemp(name), assignments or ASSIGNMENTS)
     return make
+
+
+# ---------------------------------------------------------------------------
+# One graded course per pytest run, shared by every test that reads grades
+# (test_grading, test_timing_exercises, test_report, the PostgreSQL and Dask
+# baselines): every submission is graded once, in one `grade` call, as
+# `python -m autograder grade` does (in parallel, then the undecided ones alone).
+
+def pytest_collection_finish(session):
+    """The assignments the shared graded course needs: those of the selected tests that use it
+    (`-k 05` grades 05 only); a test with no `assignment` parameter needs its module's
+    GRADED_ASSIGNMENTS, or every assignment."""
+    wanted = set()
+    for item in session.items:
+        if "graded_course" not in getattr(item, "fixturenames", ()):
+            continue
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        if "assignment" in params:
+            wanted.add(params["assignment"])
+        else:
+            wanted.update(getattr(item.module, "GRADED_ASSIGNMENTS", ASSIGNMENTS))
+    session.config.graded_assignments = [a for a in ASSIGNMENTS if a in wanted]
+
+
+@pytest.fixture(scope="session")
+def graded_course(request, workdir_factory):
+    """{"work", "results", "rows", "assignments"}: the sample students (perfect, blank, partial)
+    of every needed assignment and the students of samples.SERIALISED, graded once for the run."""
+    assignments = getattr(request.config, "graded_assignments", None) or ASSIGNMENTS
+    work = workdir_factory("graded-course", assignments)
+    for assignment in assignments:
+        for student, nb in samples.submissions(assignment).items():
+            work.submit(student, assignment, nb)
+    for (student, assignment), nb in samples.serialised_submissions(assignments).items():
+        work.submit(student, assignment, nb)
+    results = work.grade()
+    return {"work": work, "results": results, "rows": work.scores(), "assignments": assignments}
 
 
 # ---------------------------------------------------------------------------
@@ -260,13 +297,13 @@ def gradebook_scores(workdir, db_url, assignments=None):
 
 
 @pytest.fixture(scope="session")
-def sqlite_baseline(tmp_path_factory):
-    """The sample submissions of SCALE_ASSIGNMENTS graded locally into SQLite: the reference
-    the PostgreSQL and Dask runs must equal."""
-    work = tmp_path_factory.mktemp("baseline-sqlite")
-    db_url = prepare_course(work, SCALE_ASSIGNMENTS)
-    course_cli("grade", *SCALE_ASSIGNMENTS, "--jobs", "2", workdir=work, db_url=db_url)
-    scores = gradebook_scores(work, db_url)
+def sqlite_baseline(graded_course):
+    """The sample submissions of SCALE_ASSIGNMENTS as graded locally into SQLite (the shared
+    graded course): the reference the PostgreSQL and Dask runs must equal."""
+    work = graded_course["work"].path
+    scores = {key: value for key, value in
+              gradebook_scores(work, f"sqlite:///{work / 'gradebook.db'}", list(SCALE_ASSIGNMENTS)).items()
+              if key[0] in samples.STUDENTS}
     assert scores, "the SQLite run graded nothing"
     return scores
 

@@ -21,6 +21,8 @@ import pytest
 from autograder import course
 
 pytestmark = [pytest.mark.scale, pytest.mark.timeout(900)]
+# What the shared graded course (the SQLite baseline) must hold: conftest's SCALE_ASSIGNMENTS.
+GRADED_ASSIGNMENTS = ("01_processes_threads",)
 ASSIGNMENT = "01_processes_threads"
 
 

@@ -1,22 +1,17 @@
-"""Grading end to end, on every assignment, in a temporary course work folder.
+"""Grading end to end, on every assignment, in the shared graded course (tests/conftest.py).
 
-The source notebook graded as a submission scores full marks; the blank
-release scores zero on every test cell; the partly wrong sample lands between.
+The reference answers typed into the release notebook score full marks; the
+blank release scores zero on every test cell; the partly wrong sample lands
+between; its feedback explains without showing the hidden tests.
 """
 import pytest
 
 from autograder import course, jobs, samples
 
 
-@pytest.fixture(scope="session")
-def graded(workdir_factory):
-    work = workdir_factory("course-work")
-    for assignment in course.assignments():
-        for student, nb in samples.submissions(assignment).items():
-            work.submit(student, assignment, nb)
-        work.submit("source_as_submission", assignment, course.SOURCE / assignment)
-    results = work.grade()
-    return {"work": work, "results": results, "rows": work.scores()}
+@pytest.fixture
+def graded(graded_course):
+    return graded_course
 
 
 def _cells(graded, student, assignment):
@@ -28,8 +23,8 @@ def test_every_submission_was_graded(graded):
     assert not failed, "autograde failed for: " + "\n".join(failed)
 
 
-@pytest.mark.parametrize("student", ["source_as_submission", "sample_perfect"])
-def test_reference_answers_score_full_marks(graded, student, assignment):
+def test_reference_answers_score_full_marks(graded, assignment):
+    student = "sample_perfect"
     cells = _cells(graded, student, assignment)
     assert cells, f"{student}/{assignment} has no graded cell"
     lost = [f"{r['cell']} ({r['score']}/{r['max_score']})" for r in cells if r["score"] < r["max_score"]]
@@ -56,10 +51,10 @@ def test_partial_sample_lands_in_between(graded, assignment):
 
 def test_feedback_explains_without_revealing_hidden_tests(graded):
     work = graded["work"].path
-    pairs = [(a, "sample_partial") for a in course.assignments()]
+    pairs = [(a, "sample_partial") for a in graded["assignments"]]
     results = jobs.run_all("generate_feedback", pairs, workdir=work)
     assert all(r.ok for r in results), [r.log.read_text()[-1500:] for r in results if not r.ok]
-    for assignment in course.assignments():
+    for assignment in graded["assignments"]:
         html = (work / "feedback" / "sample_partial" / assignment / f"{assignment}.html").read_text()
         assert "HIDDEN TESTS" not in html and "autograder" not in html
         assert "Score:" in html

@@ -114,3 +114,20 @@ def test_raises_value_error_helper():
     with pytest.raises(AssertionError, match="raised KeyError"):
         with _support.raises_value_error("f()"):
             raise KeyError("k")
+
+
+def test_checks_run_directly_against_the_reference():
+    """`pytest autograder/checks/<assignment>.py` as an instructor runs it while writing checks
+    (the reference solutions in pytest's own process, no judge) passes. bin/test runs every
+    check judged, as in grading; this keeps the direct mode working."""
+    import os
+    import subprocess
+
+    from autograder import course
+
+    env = {k: v for k, v in os.environ.items() if k not in ("COURSE_CHECKS_JUDGED", "COURSE_START_METHOD")}
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "--durations=0", "-p", "no:cacheprovider",
+                           "autograder/checks/01_processes_threads.py"],
+                          cwd=course.ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    assert " passed" in done.stdout and " failed" not in done.stdout, done.stdout[-2000:]

@@ -15,6 +15,8 @@ import multiprocessing
 import pytest
 
 pytestmark = [pytest.mark.scale, pytest.mark.timeout(900)]
+# What the shared graded course (the SQLite baseline) must hold: conftest's SCALE_ASSIGNMENTS.
+GRADED_ASSIGNMENTS = ("01_processes_threads",)
 
 
 def test_course_end_to_end_on_postgresql(postgres, sqlite_baseline, course_tools, tmp_path):

@@ -1,32 +1,30 @@
-"""The grade report and the feedback, written for a graded temporary course.
+"""The grade report and the feedback, written for the shared graded course (tests/conftest.py).
 
-Two sample students of the first assignment are graded in a temporary work
-folder (as in test_grading.py); report.write() must then produce the CSVs
-(incl. the LMS one) and the plots, with the right numbers, and feedback
-gives one HTML page per student.
+For the sample students of the first assignment, report.write() must produce
+the CSVs (incl. the LMS one) and the plots, with the right numbers, and
+feedback gives one HTML page per student.
 """
 import csv
 
 import pytest
 
-from autograder import course, gradebook, jobs, release, report, samples
+from autograder import course, gradebook, jobs, report, samples
 
 ASSIGNMENT = course.assignments()[0]
-STUDENTS = ("sample_perfect", "sample_blank")
+STUDENTS = samples.STUDENTS  # perfect, blank, partial
+
+
+GRADED_ASSIGNMENTS = (ASSIGNMENT,)
 
 
 @pytest.fixture(scope="module")
-def graded_course(tmp_path_factory):
-    work = tmp_path_factory.mktemp("report-course")
+def reported(graded_course):
+    work = graded_course["work"].path
+    pairs = [(ASSIGNMENT, student) for student in STUDENTS]
+    fed = jobs.run_all("generate_feedback", pairs, workdir=work)
+    assert all(r.ok for r in fed), [r.log.read_text()[-1500:] for r in fed if not r.ok]
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("COURSE_WORKDIR", str(work))
-        release.generate([ASSIGNMENT], release_dir=work / "release-check", db_url=f"sqlite:///{work / 'gradebook.db'}")
-        samples.write([ASSIGNMENT], submitted=work / "submitted")
-        pairs = [(a, s) for a, s in jobs.submitted_pairs(root=work / "submitted") if s in STUDENTS]
-        graded = jobs.run_all("autograde", pairs, workdir=work)
-        assert all(r.ok for r in graded), [r.log.read_text()[-1500:] for r in graded if not r.ok]
-        fed = jobs.run_all("generate_feedback", pairs, workdir=work)
-        assert all(r.ok for r in fed), [r.log.read_text()[-1500:] for r in fed if not r.ok]
         paths = report.write([ASSIGNMENT], out_dir=work / "reports")
         rows = gradebook.cell_scores([ASSIGNMENT])
     return {"work": work, "paths": paths, "rows": rows}
@@ -37,47 +35,50 @@ def _csv(path):
         return list(csv.DictReader(f))
 
 
-def test_report_writes_every_file(graded_course):
-    names = sorted(p.name for p in graded_course["paths"].values())
+def test_report_writes_every_file(reported):
+    names = sorted(p.name for p in reported["paths"].values())
     assert names == sorted(["scores_by_exercise.csv", "grades.csv", "grades_lms.csv",
                             "points_per_exercise.png", "summary.png"])
-    for path in graded_course["paths"].values():
+    for path in reported["paths"].values():
         assert path.is_file() and path.stat().st_size > 0, path
 
 
-def test_plots_are_real_images(graded_course):
+def test_plots_are_real_images(reported):
     import matplotlib.image
 
     for name in ("points_per_exercise.png", "summary.png"):
-        path = graded_course["work"] / "reports" / name
+        path = reported["work"] / "reports" / name
         assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
         height, width = matplotlib.image.imread(path).shape[:2]
         assert width >= 600 and height >= 200, (name, width, height)
 
 
-def test_exercise_csv_has_every_graded_exercise(graded_course):
-    rows = _csv(graded_course["work"] / "reports" / "scores_by_exercise.csv")
+def test_exercise_csv_has_every_graded_exercise(reported):
+    rows = _csv(reported["work"] / "reports" / "scores_by_exercise.csv")
     for student in STUDENTS:
         exercises = {r["exercise"] for r in rows if r["student"] == student}
         assert exercises == set(course.contract()[ASSIGNMENT]), student
     for r in rows:
         full = float(r["score"]) == float(r["max_score"]) > 0
-        assert full if r["student"] == "sample_perfect" else float(r["score"]) == 0, r
+        if r["student"] == "sample_perfect":
+            assert full, r
+        elif r["student"] == "sample_blank":
+            assert float(r["score"]) == 0, r
 
 
-def test_grade_csvs_agree_with_the_gradebook(graded_course):
-    top = sum(r["max_score"] for r in graded_course["rows"] if r["student"] == "sample_perfect")
-    grades = {r["student"]: r for r in _csv(graded_course["work"] / "reports" / "grades.csv")}
+def test_grade_csvs_agree_with_the_gradebook(reported):
+    top = sum(r["max_score"] for r in reported["rows"] if r["student"] == "sample_perfect")
+    grades = {r["student"]: r for r in _csv(reported["work"] / "reports" / "grades.csv")}
     assert set(grades) == set(STUDENTS)
     assert float(grades["sample_perfect"]["score"]) == top == float(grades["sample_perfect"]["max_score"])
     assert float(grades["sample_blank"]["score"]) == 0
-    lms = {r["student"]: r for r in _csv(graded_course["work"] / "reports" / "grades_lms.csv")}
+    lms = {r["student"]: r for r in _csv(reported["work"] / "reports" / "grades_lms.csv")}
     assert set(lms) == set(STUDENTS)
     assert float(lms["sample_perfect"][ASSIGNMENT]) == float(lms["sample_perfect"]["total"]) == top
     assert float(lms["sample_blank"]["total"]) == 0
 
 
-def test_feedback_html_per_student(graded_course):
+def test_feedback_html_per_student(reported):
     for student in STUDENTS:
-        html = (graded_course["work"] / "feedback" / student / ASSIGNMENT / f"{ASSIGNMENT}.html").read_text()
+        html = (reported["work"] / "feedback" / student / ASSIGNMENT / f"{ASSIGNMENT}.html").read_text()
         assert "Score:" in html and "HIDDEN TESTS" not in html

@@ -25,8 +25,10 @@ class GradingLimits(Configurable):
     """Limits for each submission's processes (see autograder/grade/sandbox.py)."""
 
     enabled = Bool(True, help="Run kernels and the students' processes of the judge inside the sandbox").tag(config=True)
-    memory_mb = Integer(6144, help="Memory cap per process tree, MiB").tag(config=True)
-    max_processes = Integer(256, help="Processes and threads at once, per process tree").tag(config=True)
+    # The defaults are sandbox.Limits' own (one place for each).
+    memory_mb = Integer(sandbox.Limits.memory_mb, help="Memory cap per process tree, MiB").tag(config=True)
+    max_processes = Integer(sandbox.Limits.max_processes,
+                            help="Processes and threads at once, per process tree").tag(config=True)
     network = Bool(False, help="Allow network access beyond loopback").tag(config=True)
     protect_files = Bool(True, help="Hide the gradebook, solutions and other students' files").tag(config=True)
 

@@ -20,6 +20,34 @@ from .. import course, notebooks
 HERE = Path(__file__).resolve().parent
 STUDENTS = ("sample_perfect", "sample_blank", "sample_partial")
 
+# Serial and lock-serialised answers to the exercises whose point is a parallel
+# speed-up or concurrency: (assignment, exercise, label of its WRONG answer).
+# Graded as two students (tests/test_timing_exercises.py): each must score zero.
+SERIAL_ANSWERS = [
+    ("02_gil", "run_threads", "serial calls"),
+    ("02_gil", "run_processes", "serial calls"),
+    ("02_gil", "gil_experiment", "everything serial"),
+    ("02_gil", "numpy_threads_speedup", "no threads at all"),
+    ("02_gil", "fetch_all", "awaits one after another"),
+    ("03_race_conditions", "parallel_sum", "serial sum"),
+    ("05_multiprocessing_pools", "parallel_map", "serial list comprehension"),
+    ("05_multiprocessing_pools", "parallel_starmap", "serial"),
+    ("05_multiprocessing_pools", "robust_map", "serial loop with try/except"),
+    ("05_multiprocessing_pools", "monte_carlo_pi", "serial"),
+    ("05_multiprocessing_pools", "generate_trajectories", "calls the serial reference"),
+    ("06_joblib_vectorization", "cdist_joblib", "serial: the naive loop, no joblib"),
+    ("06_joblib_vectorization", "block_matmul", "blocks computed serially"),
+    ("06_joblib_vectorization", "bootstrap_ci", "serial loop"),
+    ("09_data_parallel", "run_ddp", "trains in the calling process (no DDP)"),
+]
+LOCKED_ANSWERS = [
+    ("02_gil", "run_threads", "one lock around every call"),
+    ("02_gil", "gil_experiment", "threads take turns on one lock"),
+    ("02_gil", "numpy_threads_speedup", "one lock around every chunk"),
+    ("02_gil", "fetch_all", "one asyncio.Lock around every request"),
+]
+SERIALISED = {"serial_student": SERIAL_ANSWERS, "locked_student": LOCKED_ANSWERS}
+
 
 def catalogue(assignment):
     """The WRONG/ALTERNATIVE/PARTIAL catalogue module of an assignment."""
@@ -57,6 +85,17 @@ def submissions(assignment):
         "sample_blank": fill(release_nb, {}),
         "sample_partial": fill(release_nb, partial),
     }
+
+
+def serialised_submissions(assignments=None):
+    """{(student, assignment): notebook}: the SERIALISED students' answers typed into the
+    release notebooks of those assignments (their other answer cells blank)."""
+    answers = {}
+    for student, cases in SERIALISED.items():
+        for assignment, exercise, label in cases:
+            if assignments is None or assignment in assignments:
+                answers.setdefault((student, assignment), {})[exercise] = catalogue(assignment).WRONG[exercise][label]
+    return {key: fill(notebooks.read(course.release_notebook(key[1])), code) for key, code in answers.items()}
 
 
 def write(assignments=None, submitted=None):
