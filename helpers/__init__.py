@@ -1,4 +1,5 @@
-"""Helpers the course notebooks import: system facts, timing, plots, workers, references.
+"""Helpers the course notebooks import: system facts, timing, plots, workers, and by topic
+(gil, races, rng, pools, ode, distances, ...) the serial baselines and worker functions.
 
     from helpers import system, timing, plots, workers
 
@@ -9,7 +10,7 @@ that processes started with `spawn` or `forkserver` can import them.
 import importlib
 import importlib.util
 
-__all__ = ["system", "timing", "plots", "workers", "reference"]
+__all__ = ["system", "timing", "plots", "workers"]
 
 
 def __getattr__(name):

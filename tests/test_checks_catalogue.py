@@ -5,7 +5,9 @@ of its exercise; every correct alternative must pass them all. As while
 grading, the checks run here (the judge's role) and the answers in a student's
 process of their own (autograder/grade/judge.py), on top of the reference
 solutions of the other exercises: one such process per assignment, started
-again when an answer stops it.
+again when an answer stops it. The reference solutions themselves are judged by
+bin/test's pass over autograder/checks (judged, under spawn) and graded to
+full marks in tests/test_grading.py.
 """
 import pytest
 
@@ -87,10 +89,3 @@ def test_catalogue_covers_every_exercise(assignment):
     for exercise, label in catalogue.PARTIAL.items():
         assert label is None or label in catalogue.WRONG[exercise], f"PARTIAL names an unknown answer {label}"
 
-
-def test_reference_passes_through_the_runner(assignment):
-    """The same checks, judged from outside, accept the reference solutions."""
-    for exercise in notebooks.answer_cells(notebooks.read(course.source_notebook(assignment))):
-        outcomes = _judge(assignment, exercise)
-        failed = [f"{o.description}: {o.message}" for o in outcomes if not (o.passed or o.undecided)]
-        assert not failed, f"{exercise}: {failed}"

@@ -7,7 +7,7 @@ import time
 import pytest
 
 from autograder import course, notebooks
-from helpers import plots, reference, system, timing, workers
+from helpers import plots, system, timing, workers
 
 
 def test_import_is_fast_and_light():
@@ -72,6 +72,3 @@ def test_plots_draw(tmp_path):
     assert (tmp_path / "p.png").stat().st_size > 1000
     assert plots.amdahl(0.5, 2) == pytest.approx(4 / 3)
 
-
-def test_reference_map():
-    assert reference.serial_map(workers.square, [1, 2]) == [1, 4]
