@@ -1,9 +1,10 @@
 """Hidden checks of 03_race_conditions (races, bytecode, locks, shared memory).
 
-Thread races are made certain rather than likely: while a check runs, a trace
-function makes the threads that the answer starts switch after every bytecode
-instruction of the answer's own code. Unlocked read-modify-writes then lose
-updates, and locks taken in argument order deadlock, on every run. Locks the
+Thread races are made near-certain rather than left to luck: while a check
+runs, a trace function makes the threads that the answer starts pause after
+every bytecode instruction of the answer's own code, and longer before each
+store into shared state. Unlocked read-modify-writes then lose updates, and
+locks taken in argument order deadlock (rates measured in each check). Locks the
 answer creates can be aborted, and its threads are made daemons, so that a
 deadlocked answer fails one check in bounded time and never hangs the kernel.
 """
@@ -23,6 +24,20 @@ from autograder.checks._support import (count_starts_and_joins, exact_float, exa
                                         raises_value_error, student_pid, there, timeout)
 
 _yield = time.sleep            # the real one, even if an answer patches time.sleep
+# Pauses in answer code. time.sleep(0) hands the GIL over only when another
+# thread has asked for it, which a waiting thread does after the 5 ms switch
+# interval: most instructions then run unswitched, and threads that pause for
+# the same time fall into lock-step, so an unlocked update was lost only now
+# and then (a wrong answer passed that way). Here every instruction pauses a
+# little (the thread blocks in the OS, so others run), and an instruction that
+# stores into shared state (an item, attribute, global or closure variable)
+# pauses 40 times longer first: every other thread runs on meanwhile, and a
+# read-modify-write of the same account or counter without a lock is
+# overwritten, on every run that has two threads on it at once.
+_PAUSE, _BEFORE_STORE = 2e-5, 8e-4
+_STORES = {dis.opmap[name] for name in ("STORE_SUBSCR", "STORE_ATTR", "STORE_GLOBAL", "STORE_DEREF",
+                                        "STORE_NAME")}
+_BYTECODE = {}  # code object -> its bytecode (co_code builds a new copy at every access)
 _STDLIB = os.path.dirname(threading.__file__)
 _THIS_FILE = os.path.abspath(__file__)
 
@@ -44,7 +59,10 @@ def _switch_everywhere(frame, event, arg):
 
 def _switch_local(frame, event, arg):
     if event == "opcode":
-        _yield(0)
+        code = _BYTECODE.get(frame.f_code)
+        if code is None:
+            code = _BYTECODE[frame.f_code] = frame.f_code.co_code
+        _yield(_BEFORE_STORE if code[frame.f_lasti] in _STORES else _PAUSE)
     return _switch_local
 
 
@@ -384,20 +402,24 @@ def test_transfer_many_no_deadlock(transfer_many):
     """never deadlocks, even with opposite transfers and thread switches at every instruction
 
     False failure of a correct answer: 0 while the machine makes progress.
-    Switches are forced, so a deadlock-prone answer deadlocks every time and a
-    correct one never does; the only clock is the 60 s allowed, about 30 times
-    what the reference needs on a loaded 2-core machine.
+    Switches are forced, so a correct answer never deadlocks and its balances are
+    exact; the only clock is the 60 s allowed, about 30 times what the reference
+    needs on a loaded 2-core machine. Wrong answers: locks taken in argument
+    order deadlock on the first run; without locks, one run of 160 transfers
+    loses an update 19 times in 20 (measured), so three independent runs miss
+    with probability about 1e-4.
     """
-    balances = [random.randint(0, 200) for _ in range(4)]
-    transfers = _opposing_transfers(4, 160)
-    state, value = _run_bounded(transfer_many, (list(balances), transfers, 4), 60)
-    assert state != "hung", ("transfer_many deadlocked with opposite transfers: "
-                             "are the two locks always taken in the same global order?")
-    assert state != "error", f"with thread switches forced between instructions, transfer_many raised {value}"
-    got = exact_list(value, "the result", len(balances))
-    assert got == _serial_transfers(balances, transfers), (
-        "with thread switches forced between instructions the balances came out wrong: "
-        "does each transfer hold both accounts' locks while it updates them?")
+    for _ in range(3):
+        balances = [random.randint(0, 200) for _ in range(4)]
+        transfers = _opposing_transfers(4, 160)
+        state, value = _run_bounded(transfer_many, (list(balances), transfers, 4), 60)
+        assert state != "hung", ("transfer_many deadlocked with opposite transfers: "
+                                 "are the two locks always taken in the same global order?")
+        assert state != "error", f"with thread switches forced between instructions, transfer_many raised {value}"
+        got = exact_list(value, "the result", len(balances))
+        assert got == _serial_transfers(balances, transfers), (
+            "with thread switches forced between instructions the balances came out wrong: "
+            "does each transfer hold both accounts' locks while it updates them?")
 
 
 # --- parallel_sum ----------------------------------------------------------------------------
