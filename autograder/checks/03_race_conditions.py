@@ -35,6 +35,7 @@ _yield = time.sleep            # the real one, even if an answer patches time.sl
 # read-modify-write of the same account or counter without a lock is
 # overwritten, on every run that has two threads on it at once.
 _PAUSE, _BEFORE_STORE = 2e-5, 8e-4
+_DEADLOCK_SECONDS = 5.0  # a cycle of blocked threads with no lock released for this long is a deadlock
 _STORES = {dis.opmap[name] for name in ("STORE_SUBSCR", "STORE_ATTR", "STORE_GLOBAL", "STORE_DEREF",
                                         "STORE_NAME")}
 _BYTECODE = {}  # code object -> its bytecode (co_code builds a new copy at every access)
@@ -75,7 +76,10 @@ class _Harness:
 
     def __init__(self):
         self.abort = threading.Event()
+        self.deadlocked = threading.Event()
         self.threads = []
+        self.waiting = {}   # thread ident -> the answer's lock it is blocked on
+        self.releases = 0   # answer locks released so far
 
     def _lock_factory(self, real_factory):
         harness = self
@@ -83,8 +87,22 @@ class _Harness:
         def factory(*args, **kwargs):
             real = real_factory(*args, **kwargs)
             caller = sys._getframe(1).f_code
-            return _AbortableLock(real, harness.abort) if _is_answer_code(caller) else real
+            return _AbortableLock(real, harness) if _is_answer_code(caller) else real
         return factory
+
+    def in_cycle(self, me):
+        """Whether `me` waits for a lock held by a thread that waits ... for a lock `me` holds."""
+        thread, seen = me, set()
+        while thread not in seen:
+            seen.add(thread)
+            lock = self.waiting.get(thread)
+            owner = getattr(lock, "_owner", None)
+            if owner is None:
+                return False
+            if owner == me:
+                return True
+            thread = owner
+        return False
 
     @contextmanager
     def active(self):
@@ -122,20 +140,45 @@ class _Harness:
 
 
 class _AbortableLock:
-    """A Lock/RLock look-alike whose blocking acquire gives up once `abort` is set."""
+    """A Lock/RLock look-alike whose blocking acquire gives up once `abort` is set.
 
-    def __init__(self, real, abort):
-        self._real, self._abort = real, abort
+    It also notices a deadlock: a cycle of threads, each blocked on an answer lock
+    that the next one holds, with no answer lock released anywhere for
+    _DEADLOCK_SECONDS. Such threads can only wait forever (a lock released by a
+    thread other than its owner would count as a release), so the run ends there
+    instead of at the time limit.
+    """
+
+    def __init__(self, real, harness):
+        self._real, self._harness, self._owner = real, harness, None
 
     def acquire(self, blocking=True, timeout=-1):
         if not blocking or timeout >= 0:
-            return self._real.acquire(blocking, timeout)
-        while not self._real.acquire(timeout=0.05):
-            if self._abort.is_set():
-                raise _Aborted("deadlock aborted by the grader")
-        return True
+            got = self._real.acquire(blocking, timeout)
+        else:
+            harness, me = self._harness, threading.get_ident()
+            since = None
+            while not self._real.acquire(timeout=0.05):
+                if harness.abort.is_set():
+                    harness.waiting.pop(me, None)
+                    raise _Aborted("deadlock aborted by the grader")
+                harness.waiting[me] = self
+                if not harness.in_cycle(me):
+                    since = None
+                elif since is None or since[1] != harness.releases:
+                    since = (time.monotonic(), harness.releases)
+                elif time.monotonic() - since[0] > _DEADLOCK_SECONDS:
+                    harness.deadlocked.set()
+                    harness.abort.set()
+            harness.waiting.pop(me, None)
+            got = True
+        if got:
+            self._owner = threading.get_ident()
+        return got
 
     def release(self):
+        self._owner = None
+        self._harness.releases += 1
         self._real.release()
 
     def locked(self):
@@ -144,7 +187,7 @@ class _AbortableLock:
     __enter__ = acquire
 
     def __exit__(self, *exc):
-        self._real.release()
+        self.release()
 
     def _is_owned(self):  # used by threading.Condition with an RLock
         return self._real._is_owned() if hasattr(self._real, "_is_owned") else self._real.locked()
@@ -173,11 +216,13 @@ def _bounded_here(fn, args, seconds):
         except BaseException as err:  # noqa: BLE001
             box["error"] = err
 
+    deadline = time.monotonic() + seconds
     with harness.active():
         runner = threading.Thread(target=target, daemon=True)
         runner.start()
-        runner.join(seconds)
-    if runner.is_alive():
+        while runner.is_alive() and time.monotonic() < deadline and not harness.deadlocked.is_set():
+            runner.join(0.05)
+    if runner.is_alive() or harness.deadlocked.is_set():
         harness.release_stuck_threads()
         return "hung", None
     if "error" in box:
@@ -404,8 +449,11 @@ def test_transfer_many_no_deadlock(transfer_many):
     False failure of a correct answer: 0 while the machine makes progress.
     Switches are forced, so a correct answer never deadlocks and its balances are
     exact; the only clock is the 60 s allowed, about 30 times what the reference
-    needs on a loaded 2-core machine. Wrong answers: locks taken in argument
-    order deadlock on the first run; without locks, one run of 160 transfers
+    needs on a loaded 2-core machine, and a deadlock found only where threads
+    wait for each other's locks in a cycle with no lock released for 5 s (a
+    lock released by the thread that took it, as `with` does, cannot be in such
+    a cycle and still make progress). Wrong answers: locks taken in argument
+    order deadlock on the first run (found in about 5 s); without locks, one run of 160 transfers
     loses an update 19 times in 20 (measured), so three independent runs miss
     with probability about 1e-4.
     """
