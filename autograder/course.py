@@ -34,7 +34,18 @@ def release_notebook(assignment):
 
 @lru_cache(maxsize=None)
 def contract():
-    """{assignment: [graded exercise names]} as fixed by the course spec."""
+    """{assignment: [graded exercise names]}, read from the answer cells of source/ (notebook order).
+
+    The notebooks are the one place an exercise is declared; tests/test_contract.py
+    holds them to the course spec (`spec_contract()`, a copy of ../shared/contract.json).
+    """
+    from . import notebooks
+    return {a: list(notebooks.answer_cells(notebooks.read(source_notebook(a)))) for a in assignments()}
+
+
+@lru_cache(maxsize=None)
+def spec_contract():
+    """{assignment: [exercise names]} that the course spec requires (autograder/contract.json)."""
     return json.loads(CONTRACT_FILE.read_text())
 
 

@@ -13,9 +13,14 @@ Where they run:
   in grading with COURSE_CHECKS_JUDGED=1;
 - in an instructor's kernel running a source notebook, beside the code.
 
-The hidden block of a test cell is one line:
+The hidden block of a test cell names its exercise once:
 
-    check("01_processes_threads", "cpu_info", globals())
+    from autograder.hidden import check
+    check("cpu_info")
+
+The assignment is the checks file that holds the exercise's checks (exercise
+names are unique in the course), and the namespace is the caller's globals
+(the notebook's, in a kernel).
 
 A failure raises an AssertionError whose message says, in plain words, which
 checks failed and why, without showing the checks' code or inputs.
@@ -25,6 +30,7 @@ import sys
 import threading
 import time
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 CHECKS_DIR = Path(__file__).resolve().parent / "checks"
@@ -48,6 +54,36 @@ def load_checks(assignment):
         return load_module(f"autograder.checks._{assignment}", CHECKS_DIR / f"{assignment}.py")
     except LookupError:
         raise LookupError(f"no hidden checks for assignment {assignment!r}") from None
+
+
+def _first_parameters(path):
+    """{first parameter of each module-level test_ function} of a checks file, read without importing it."""
+    import ast
+    tree = ast.parse(path.read_text(), filename=str(path))
+    return {node.args.args[0].arg for node in tree.body
+            if isinstance(node, ast.FunctionDef) and node.name.startswith("test_") and node.args.args}
+
+
+def exercise_index():
+    """{exercise: assignment}: which checks file holds each exercise's checks."""
+    return _index_of(str(CHECKS_DIR))
+
+
+@lru_cache(maxsize=None)
+def _index_of(folder):
+    index = {}
+    for path in sorted(Path(folder).glob("[0-9]*.py")):
+        for exercise in _first_parameters(path):
+            if index.setdefault(exercise, path.stem) != path.stem:
+                raise LookupError(f"exercise {exercise!r} has checks in {index[exercise]} and {path.stem}")
+    return index
+
+
+def assignment_of(exercise):
+    try:
+        return exercise_index()[exercise]
+    except KeyError:
+        raise LookupError(f"no hidden checks for exercise {exercise!r} in {CHECKS_DIR}") from None
 
 
 def checks_for(assignment, exercise):
@@ -177,8 +213,10 @@ def report(exercise, outcomes):
 DEFERRED = "COURSE_CHECKS_OUTSIDE"  # set by the grader: the judge gives the verdict
 
 
-def check(assignment, exercise, namespace):
+def check(exercise, namespace=None):
     """The hidden block's entry point: raise AssertionError unless every check passes.
+
+    `namespace` defaults to the caller's globals: in a kernel, the notebook's.
 
     While grading, the verdict comes from the judge, a process that runs no
     student code (autograder/grade/judge.py): the kernel then only says so, and
@@ -189,7 +227,9 @@ def check(assignment, exercise, namespace):
     if os.environ.get(DEFERRED) == "1" and os.environ.get("NBGRADER_EXECUTION") == "autograde":
         print(f"{exercise}: the hidden checks run outside this notebook; see the feedback")
         return
-    outcomes = run(assignment, exercise, namespace)
+    if namespace is None:
+        namespace = sys._getframe(1).f_globals
+    outcomes = run(assignment_of(exercise), exercise, namespace)
     if not all(o.passed for o in outcomes):
         raise AssertionError(report(exercise, outcomes)) from None
     print(f"{exercise}: all {len(outcomes)} hidden checks passed")

@@ -7,7 +7,7 @@ from autograder.feedback import HideHiddenTraceback
 def test_grader_frames_and_hidden_lines_are_cut():
     tb = [
         "\x1b[0;31m----------\x1b[0m",
-        "Cell \x1b[0;32mIn[9], line 7\x1b[0m\n      3 assert x\n      5 ### BEGIN HIDDEN TESTS\n      6 from autograder.hidden import check\n----> 7 check(\"a\", \"b\", globals())\n      8 ### END HIDDEN TESTS",
+        "Cell \x1b[0;32mIn[9], line 7\x1b[0m\n      3 assert x\n      5 ### BEGIN HIDDEN TESTS\n      6 from autograder.hidden import check\n----> 7 check(\"b\")\n      8 ### END HIDDEN TESTS",
         "File \x1b[0;32m/course/autograder/hidden.py:160\x1b[0m, in \x1b[0;36mcheck\x1b[0m\n    158 outcomes = run(...)\n--> 160 raise AssertionError(report(...))",
         "\x1b[0;31mAssertionError\x1b[0m: b: 1 of 2 hidden checks failed\n  - b works: the result is wrong",
     ]

@@ -43,13 +43,28 @@ def fake_assignment(tmp_path, monkeypatch):
 
 
 def test_passing_answer(fake_assignment, capsys):
-    hidden.check(fake_assignment, "double", {"double": lambda x: 2 * x})
+    hidden.check("double", {"double": lambda x: 2 * x})
     assert "all 3 hidden checks passed" in capsys.readouterr().out
+
+
+def test_the_hidden_block_names_only_its_exercise(fake_assignment, capsys):
+    """check("<exercise>"): the assignment is the checks file, the namespace the caller's globals."""
+    notebook_globals = {"double": lambda x: 2 * x}
+    exec('from autograder.hidden import check\ncheck("double")', notebook_globals)
+    assert "all 3 hidden checks passed" in capsys.readouterr().out
+    with pytest.raises(LookupError, match="no hidden checks for exercise 'triple'"):
+        hidden.check("triple", notebook_globals)
+
+
+def test_an_exercise_checked_in_two_files_is_an_error(fake_assignment, tmp_path):
+    (tmp_path / "98_other.py").write_text("def test_again(double):\n    pass\n")
+    with pytest.raises(LookupError, match="has checks in 98_other and 99_fake"):
+        hidden.assignment_of("double")
 
 
 def test_failure_message_is_plain_and_hides_inputs(fake_assignment):
     with pytest.raises(AssertionError) as err:
-        hidden.check(fake_assignment, "double", {"double": lambda x: x + x + 1 if x > 0 else 2 * x})
+        hidden.check("double", {"double": lambda x: x + x + 1 if x > 0 else 2 * x})
     text = str(err.value)
     assert "1 of 3 hidden checks failed" in text
     assert "double doubles its input: double(x) should be 2*x" in text

@@ -25,14 +25,15 @@ import tempfile
 import time
 from pathlib import Path
 
-HIDDEN_CALL = re.compile(r'check\(\s*"([^"]+)"\s*,\s*"([^"]+)"\s*,\s*globals\(\)\s*\)')
+HIDDEN_CALL = re.compile(r'^check\(\s*"([^"]+)"\s*\)', re.M)
 
 
 # --- what to run -------------------------------------------------------------------------
 def hidden_exercises(test_source):
     """[(assignment, exercise)] named by the hidden block of a test cell."""
+    from .. import hidden
     block = re.search(r"### BEGIN HIDDEN TESTS(.*?)### END HIDDEN TESTS", test_source, re.S)
-    return HIDDEN_CALL.findall(block.group(1)) if block else []
+    return [(hidden.assignment_of(e), e) for e in HIDDEN_CALL.findall(block.group(1))] if block else []
 
 
 def payload_for(nb, source_nb):
