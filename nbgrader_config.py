@@ -1,6 +1,6 @@
 """nbgrader configuration of the course (the repository root is the course root).
 
-Grading-specific steps are small nbgrader preprocessors from `autograder.grade`,
+Grading-specific steps are small nbgrader preprocessors from `autograder.pipeline`,
 plugged in here through traitlets rather than wrapped in scripts.
 """
 import os
@@ -38,16 +38,16 @@ c.Execute.interrupt_on_timeout = True
 c.Execute.skip_cells_with_tag = "demo"
 if "COURSE_NOTEBOOK_TIMEOUT" in os.environ:  # default: ResilientExecute.notebook_timeout
     c.ResilientExecute.notebook_timeout = int(os.environ["COURSE_NOTEBOOK_TIMEOUT"])
-# Per-submission sandbox (autograder/grade/sandbox.py): memory and process caps,
+# Per-submission sandbox (autograder/sandbox/, set up by autograder/pipeline/confine.py): memory and process caps,
 # no network, private files. COURSE_SANDBOX_OFF=1 switches it off (debugging only).
 c.GradingLimits.enabled = os.environ.get("COURSE_SANDBOX_OFF", "") != "1"
-# Defaults: autograder.grade.sandbox.Limits.
+# Defaults: autograder.sandbox.limits.Limits.
 if "COURSE_MEMORY_MB" in os.environ:
     c.GradingLimits.memory_mb = int(os.environ["COURSE_MEMORY_MB"])
 if "COURSE_MAX_PROCESSES" in os.environ:
     c.GradingLimits.max_processes = int(os.environ["COURSE_MAX_PROCESSES"])
 
-from autograder.grade.preprocessors import (  # noqa: E402
+from autograder.pipeline.preprocessors import (  # noqa: E402
     KeepExpectedFiles, RecordTimings, ResilientExecute, StderrToStdout, VerifyHiddenChecks,
 )
 from nbconvert.preprocessors import ClearMetadataPreprocessor  # noqa: E402

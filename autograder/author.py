@@ -101,6 +101,11 @@ def export(nb):
     return "\n".join(parts)
 
 
+def command(args):
+    """`python -m autograder author ...`"""
+    return main(args.rest)
+
+
 def main(argv):
     if len(argv) == 3 and argv[0] == "build":
         src, dst = Path(argv[1]), Path(argv[2])

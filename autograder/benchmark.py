@@ -30,8 +30,9 @@ from pathlib import Path
 
 import nbformat
 
-from . import course, gradebook, jobs, release, samples
+from . import course, gradebook, release, samples
 from .grade import autograde
+from .pipeline import jobs
 
 PARTS = ("kernel start", "course cells", "answer cells", "test cells", "hidden checks (judge)")
 

@@ -63,7 +63,7 @@ def parser():
     web.set_defaults(fn=site.main)
     auth = verbs.add_parser("author", help="notebook <-> text form (see autograder/author.py)")
     auth.add_argument("rest", nargs=argparse.REMAINDER)
-    auth.set_defaults(fn=lambda a: author.main(a.rest))
+    auth.set_defaults(fn=author.command)
     return top
 
 

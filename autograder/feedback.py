@@ -4,7 +4,8 @@ import re
 
 from nbgrader.preprocessors import NbGraderPreprocessor
 
-from . import course, jobs
+from . import course
+from .pipeline import jobs
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 

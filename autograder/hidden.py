@@ -6,7 +6,7 @@ its first parameter; every parameter is filled by name from the student's
 namespace (the exercise itself, other exercises it needs).
 
 Where they run:
-- while grading, in the judge (autograder/grade/judge.py), a process that runs
+- while grading, in the judge (autograder/pipeline/judge.py), a process that runs
   no student code; the namespace then holds handles on the student's process;
 - under pytest against the reference solutions (`pytest autograder/checks`,
   see autograder/checks/conftest.py), beside the code they check, or judged as
@@ -149,7 +149,7 @@ def _failure_message(err):
     return f"your code raised {type(err).__name__}: {err}"
 
 
-# The student's process the checks are judging (autograder/grade/judge.py), or None when
+# The student's process the checks are judging (autograder/pipeline/judge.py), or None when
 # the checks run beside the code they check (the course's own tests, an instructor's kernel).
 STUDENT = None
 
@@ -219,7 +219,7 @@ def check(exercise, namespace=None):
     `namespace` defaults to the caller's globals: in a kernel, the notebook's.
 
     While grading, the verdict comes from the judge, a process that runs no
-    student code (autograder/grade/judge.py): the kernel then only says so, and
+    student code (autograder/pipeline/judge.py): the kernel then only says so, and
     each check runs once per grading.
     """
     __tracebackhide__ = True  # IPython and pytest hide this frame from the traceback

@@ -6,8 +6,9 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder import course, gradebook, jobs, release, samples
+from autograder import course, gradebook, release, samples
 from autograder.grade import autograde
+from autograder.pipeline import jobs
 
 ASSIGNMENTS = course.assignments()
 

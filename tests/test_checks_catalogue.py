@@ -3,7 +3,7 @@
 Every plausible wrong answer the catalogue names must fail at least one check
 of its exercise; every correct alternative must pass them all. As while
 grading, the checks run here (the judge's role) and the answers in a student's
-process of their own (autograder/grade/judge.py), on top of the reference
+process of their own (autograder/pipeline/judge.py), on top of the reference
 solutions of the other exercises: one such process per assignment, started
 again when an answer stops it. The reference solutions themselves are judged by
 bin/test's pass over autograder/checks (judged, under spawn) and graded to
@@ -12,8 +12,8 @@ full marks in tests/test_grading.py.
 import pytest
 
 from autograder import course, hidden, notebooks, samples
-from autograder.grade import student_side
-from autograder.grade.judge import StudentProcess
+from autograder.sandbox import student as student_side
+from autograder.pipeline.judge import StudentProcess
 
 _students = {}
 

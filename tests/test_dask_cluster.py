@@ -64,7 +64,7 @@ def test_grade_on_dask_cluster_survives_a_killed_worker(postgres, sqlite_baselin
             assert victim is not None, "no submission was seen running on a worker"
             address, key = victim
             worker = psutil.Process(pids[address])
-            graders = [p for p in worker.children() if "autograder.worker" in " ".join(p.cmdline())]
+            graders = [p for p in worker.children() if "autograder.pipeline.worker" in " ".join(p.cmdline())]
             assert graders, "the Dask worker hosts no long-lived grading process"
             killed_at = time.time()
             os.kill(pids[address], signal.SIGKILL)

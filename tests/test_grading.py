@@ -6,7 +6,8 @@ between; its feedback explains without showing the hidden tests.
 """
 import pytest
 
-from autograder import course, jobs, samples
+from autograder import course, samples
+from autograder.pipeline import jobs
 
 
 @pytest.fixture

@@ -11,7 +11,8 @@ import nbformat
 import pytest
 
 from autograder import course, notebooks, samples
-from autograder.grade import sandbox
+from autograder.pipeline import confine
+from autograder.sandbox.limits import Limits
 
 A = "01_processes_threads"
 EXERCISES = course.contract()[A]
@@ -109,15 +110,16 @@ for path in [work / "gradebook.db", work / "submitted" / "victim" / "01_processe
 HANDED_IN_GRADER = {
     "autograder/__init__.py": "",
     "autograder/hidden.py": "def check(*args, **kwargs):\n    print('all hidden checks passed')\n",
-    "autograder/grade/__init__.py": "",
-    "autograder/grade/sandbox.py": (
+    "autograder/sandbox/__init__.py": "",
+    "autograder/sandbox/kernel.py": (
         "if __name__ == '__main__':\n"
         "    from ipykernel.kernelapp import IPKernelApp\n"
         "    app = IPKernelApp.instance()\n"
         "    app.initialize()\n"
         "    app.shell.input_transformers_cleanup.append(lambda lines: ['pass\\n'])\n"
         "    app.start()\n"),
-    "autograder/grade/verify.py": (
+    "autograder/pipeline/__init__.py": "",
+    "autograder/pipeline/judge.py": (
         "import json, os, sys\n"
         "def main():\n"
         "    spec = json.load(open(sys.argv[2]))\n"
@@ -274,7 +276,7 @@ while True:
 
 def _can_contain_processes():
     """A fork bomb is only safe to try where a pids cgroup will stop it."""
-    probe = sandbox.Cgroups(sandbox.Limits())
+    probe = confine.Cgroups(Limits())
     probe.remove()
     return probe.available and any(k in probe.paths for k in ("pids", "unified"))
 

@@ -17,10 +17,10 @@ import torch
 
 from autograder import hidden
 from autograder.checks._support import exact_int, observe, there
-from autograder.grade import wire
-from autograder.grade.judge import Remote, StudentError, StudentProcess, StudentProcessGone
+from autograder.sandbox import wire
+from autograder.pipeline.judge import Remote, StudentError, StudentProcess, StudentProcessGone
 
-SERVE = "from autograder.grade.student_side import Server; import sys, os\n"
+SERVE = "from autograder.sandbox.student import Server; import sys, os\n"
 
 
 def _student(body=""):
@@ -148,7 +148,7 @@ def test_a_student_process_that_lies_or_dies_fails_the_request():
     # The student's code patches its own server to reply with a pickle that runs a command.
     with _student('''
         import gc, os, pickle
-        from autograder.grade import student_side, wire
+        from autograder.sandbox import student as student_side, wire
         class Evil:
             def __reduce__(self): return (os.system, ("touch /tmp/course-judge-owned",))
         def evil():

@@ -8,7 +8,8 @@ import csv
 
 import pytest
 
-from autograder import course, gradebook, jobs, report, samples
+from autograder import course, gradebook, report, samples
+from autograder.pipeline import jobs
 
 ASSIGNMENT = course.assignments()[0]
 STUDENTS = samples.STUDENTS  # perfect, blank, partial

@@ -4,7 +4,7 @@ import sys
 import textwrap
 
 from autograder import course, notebooks
-from autograder.grade import verify
+from autograder.pipeline import verify
 
 
 def _notebook(*cells):
@@ -57,7 +57,7 @@ def _run(script):
 
 def test_library_laziness_is_not_tampering_but_student_patches_are():
     lines = _run('''
-        from autograder.grade import student_side
+        from autograder.sandbox import student as student_side
         import numpy as np, torch, sys
         before = student_side.snapshot()
         model = torch.nn.Linear(2, 2)

@@ -15,12 +15,12 @@ import textwrap
 import pytest
 
 from autograder import course, notebooks, samples
-from autograder.grade import verify
+from autograder.pipeline import verify
 
 CHILD = textwrap.dedent('''
     def _main():  # local names only: the notebook's cells share this module's globals
         import json, os, sys
-        from autograder.grade import student_side
+        from autograder.sandbox import student as student_side
         spec = json.load(sys.stdin)
         sys.path.append(spec["folder"])
         namespace = sys.modules["__main__"].__dict__

@@ -207,7 +207,7 @@ def test_run_in_child_new_process(run_in_child):
 
 def _own_cpu():
     """CPU seconds the student's process itself (without its children) has used, read from /proc."""
-    from autograder.grade.judge import ProcessTree
+    from autograder.pipeline.judge import ProcessTree
     tree = ProcessTree(student_pid())
     stat = Path(f"/proc/{student_pid()}/stat").read_text()
     fields = stat[stat.rindex(")") + 2:].split()

@@ -39,7 +39,7 @@ class _TreeWatch:
     student's process's own threads just before the calls. Seen by the kernel, not reported."""
 
     def __init__(self, interval=0.005):
-        from autograder.grade.judge import ProcessTree
+        from autograder.pipeline.judge import ProcessTree
         self.tree, self.interval = ProcessTree(student_pid()), interval
         self.samples, self._stop = [], threading.Event()
 

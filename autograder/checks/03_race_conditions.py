@@ -245,7 +245,7 @@ def _watched(fn, *args):
     during the call): the processes are seen by the kernel, not reported by the
     answer.
     """
-    from autograder.grade.judge import ProcessTree
+    from autograder.pipeline.judge import ProcessTree
     before = set(ProcessTree(student_pid()).members())
     with observe(0.002) as seen:
         result = there(fn, *args)

@@ -14,7 +14,7 @@ import numpy as np
 
 # --- the student's process -----------------------------------------------------------------------
 # While grading, the checks run in the judge and the student's code in another
-# process (autograder/grade/judge.py). What must happen beside the student's
+# process (autograder/pipeline/judge.py). What must happen beside the student's
 # code (a spy, a fork, a file the answer reads) goes there with `there()`; what
 # the judge can see from outside (time, CPU, processes) it measures itself.
 
@@ -46,7 +46,7 @@ def observe(interval=0.005):
     process tree, reaped children included), seen.busy_cores, seen.pids (descendants seen),
     seen.max_processes, seen.max_threads. Read by the judge from /proc, not reported by the
     student's process."""
-    from autograder.grade.judge import ProcessTree, _Observer
+    from autograder.pipeline.judge import ProcessTree, _Observer
     session = _student()
     return _Observer(ProcessTree(student_pid() if session else os.getpid()), interval)
 

@@ -6,7 +6,7 @@ the notebook. A fixture exists for every answer cell's grade_id.
 
 With COURSE_CHECKS_JUDGED=1 the checks run as they do while grading: here, in
 the judge's role, with the solutions in a student's process of their own
-(autograder/grade/judge.py) and handed to the checks as handles.
+(autograder/pipeline/judge.py) and handed to the checks as handles.
 """
 import os
 from functools import lru_cache
@@ -28,7 +28,7 @@ _sessions = {}
 
 
 def _student(assignment):
-    from autograder.grade.judge import StudentProcess
+    from autograder.pipeline.judge import StudentProcess
     session = _sessions.get(assignment)
     if session is None or session.broken or session.process.poll() is not None:
         session = _sessions[assignment] = StudentProcess.for_reference(assignment)

@@ -1,7 +1,7 @@
 """What crosses the boundary between the judge and the student's process.
 
-The judge (autograder/grade/judge.py) runs the hidden checks; the student's
-process (autograder/grade/student_side.py) runs the student's code and answers
+The judge (autograder/pipeline/judge.py) runs the hidden checks; the student's
+process (autograder/sandbox/student.py) runs the student's code and answers
 the judge's requests. Everything the student's process sends is data from an
 adversary, so it travels in a form that cannot run code when it is read:
 

@@ -8,7 +8,7 @@ correct answer: an IPython input transformer that rewrites every later cell to
 
 So while grading, the hidden checks run only in the judge (judge.py), a
 process that never runs student code, against a fresh student's process
-(student_side.py, sandboxed) that replays the notebook as a student's Run All
+(autograder/sandbox/student.py, sandboxed) that replays the notebook as a student's Run All
 would: the course's non-demo teaching cells as source/ has them, the student's
 answer cells and the cells they added, in order. A test cell scores only if its
 visible tests pass in the kernel and its hidden checks pass in the judge.
@@ -23,8 +23,8 @@ import subprocess
 import sys
 import tempfile
 import time
-from pathlib import Path
 
+UNDECIDED = "ManualReviewNeeded"  # error name of a test cell whose hidden checks could not decide
 HIDDEN_CALL = re.compile(r'^check\(\s*"([^"]+)"\s*\)', re.M)
 
 
@@ -93,7 +93,7 @@ def verify(payload, workdir, env=None, log=None, cell_timeout=180):
         with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as spec:
             json.dump({**payload, "cells": cells, "exercises": remaining}, spec)
         # -P: the submission's folder (the working directory) does not come first on sys.path.
-        cmd = [sys.executable, "-P", "-c", "from autograder.grade.judge import main; main()",
+        cmd = [sys.executable, "-P", "-c", "from autograder.pipeline.judge import main; main()",
                str(write_fd), spec.name]
         out = open(log, "a") if log else subprocess.DEVNULL
         child = subprocess.Popen(cmd, cwd=workdir, env=env, pass_fds=(write_fd,), stdin=subprocess.DEVNULL,

@@ -5,7 +5,7 @@ While grading, each submission gets two processes besides nbgrader's kernel:
     grading worker ──spec──▶ judge (this module: the checks, the verdicts)
                                │  requests (pickles)      ▲ replies (plain data)
                                ▼                          │
-                             student's process (student_side.py, sandboxed):
+                             student's process (autograder/sandbox/student.py, sandboxed):
                              the notebook's code, replayed; answers requests
 
 A check receives the student's functions as `Remote` handles: calling one
@@ -30,7 +30,7 @@ import threading
 import time
 from pathlib import Path
 
-from . import wire
+from ..sandbox import wire
 
 # Values of these types always travel by value: a handle claiming to be one is a subclass.
 _VALUE_TYPES = {"builtins.int", "builtins.float", "builtins.bool", "builtins.str", "builtins.bytes",
@@ -297,7 +297,7 @@ class StudentProcess:
     @classmethod
     def for_reference(cls, assignment, env=None):
         """A student's process that serves the reference solutions (the course's tests)."""
-        return cls.start(["from autograder.grade.student_side import serve_reference_main; "
+        return cls.start(["from autograder.sandbox.student import serve_reference_main; "
                           "serve_reference_main()", assignment], env=env)
 
     def _wait_loaded(self, on_progress):
@@ -442,7 +442,7 @@ class RemoteNamespace:
 
 # --- grading entry point ----------------------------------------------------------------------------
 def main():
-    """python -P -c "from autograder.grade.judge import main; main()" <fd to the grader> <spec>"""
+    """python -P -c "from autograder.pipeline.judge import main; main()" <fd to the grader> <spec>"""
     write_fd, spec_path = int(sys.argv[1]), sys.argv[2]
     spec = json.loads(Path(spec_path).read_text())
     channel = os.fdopen(write_fd, "w", buffering=1)
@@ -462,7 +462,7 @@ def main():
     os.chmod(student_spec.name, 0o644)
     try:
         session = StudentProcess.start(
-            ["from autograder.grade.student_side import main; main()", student_spec.name],
+            ["from autograder.sandbox.student import main; main()", student_spec.name],
             on_progress=lambda label: tell({"loading": label}), stdout=sys.stdout)
     except StudentProcessGone:
         channel.close()

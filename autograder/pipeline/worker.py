@@ -1,6 +1,6 @@
 """A long-lived nbgrader worker: one per parallel job, many submissions each.
 
-Started by autograder.jobs as `python -m autograder.worker <verb>`. It loads
+Started by autograder/pipeline/jobs.py as `python -m autograder.pipeline.worker <verb>`. It loads
 nbgrader and the course config once, then reads `assignment student` lines on
 stdin, runs nbgrader's own API call for each (autograde or generate_feedback),
 writes the call's log to the given folder and answers one JSON line on stdout.
@@ -36,7 +36,7 @@ def _exit_with_parent(interval=0.5):
 def main():
     verb, log_dir = sys.argv[1], Path(sys.argv[2])
     _exit_with_parent()
-    from . import course
+    from .. import course
     api = course.api(Application={"log_level": "INFO"})
     call = {"autograde": api.autograde, "generate_feedback": api.generate_feedback}[verb]
     answer = sys.stdout

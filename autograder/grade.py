@@ -1,7 +1,7 @@
 """`grade`: autograde every submission in submitted/, in parallel, into the gradebook.
 
 Each submission is graded by nbgrader's own `autograde` with the preprocessors
-set in nbgrader_config.py (autograder.grade.preprocessors). A hidden check that
+set in nbgrader_config.py (autograder/pipeline/preprocessors.py). A hidden check that
 cannot decide (a timing check on a machine too busy to show a speedup) never
 passes: its submission is graded again alone after the parallel batch, and if
 it still cannot decide, the cell scores zero and the submission is listed in
@@ -11,10 +11,10 @@ import csv
 import json
 from pathlib import Path
 
-from .. import course, jobs
-from ..gradebook import scores
-
-UNDECIDED = "ManualReviewNeeded"  # error name of a test cell whose hidden checks could not decide
+from . import course
+from .gradebook import scores
+from .pipeline import jobs
+from .pipeline.verify import UNDECIDED
 
 
 def undecided_cells(pairs, workdir=None):

@@ -1,7 +1,7 @@
 """Grading on an existing dask.distributed cluster (`grade --scheduler tcp://HOST:PORT`).
 
 Each Dask worker hosts the same long-lived grading process as a local job
-(`python -m autograder.worker`, driven by `jobs._Worker`), one per worker
+(`python -m autograder.pipeline.worker`, driven by `jobs._Worker`), one per worker
 thread, started on its first submission and kept for the next ones. The
 cluster only moves (assignment, student) pairs and small JSON answers: the
 submissions, the graded notebooks and the logs stay in the course work folder,
@@ -12,7 +12,7 @@ the workers run on more than one machine.
 A worker that dies mid-submission loses that task; the scheduler gives it to
 another worker (Dask's `allowed_failures` retries), and nbgrader's autograde
 with force=True regrades it from scratch. The orphaned grading process notices
-its parent is gone and exits (autograder/worker.py), so it writes nothing more.
+its parent is gone and exits (autograder/pipeline/worker.py), so it writes nothing more.
 """
 import os
 import sys
@@ -20,7 +20,8 @@ import threading
 import time
 from pathlib import Path
 
-from .. import course, jobs
+from .. import course
+from . import jobs
 
 # Settings a remote grader must share with this machine (read by nbgrader_config.py
 # and the sandbox); the folder layout travels as COURSE_WORKDIR.

@@ -1,7 +1,7 @@
 """Run nbgrader on many submissions, several at a time, with a progress bar.
 
 nbgrader handles one submission per call. The course keeps one long-lived
-worker process per parallel job (autograder/worker.py), each taking the next
+worker process per parallel job (autograder/pipeline/worker.py), each taking the next
 submission from a shared queue, writes one log per submission, and caps the
 thread pools inside so that parallel graders do not oversubscribe the cores.
 """
@@ -17,7 +17,7 @@ from pathlib import Path
 
 from helpers.system import usable_cores
 
-from . import course
+from .. import course
 
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
                     "NUMEXPR_NUM_THREADS", "VECLIB_MAXIMUM_THREADS")
@@ -55,10 +55,10 @@ def job_environment(n_jobs, workdir=None):
 
 
 class _Worker:
-    """One `python -m autograder.worker` process, fed one submission at a time."""
+    """One `python -m autograder.pipeline.worker` process, fed one submission at a time."""
 
     def __init__(self, verb, env, log_dir):
-        self.command = [sys.executable, "-m", "autograder.worker", verb, str(log_dir)]
+        self.command = [sys.executable, "-m", "autograder.pipeline.worker", verb, str(log_dir)]
         self.env, self.log = env, Path(log_dir) / f"{verb}-worker-{id(self)}.log"
         self.process = None
 
@@ -106,15 +106,15 @@ def run_all(verb, pairs, n_jobs=None, desc=None, log_dir=None, workdir=None, sch
     n_jobs workers, each a long-lived process, take submissions from one queue
     (joblib threads drive them); returns JobResults sorted by assignment, student.
     With a Dask scheduler address (`scheduler`, or COURSE_SCHEDULER) the same
-    workers run on that cluster instead (autograder/grade/cluster.py).
+    workers run on that cluster instead (autograder/pipeline/cluster.py).
     """
     pairs = list(pairs)
     if verb == "autograde" and pairs:
-        from .gradebook import add_students
+        from ..gradebook import add_students
         add_students({student for _, student in pairs}, course.db_url(job_environment(1, workdir)))
     scheduler = scheduler or os.environ.get("COURSE_SCHEDULER")
     if scheduler:
-        from .grade import cluster
+        from . import cluster
         return cluster.run_all(verb, pairs, scheduler, desc=desc, log_dir=log_dir, workdir=workdir)
     from joblib import Parallel, delayed
     from tqdm.auto import tqdm

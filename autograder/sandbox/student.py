@@ -1,15 +1,15 @@
 """The student's process while grading: run the submission, then answer the judge.
 
-Started by the judge (autograder/grade/judge.py) as
+Started by the judge (autograder/pipeline/judge.py) as
 
-    python -P -c "from autograder.grade.student_side import main; main()" <requests fd> <replies fd> <spec>
+    python -P -c "from autograder.sandbox.student import main; main()" <requests fd> <replies fd> <spec>
 
 It enters the submission's sandbox (limits, read-only course, no network, an
 unprivileged uid), replays the notebook as a student's Run All would (the
 course's non-demo teaching cells, the student's answer cells and added cells,
 in order), and then serves the judge's requests: look up a name, call a
 function, read an attribute, iterate, run a function the judge sent. Replies
-are plain data (autograder/grade/wire.py); the verdicts are not made here.
+are plain data (autograder/sandbox/wire.py); the verdicts are not made here.
 
 Nothing in this process can be trusted by the judge, and nothing here needs to
 be: a student's code may rewrite any of it. What it cannot do is change what
@@ -25,7 +25,9 @@ import sys
 import traceback
 from pathlib import Path
 
+from .. import course
 from . import wire
+from .enter import enter
 
 WATCHED_PREFIXES = ("builtins", "numpy", "math", "random", "os", "time", "threading", "multiprocessing",
                     "concurrent", "asyncio", "dis", "inspect", "pickle", "copy", "functools",
@@ -101,7 +103,6 @@ def snapshot():
 
 def _trusted_dirs():
     import sysconfig
-    from .. import course
     dirs = {sys.prefix, sys.base_prefix, sys.exec_prefix, sysconfig.get_paths()["stdlib"],
             sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"],
             str(course.ROOT / "helpers"), str(course.ROOT / "autograder")}
@@ -277,9 +278,8 @@ def _safe_str(err):
 def main():
     requests_fd, replies_fd, spec_path = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
     spec = json.loads(Path(spec_path).read_text())  # before the sandbox hides /tmp
-    from . import sandbox
     # Still one thread here: limits, private files, no network, then the unprivileged uid.
-    sandbox.enter()
+    enter()
     os.environ.pop("NBGRADER_EXECUTION", None)  # graded as the student would run it
     for name in spec["preload"]:  # what the judge's requests will use, loaded before student code
         try:
@@ -313,7 +313,7 @@ def main():
 def serve_reference_main():
     """For the course's own tests: serve the reference solutions of an assignment (no sandbox).
 
-    python -c "from autograder.grade.student_side import serve_reference_main; ..." <req> <rep> <assignment>
+    python -c "from autograder.sandbox.student import serve_reference_main; ..." <req> <rep> <assignment>
     """
     requests_fd, replies_fd, assignment = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
     from .. import notebooks
@@ -327,7 +327,7 @@ def serve_reference_main():
 
 def candidate_namespace(assignment, exercise, code):
     """For the course's tests: the reference solutions with one exercise's answer replaced by `code`."""
-    from .. import course, notebooks
+    from .. import notebooks
     reference = notebooks.reference_module(assignment)
     module = notebooks.exec_answers({exercise: code}, f"candidate_{assignment}_{exercise}",
                                     workdir=course.SOURCE / assignment)

@@ -13,7 +13,9 @@ from traitlets import Bool, Integer, List
 from traitlets.config import Configurable
 
 from .. import hidden, notebooks
-from . import UNDECIDED, sandbox
+from ..sandbox.limits import ENV, Limits
+from . import confine
+from .verify import UNDECIDED
 
 
 def _error_output(ename, evalue):
@@ -22,12 +24,12 @@ def _error_output(ename, evalue):
 
 
 class GradingLimits(Configurable):
-    """Limits for each submission's processes (see autograder/grade/sandbox.py)."""
+    """Limits for each submission's processes (see autograder/sandbox/)."""
 
     enabled = Bool(True, help="Run kernels and the students' processes of the judge inside the sandbox").tag(config=True)
-    # The defaults are sandbox.Limits' own (one place for each).
-    memory_mb = Integer(sandbox.Limits.memory_mb, help="Memory cap per process tree, MiB").tag(config=True)
-    max_processes = Integer(sandbox.Limits.max_processes,
+    # The defaults are Limits' own (one place for each).
+    memory_mb = Integer(Limits.memory_mb, help="Memory cap per process tree, MiB").tag(config=True)
+    max_processes = Integer(Limits.max_processes,
                             help="Processes and threads at once, per process tree").tag(config=True)
     network = Bool(False, help="Allow network access beyond loopback").tag(config=True)
     protect_files = Bool(True, help="Hide the gradebook, solutions and other students' files").tag(config=True)
@@ -35,18 +37,18 @@ class GradingLimits(Configurable):
     def sandbox(self, own_folder):
         if not self.enabled:
             return None
-        limits = sandbox.Limits(memory_mb=self.memory_mb, max_processes=self.max_processes,
+        limits = Limits(memory_mb=self.memory_mb, max_processes=self.max_processes,
                                 network=self.network, protect_files=self.protect_files)
-        return sandbox.Sandbox(limits, own_folder)
+        return confine.Sandbox(limits, own_folder)
 
 
 class SandboxedKernelManager(AsyncKernelManager):
-    """Starts the kernel through autograder.grade.sandbox instead of ipykernel_launcher."""
+    """Starts the kernel through autograder.sandbox.kernel instead of ipykernel_launcher."""
 
     def format_kernel_cmd(self, extra_arguments=None):
         cmd = super().format_kernel_cmd(extra_arguments)
         if "ipykernel_launcher" in cmd:
-            cmd[cmd.index("ipykernel_launcher")] = "autograder.grade.sandbox"
+            cmd[cmd.index("ipykernel_launcher")] = "autograder.sandbox.kernel"
             # -P: the submission's folder (the kernel's working directory) is not put
             # first on sys.path, so a file handed in there cannot stand in for the grader.
             cmd.insert(cmd.index("-m"), "-P")
@@ -82,7 +84,7 @@ class ResilientExecute(Execute):
         own_folder = (resources or {}).get("metadata", {}).get("path") or os.getcwd()
         box = GradingLimits(parent=self).sandbox(own_folder)
         if box is not None:
-            os.environ[sandbox.ENV] = box.limits.to_env()  # the kernel inherits it
+            os.environ[ENV] = box.limits.to_env()  # the kernel inherits it
         if VerifyHiddenChecks(parent=self).enabled:
             os.environ[hidden.DEFERRED] = "1"  # hidden checks: once, outside the kernel
         try:
@@ -95,7 +97,7 @@ class ResilientExecute(Execute):
             self.log.warning("kernel could not be shut down cleanly: %s", err)
             return self.nb, self.resources
         finally:
-            os.environ.pop(sandbox.ENV, None)
+            os.environ.pop(ENV, None)
             os.environ.pop(hidden.DEFERRED, None)
             if box is not None:
                 box.close()  # whatever the submission left running goes too
@@ -184,7 +186,7 @@ class StderrToStdout(NbGraderPreprocessor):
 class VerifyHiddenChecks(NbGraderPreprocessor):
     """Give every hidden check its verdict from the judge; a test cell scores only if both pass.
 
-    See autograder/grade/verify.py and judge.py for what runs where and why.
+    See autograder/pipeline/verify.py and judge.py for what runs where and why.
     """
 
     enabled = Bool(True, help="Verify hidden checks outside the kernel").tag(config=True)

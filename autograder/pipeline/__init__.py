@@ -1,0 +1,14 @@
+"""Grading, on the grader's side of the process boundary (it runs as the instructor).
+
+- `jobs`, `worker`, `cluster`: one nbgrader `autograde` per submission, several at
+  a time, on this machine or a Dask cluster's workers;
+- `preprocessors`: the course's nbgrader preprocessors (configured through
+  traitlets in nbgrader_config.py): the sandboxed kernel, dead-kernel
+  handling, the judge's verdicts, timings;
+- `confine`: the grader's side of a submission's sandbox (cgroups, uid, what
+  the submission may see); the other side is autograder/sandbox/;
+- `verify`: what the student's process replays, and starting judges until
+  every exercise has a verdict;
+- `judge`: the process that runs the hidden checks and makes the verdicts; it
+  runs no student code.
+"""

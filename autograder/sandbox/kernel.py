@@ -1,0 +1,54 @@
+"""nbgrader's kernel for a submission: `python -P -m autograder.sandbox.kernel -f <connection file>`
+(in place of `-m ipykernel_launcher`), an IPython kernel inside the submission's sandbox."""
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+from .enter import become_student, cut_network, enter
+from .limits import note
+
+
+def _connection_file_argument():
+    for flag in ("-f", "--f"):
+        if flag in sys.argv[:-1]:
+            return sys.argv.index(flag) + 1
+    return None
+
+
+def kernel_main():
+    """Entry point of a sandboxed IPython kernel (replaces `-m ipykernel_launcher`).
+
+    Order matters: the mounts need a single-threaded process; the kernel then
+    binds its sockets to Jupyter in the host network; only then is the main
+    thread (which runs every cell and starts every worker) cut off the network
+    and the process dropped to its unprivileged uid.
+    """
+    if sys.path and sys.path[0] == "":
+        del sys.path[0]  # as ipykernel_launcher does
+    where = _connection_file_argument()
+    connection = Path(sys.argv[where]).read_bytes() if where else None  # before its folder is hidden
+    limits = enter(network_now=False, drop=False)
+    if limits is not None and where:
+        private = Path(tempfile.mkdtemp(prefix="course-kernel-"))  # root-only, in the private /tmp
+        (private / "kernel.json").write_bytes(connection)
+        sys.argv[where] = str(private / "kernel.json")
+    sys.argv.append("--HistoryManager.enabled=False")  # no history file to write as another uid
+    from ipykernel.kernelapp import IPKernelApp
+
+    app = IPKernelApp.instance()
+    app.initialize()
+    if limits is not None and not limits.network:
+        try:
+            cut_network()
+        except OSError as err:
+            note(f"network isolation unavailable ({err}; needs root or CAP_SYS_ADMIN)")
+    become_student(limits)
+    # The kernel starts with -P: the notebook's own folder (its modules, a `%%writefile`)
+    # comes last on sys.path, where it cannot stand in for a library or the grader.
+    sys.path.append(os.getcwd())
+    app.start()
+
+
+if __name__ == "__main__":
+    kernel_main()

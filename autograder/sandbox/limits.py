@@ -1,0 +1,32 @@
+"""What the grading process asks of a submission's sandbox, as it travels to it (an environment variable)."""
+import json
+import os
+import sys
+from dataclasses import asdict, dataclass, field
+
+ENV = "COURSE_SANDBOX"
+
+
+@dataclass
+class Limits:
+    memory_mb: int = 6144          # per submission: kernel, its workers and the student's process each
+    max_processes: int = 256       # processes and threads at once, per submission
+    network: bool = False          # False: no network but loopback
+    protect_files: bool = True
+    covered: list = field(default_factory=list)    # folders replaced by empty ones
+    allowed: list = field(default_factory=list)    # paths inside them that come back read-only
+    writable: str = ""                             # the one folder left writable
+    uid: int = -1                                  # unprivileged uid/gid to run as (-1: keep)
+    cgroups: dict = field(default_factory=dict)    # controller -> cgroup folder to join
+
+    def to_env(self):
+        return json.dumps(asdict(self))
+
+    @classmethod
+    def from_env(cls):
+        raw = os.environ.get(ENV)
+        return cls(**json.loads(raw)) if raw else None
+
+
+def note(message):
+    print(f"[sandbox] {message}", file=sys.stderr, flush=True)

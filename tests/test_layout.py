@@ -1,0 +1,36 @@
+"""The package's layout is its architecture: what runs inside a submission's sandbox
+imports nothing from the instructor's side."""
+import json
+import subprocess
+import sys
+
+from autograder import course
+
+SANDBOX_SIDE = ("autograder.sandbox.kernel", "autograder.sandbox.student", "autograder.hidden")
+# What those may load: the sandbox package, the runner, and where things are.
+ALLOWED = {"autograder", "autograder.sandbox", "autograder.sandbox.enter", "autograder.sandbox.kernel",
+           "autograder.sandbox.limits", "autograder.sandbox.student", "autograder.sandbox.wire",
+           "autograder.hidden", "autograder.course"}
+
+
+def test_the_sandbox_side_imports_nothing_from_the_instructor_side():
+    code = ("import json, sys\n" + "".join(f"import {m}\n" for m in SANDBOX_SIDE)
+            + "print(json.dumps(sorted(m for m in sys.modules if m.startswith('autograder'))))")
+    out = subprocess.run([sys.executable, "-P", "-c", code], cwd=course.ROOT, capture_output=True, text=True,
+                         check=True)
+    loaded = set(json.loads(out.stdout.splitlines()[-1]))
+    assert set(SANDBOX_SIDE) <= loaded
+    assert loaded <= ALLOWED, f"the sandbox side loads {sorted(loaded - ALLOWED)}"
+
+
+def test_every_verb_is_a_module_of_its_own():
+    """The CLI is the map of the code: `python -m autograder <verb>` runs autograder/<verb>(.py|/)."""
+    import argparse
+
+    from autograder import cli
+    verbs = next(a for a in cli.parser()._actions if isinstance(a, argparse._SubParsersAction)).choices
+    assert {"release", "samples", "grade", "feedback", "report", "benchmark"} <= set(verbs)
+    for verb, sub in verbs.items():
+        module = sub.get_default("fn").__module__
+        expected = "autograder.cli" if verb == "all" else f"autograder.{verb}"
+        assert module == expected, f"`{verb}` is run by {module}"
