@@ -7,19 +7,19 @@ import os
 
 c = get_config()  # noqa: F821 (provided by traitlets when nbgrader loads this file)
 
-COURSE_ROOT = os.path.dirname(os.path.abspath(__file__))
-# Where submissions, grades, feedback and the gradebook live. Defaults to the
-# course root; COURSE_WORKDIR moves them elsewhere (tests grade in a temp folder).
-WORKDIR = os.environ.get("COURSE_WORKDIR", COURSE_ROOT)
+from autograder.course import Course  # noqa: E402
+
+# Where submissions, grades, feedback and the gradebook live: the course root and
+# gradebook.db there, unless COURSE_WORKDIR / COURSE_DB_URL say otherwise (tests grade
+# in a temp folder; for a class of hundreds, COURSE_DB_URL=postgresql://grader@dbhost/
+# parallel_course, see course/instructor_guide.md). autograder.course.Course decides.
+WORK = Course()
 
 c.CourseDirectory.course_id = "parallel-python-pytorch"
-c.CourseDirectory.root = WORKDIR
-c.CourseDirectory.source_directory = os.path.join(COURSE_ROOT, "source")
-c.CourseDirectory.release_directory = os.path.join(COURSE_ROOT, "release")
-# sqlite by default; for a class of hundreds point this at Postgres, e.g.
-# COURSE_DB_URL=postgresql://grader@dbhost/parallel_course (see course/instructor_guide.md).
-c.CourseDirectory.db_url = os.environ.get(
-    "COURSE_DB_URL", "sqlite:///" + os.path.join(WORKDIR, "gradebook.db"))
+c.CourseDirectory.root = str(WORK.workdir)
+c.CourseDirectory.source_directory = str(WORK.root / "source")
+c.CourseDirectory.release_directory = str(WORK.root / "release")
+c.CourseDirectory.db_url = WORK.db_url
 c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedback", ".pytest_cache"]
 
 # What students see in place of a solution.

@@ -18,7 +18,6 @@ Everything happens in a temporary work folder; the course's gradebook is untouch
 """
 import contextlib
 import json
-import os
 import resource
 import shutil
 import subprocess
@@ -39,43 +38,38 @@ PARTS = ("kernel start", "course cells", "answer cells", "test cells", "hidden c
 
 @contextlib.contextmanager
 def temporary_course(assignments, students):
-    """A temp work folder in which every student hands in the reference answers of each assignment."""
-    work = Path(tempfile.mkdtemp(prefix="course-bench-"))
-    old = os.environ.get("COURSE_WORKDIR")
-    os.environ["COURSE_WORKDIR"] = str(work)
+    """A course.Course in a temp work folder, in which every student hands in the reference
+    answers of each assignment."""
+    folder = Path(tempfile.mkdtemp(prefix="course-bench-"))
+    work = course.Course(folder)
     try:
-        release.generate(assignments, release_dir=work / "release-check",
-                         db_url=f"sqlite:///{work / 'gradebook.db'}")
+        release.generate(assignments, release_dir=folder / "release-check", work=work)
         for assignment in assignments:
             perfect = samples.submissions(assignment)["sample_perfect"]
             for student in students:
-                folder = work / "submitted" / student / assignment
-                shutil.copytree(course.RELEASE / assignment, folder, ignore=shutil.ignore_patterns("*.ipynb"))
-                nbformat.write(perfect, str(folder / f"{assignment}.ipynb"))
+                target = work.submitted / student / assignment
+                shutil.copytree(course.RELEASE / assignment, target, ignore=shutil.ignore_patterns("*.ipynb"))
+                nbformat.write(perfect, str(target / f"{assignment}.ipynb"))
         yield work
     finally:
-        if old is None:
-            os.environ.pop("COURSE_WORKDIR", None)
-        else:
-            os.environ["COURSE_WORKDIR"] = old
-        shutil.rmtree(work, ignore_errors=True)
+        shutil.rmtree(folder, ignore_errors=True)
 
 
-def totals(assignments):
-    return {(row["student"], row["assignment"]): row["score"] for row in gradebook.scores(assignments)}
+def totals(assignments, work):
+    return {(row["student"], row["assignment"]): row["score"] for row in gradebook.scores(assignments, work)}
 
 
 def _stock_config(work):
     """A folder whose nbgrader_config.py is nbgrader's stock configuration for this course."""
-    folder = work / "stock"
+    folder = work.workdir / "stock"
     folder.mkdir()
     (folder / "nbgrader_config.py").write_text(
         "c = get_config()\n"
         f"c.CourseDirectory.course_id = 'parallel-python-pytorch'\n"
-        f"c.CourseDirectory.root = {str(work)!r}\n"
+        f"c.CourseDirectory.root = {str(work.workdir)!r}\n"
         f"c.CourseDirectory.source_directory = {str(course.SOURCE)!r}\n"
-        f"c.CourseDirectory.release_directory = {str(work / 'release-check')!r}\n"
-        f"c.CourseDirectory.db_url = {'sqlite:///' + str(work / 'gradebook.db')!r}\n")
+        f"c.CourseDirectory.release_directory = {str(work.workdir / 'release-check')!r}\n"
+        f"c.CourseDirectory.db_url = {work.db_url!r}\n")
     return folder
 
 
@@ -89,7 +83,7 @@ def _where_time_went(work, students, assignments, results):
     parts = defaultdict(float)
     for student in students:
         for assignment in assignments:
-            path = work / "reports" / "timings" / f"{student}__{assignment}.json"
+            path = work.reports / "timings" / f"{student}__{assignment}.json"
             if path.is_file():
                 for part, seconds in json.loads(path.read_text()).items():
                     parts[part] += seconds
@@ -109,13 +103,13 @@ def compare_with_plain(assignments, copies, n_jobs=None):
             subprocess.run([sys.executable, "-m", "nbgrader", "autograde", assignment, "--force"],
                            cwd=stock, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
         plain = time.perf_counter() - start
-        plain_scores = totals(assignments)
+        plain_scores = totals(assignments, work)
         cpu, start = _cpu_of_children(), time.perf_counter()
-        results, _ = autograde([(a, s) for a in assignments for s in students], n_jobs=n_jobs, workdir=work)
+        results, _ = autograde([(a, s) for a in assignments for s in students], n_jobs=n_jobs, work=work)
         ours_seconds = time.perf_counter() - start
         cpu = _cpu_of_children() - cpu
-        ours = totals(assignments)
-        maxima = {a: _max(a) for a in assignments}
+        ours = totals(assignments, work)
+        maxima = {a: _max(a, work) for a in assignments}
         breakdown = _where_time_went(work, students, assignments, results)
     cores = jobs.default_jobs()
     return {"assignments": assignments, "students": copies, "jobs": n_jobs or cores,
@@ -126,8 +120,8 @@ def compare_with_plain(assignments, copies, n_jobs=None):
             "plain_scores": plain_scores, "scores": ours}
 
 
-def _max(assignment):
-    rows = [r for r in gradebook.scores([assignment])]
+def _max(assignment, work):
+    rows = gradebook.scores([assignment], work)
     return rows[0]["max_score"] if rows else None
 
 
@@ -137,9 +131,9 @@ def stability(assignments, repeat, busy):
     spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"]) if busy else None
     try:
         with temporary_course(assignments, students) as work:
-            results, unsure = autograde([(a, s) for a in assignments for s in students], workdir=work)
-            scores = totals(assignments)
-            maxima = {a: _max(a) for a in assignments}
+            results, unsure = autograde([(a, s) for a in assignments for s in students], work=work)
+            scores = totals(assignments, work)
+            maxima = {a: _max(a, work) for a in assignments}
     finally:
         if spinner:
             spinner.kill()

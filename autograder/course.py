@@ -9,14 +9,60 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 SOURCE = ROOT / "source"
 RELEASE = ROOT / "release"
-# Submissions, grades, feedback, reports and the gradebook: the course root
-# unless COURSE_WORKDIR says otherwise (nbgrader_config.py reads it too).
-WORKDIR = Path(os.environ.get("COURSE_WORKDIR", ROOT))
-SUBMITTED = WORKDIR / "submitted"
-AUTOGRADED = WORKDIR / "autograded"
-FEEDBACK = WORKDIR / "feedback"
-REPORTS = WORKDIR / "reports"
 CONTRACT_FILE = Path(__file__).resolve().parent / "contract.json"
+
+
+class Course:
+    """Where one course's work goes: submissions, grades, feedback, reports, the gradebook.
+
+    The course itself (source/, release/, the checks) is this checkout, `ROOT`. The
+    work folder is `workdir` (default: COURSE_WORKDIR, else the course root) and the
+    gradebook `db_url` (default: COURSE_DB_URL, else gradebook.db in the work
+    folder), both read when the object is made, never at import. Processes that
+    grade (nbgrader's workers, which read nbgrader_config.py) learn both from
+    `environment()`.
+    """
+
+    def __init__(self, workdir=None, db_url=None):
+        self.root = ROOT
+        self.workdir = Path(workdir or os.environ.get("COURSE_WORKDIR") or ROOT)
+        self.db_url = db_url or os.environ.get("COURSE_DB_URL") or f"sqlite:///{self.workdir / 'gradebook.db'}"
+
+    def __repr__(self):
+        return f"Course(workdir={str(self.workdir)!r}, db_url={self.db_url!r})"
+
+    @property
+    def submitted(self):
+        return self.workdir / "submitted"
+
+    @property
+    def autograded(self):
+        return self.workdir / "autograded"
+
+    @property
+    def feedback(self):
+        return self.workdir / "feedback"
+
+    @property
+    def reports(self):
+        return self.workdir / "reports"
+
+    def environment(self, base=None):
+        """`base` (default: this process's environment) with this course's work folder and gradebook."""
+        env = dict(os.environ if base is None else base)
+        env.update(COURSE_WORKDIR=str(self.workdir), COURSE_DB_URL=self.db_url)
+        return env
+
+    def config(self, **overrides):
+        """The course's nbgrader configuration for this work folder and gradebook, plus overrides."""
+        here = {"CourseDirectory": {"root": str(self.workdir), "db_url": self.db_url}}
+        for section, values in overrides.items():
+            here.setdefault(section, {}).update(values)
+        return load_config(**here)
+
+    def api(self, **overrides):
+        from nbgrader.apps import NbGraderAPI
+        return NbGraderAPI(config=self.config(**overrides))
 
 
 def assignments():
@@ -53,38 +99,14 @@ def load_config(**overrides):
     """The course's nbgrader_config.py as a traitlets Config, plus overrides.
 
     NbGraderAPI() does not read nbgrader_config.py by itself, so every entry
-    point goes through here. Overrides look like {"CourseDirectory": {"root": ...}}.
+    point goes through here (mostly as `Course().config()`). Overrides look like
+    {"CourseDirectory": {"root": ...}}.
     """
     from traitlets.config.loader import Config, PyFileConfigLoader
 
     config = PyFileConfigLoader("nbgrader_config.py", path=str(ROOT)).load_config()
     config.merge(Config(overrides))
     return config
-
-
-def db_url(env=None):
-    """The gradebook URL that nbgrader_config.py gives under these COURSE_* variables
-    (default: this process's), e.g. for the environment of a grading job."""
-    keys = ("COURSE_WORKDIR", "COURSE_DB_URL")
-    saved = {k: os.environ.get(k) for k in keys}
-    try:
-        for key in keys:
-            if env is not None and env.get(key) is not None:
-                os.environ[key] = env[key]
-            elif env is not None:
-                os.environ.pop(key, None)
-        return load_config().CourseDirectory.db_url
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
-
-
-def api(**overrides):
-    from nbgrader.apps import NbGraderAPI
-    return NbGraderAPI(config=load_config(**overrides))
 
 
 def load_module(name, path):

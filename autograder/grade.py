@@ -17,10 +17,10 @@ from .pipeline import jobs
 from .pipeline.verify import UNDECIDED
 
 
-def undecided_cells(pairs, workdir=None):
+def undecided_cells(pairs, work=None):
     """{(assignment, student): [test cells whose checks could not decide]}."""
     found = {}
-    base = Path(workdir or course.WORKDIR) / "autograded"
+    base = (work or course.Course()).autograded
     for assignment, student in pairs:
         path = base / student / assignment / f"{assignment}.ipynb"
         try:
@@ -34,28 +34,28 @@ def undecided_cells(pairs, workdir=None):
     return found
 
 
-def autograde(pairs, n_jobs=None, workdir=None, scheduler=None):
+def autograde(pairs, n_jobs=None, work=None, scheduler=None):
     """Grade (assignment, student) pairs in parallel (here, or on a Dask cluster's workers),
     then the undecided ones again, alone, on this machine.
 
     Returns (JobResults, {pair: undecided cells}) after the second pass.
     """
     results = {(r.assignment, r.student): r
-               for r in jobs.run_all("autograde", pairs, n_jobs=n_jobs, desc="autograde", workdir=workdir,
+               for r in jobs.run_all("autograde", pairs, n_jobs=n_jobs, desc="autograde", work=work,
                                      scheduler=scheduler)}
-    unsure = undecided_cells(pairs, workdir)
+    unsure = undecided_cells(pairs, work)
     if unsure:
         print(f"grade: {len(unsure)} submission(s) had a check that could not decide; "
               "grading them again, one at a time")
-        for r in jobs.run_all("autograde", list(unsure), n_jobs=1, desc="regrade alone", workdir=workdir):
+        for r in jobs.run_all("autograde", list(unsure), n_jobs=1, desc="regrade alone", work=work):
             results[(r.assignment, r.student)] = r
-        unsure = undecided_cells(list(unsure), workdir)
-    _write_review_list(unsure, workdir)
+        unsure = undecided_cells(list(unsure), work)
+    _write_review_list(unsure, work)
     return sorted(results.values(), key=lambda r: (r.assignment, r.student)), unsure
 
 
-def _write_review_list(unsure, workdir):
-    reports = Path(workdir or course.WORKDIR) / "reports"
+def _write_review_list(unsure, work):
+    reports = (work or course.Course()).reports
     reports.mkdir(parents=True, exist_ok=True)
     with open(reports / "manual_review.csv", "w", newline="") as out:
         writer = csv.writer(out)
@@ -84,5 +84,5 @@ def main(args):
           + (f"; failed: {', '.join(f'{r.student}/{r.assignment}' for r in failed)}" if failed else ""))
     if unsure:
         print(f"grade: {len(unsure)} submission(s) need a person (a check could not decide): "
-              f"{course.REPORTS / 'manual_review.csv'}")
+              f"{course.Course().reports / 'manual_review.csv'}")
     return 1 if failed else 0

@@ -8,7 +8,7 @@ def _exercise_of(grade_id, exercises):
     return max(matches, key=len) if matches else grade_id
 
 
-def add_students(students, db_url=None):
+def add_students(students, work=None):
     """Create the students the gradebook lacks, from one writer, before parallel grading.
 
     nbgrader's autograde creates its student itself (look up, then insert): two
@@ -18,19 +18,18 @@ def add_students(students, db_url=None):
     """
     from nbgrader.api import Gradebook
 
-    with Gradebook(db_url or course.load_config().CourseDirectory.db_url) as gb:
+    with Gradebook((work or course.Course()).db_url) as gb:
         known = {s.id for s in gb.students}
         for student in sorted(set(students) - known):
             gb.add_student(student)
 
 
-def cell_scores(assignments=None):
-    """One row per graded cell of every autograded submission."""
+def cell_scores(assignments=None, work=None):
+    """One row per graded cell of every autograded submission (of `work`, a course.Course)."""
     from nbgrader.api import Gradebook
 
-    config = course.load_config()
     rows = []
-    with Gradebook(config.CourseDirectory.db_url) as gb:
+    with Gradebook((work or course.Course()).db_url) as gb:
         for assignment in gb.assignments:
             if assignments and assignment.name not in assignments:
                 continue
@@ -51,10 +50,10 @@ def cell_scores(assignments=None):
     return rows
 
 
-def scores(assignments=None):
+def scores(assignments=None, work=None):
     """One row per (student, assignment): total score and maximum."""
     totals = {}
-    for row in cell_scores(assignments):
+    for row in cell_scores(assignments, work):
         key = (row["student"], row["assignment"])
         total = totals.setdefault(key, {"student": key[0], "assignment": key[1], "score": 0.0, "max_score": 0.0})
         total["score"] += row["score"]

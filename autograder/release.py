@@ -5,20 +5,19 @@ from pathlib import Path
 from . import course
 
 
-def generate(assignments=None, release_dir=None, db_url=None, quiet=True):
+def generate(assignments=None, release_dir=None, work=None, quiet=True):
     """Run nbgrader's generate_assignment for each assignment; return the release folder.
 
-    With `release_dir`/`db_url` the release goes elsewhere (used by the test
-    that proves release/ is what this step makes from source/ now).
+    With `release_dir` (and `work`, a course.Course whose gradebook records it) the
+    release goes elsewhere (used by the test that proves release/ is what this
+    step makes from source/ now).
     """
     overrides = {}
     if release_dir is not None:
         overrides.setdefault("CourseDirectory", {})["release_directory"] = str(release_dir)
-    if db_url is not None:
-        overrides.setdefault("CourseDirectory", {})["db_url"] = db_url
     if quiet:
         overrides["Application"] = {"log_level": "WARN"}
-    api = course.api(**overrides)
+    api = (work or course.Course()).api(**overrides)
     for assignment in assignments or course.assignments():
         result = api.generate_assignment(assignment, force=True, create=True)
         if not result["success"]:

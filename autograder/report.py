@@ -71,10 +71,12 @@ def plot_summary(table, totals, path):
     plt.close(fig)
 
 
-def write(assignments=None, out_dir=None):
-    out_dir = out_dir or course.REPORTS
+def write(assignments=None, out_dir=None, work=None):
+    """The grade tables and plots of `work` (a course.Course; default: this one) into out_dir."""
+    work = work or course.Course()
+    out_dir = out_dir or work.reports
     out_dir.mkdir(parents=True, exist_ok=True)
-    rows = cell_scores(assignments)
+    rows = cell_scores(assignments, work)
     if not rows:
         raise SystemExit("report: the gradebook holds no graded submission yet (run `grade` first)")
     table = exercise_table(rows)
@@ -112,7 +114,7 @@ def write(assignments=None, out_dir=None):
 def main(args):
     for what, path in write(args.assignments or None).items():
         print(f"report: {what}: {path}")
-    review = course.REPORTS / "manual_review.csv"
+    review = course.Course().reports / "manual_review.csv"
     if review.is_file():
         rows = list(csv.DictReader(review.open()))
         if rows:

@@ -215,7 +215,7 @@ def leaks(html_dir, assignments):
 def build(assignments=None, out=None):
     """Build the site into `out` (default: dist/site in the work folder); its index.html."""
     assignments = list(assignments or course.assignments())
-    out = Path(out or course.WORKDIR / "dist" / "site").resolve()
+    out = Path(out or course.Course().workdir / "dist" / "site").resolve()
     src, html = out / "source", out / "html"
     for folder in (src, html):
         shutil.rmtree(folder, ignore_errors=True)

@@ -24,11 +24,9 @@ class GradingWorkdir:
 
     def __init__(self, path, assignments):
         self.path = Path(path)
+        self.course = course.Course(self.path, f"sqlite:///{self.path / 'gradebook.db'}")
         self.assignments = assignments
-        with pytest.MonkeyPatch.context() as mp:
-            mp.setenv("COURSE_WORKDIR", str(self.path))
-            release.generate(assignments, release_dir=self.path / "release-check",
-                             db_url=f"sqlite:///{self.path / 'gradebook.db'}")
+        release.generate(assignments, release_dir=self.path / "release-check", work=self.course)
 
     def submit(self, student, assignment, nb_or_folder):
         folder = self.path / "submitted" / student / assignment
@@ -44,17 +42,15 @@ class GradingWorkdir:
     def grade(self, students=None, env=None):
         """Autograde the submissions (all, or these students) as `python -m autograder grade`
         does: in parallel, then the undecided ones alone; list of JobResults."""
-        pairs = jobs.submitted_pairs(self.assignments, students, root=self.path / "submitted")
+        pairs = jobs.submitted_pairs(self.assignments, students, root=self.course.submitted)
         with pytest.MonkeyPatch.context() as mp:
             for key, value in (env or {}).items():
                 mp.setenv(key, value)
-            results, self.undecided = autograde(pairs, workdir=self.path)
+            results, self.undecided = autograde(pairs, work=self.course)
             return results
 
     def scores(self):
-        with pytest.MonkeyPatch.context() as mp:
-            mp.setenv("COURSE_WORKDIR", str(self.path))
-            return gradebook.cell_scores()
+        return gradebook.cell_scores(work=self.course)
 
     def total(self, student, assignment):
         rows = [r for r in self.scores() if r["student"] == student and r["assignment"] == assignment]
@@ -277,23 +273,16 @@ def course_cli(*args, workdir, db_url=None, env=None, timeout=600):
 def prepare_course(workdir, assignments, db_url=None, with_samples=True):
     """Release (into the work folder: the repository's release/ stays as it is, with its
     gradebook entries going to `db_url`) and the sample submissions, as the main job does."""
-    workdir = Path(workdir)
-    env_db = db_url or f"sqlite:///{workdir / 'gradebook.db'}"
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("COURSE_WORKDIR", str(workdir))
-        mp.setenv("COURSE_DB_URL", env_db)
-        release.generate(list(assignments), release_dir=workdir / "release-check", db_url=env_db)
+    work = course.Course(workdir, db_url or f"sqlite:///{Path(workdir) / 'gradebook.db'}")
+    release.generate(list(assignments), release_dir=work.workdir / "release-check", work=work)
     if with_samples:
-        course_cli("samples", *assignments, workdir=workdir, db_url=env_db)
-    return env_db
+        course_cli("samples", *assignments, workdir=workdir, db_url=work.db_url)
+    return work.db_url
 
 
 def gradebook_scores(workdir, db_url, assignments=None):
     """cell_scores() of the gradebook at db_url, as {(student, assignment, cell): (score, max)}."""
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("COURSE_WORKDIR", str(workdir))
-        mp.setenv("COURSE_DB_URL", db_url)
-        rows = gradebook.cell_scores(assignments)
+    rows = gradebook.cell_scores(assignments, course.Course(workdir, db_url))
     return {(r["student"], r["assignment"], r["cell"]): (r["score"], r["max_score"]) for r in rows}
 
 

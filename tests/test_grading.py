@@ -53,7 +53,7 @@ def test_partial_sample_lands_in_between(graded, assignment):
 def test_feedback_explains_without_revealing_hidden_tests(graded):
     work = graded["work"].path
     pairs = [(a, "sample_partial") for a in graded["assignments"]]
-    results = jobs.run_all("generate_feedback", pairs, workdir=work)
+    results = jobs.run_all("generate_feedback", pairs, work=graded["work"].course)
     assert all(r.ok for r in results), [r.log.read_text()[-1500:] for r in results if not r.ok]
     for assignment in graded["assignments"]:
         html = (work / "feedback" / "sample_partial" / assignment / f"{assignment}.html").read_text()

@@ -34,3 +34,23 @@ def test_every_verb_is_a_module_of_its_own():
         module = sub.get_default("fn").__module__
         expected = "autograder.cli" if verb == "all" else f"autograder.{verb}"
         assert module == expected, f"`{verb}` is run by {module}"
+
+
+def test_a_course_is_where_its_work_goes(tmp_path, monkeypatch):
+    """course.Course: the work folder and gradebook are read when a Course is made (never at
+    import), travel to grading processes in their environment, and reach nbgrader's config."""
+    monkeypatch.delenv("COURSE_DB_URL", raising=False)
+    monkeypatch.setenv("COURSE_WORKDIR", str(tmp_path))
+    here = course.Course()
+    assert here.workdir == tmp_path and here.submitted == tmp_path / "submitted"
+    assert here.db_url == f"sqlite:///{tmp_path / 'gradebook.db'}"
+    elsewhere = course.Course(tmp_path / "other", "postgresql://grader@db/course")
+    env = elsewhere.environment({})
+    assert env == {"COURSE_WORKDIR": str(tmp_path / "other"), "COURSE_DB_URL": "postgresql://grader@db/course"}
+    assert course.Course(**{"workdir": env["COURSE_WORKDIR"], "db_url": env["COURSE_DB_URL"]}).reports == \
+        tmp_path / "other" / "reports"
+    config = elsewhere.config(CourseDirectory={"release_directory": str(tmp_path / "r")})
+    assert config.CourseDirectory.root == str(tmp_path / "other")
+    assert config.CourseDirectory.db_url == "postgresql://grader@db/course"
+    assert config.CourseDirectory.release_directory == str(tmp_path / "r")
+    assert config.CourseDirectory.source_directory == str(course.SOURCE)

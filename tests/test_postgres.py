@@ -68,15 +68,16 @@ def test_concurrent_writers_lose_nothing(postgres):
     (created first by one writer, as `grade` does): every row arrives."""
     from nbgrader.api import Gradebook
 
-    from autograder import gradebook
+    from autograder import course, gradebook
 
     db_url = postgres.url("course_writers")
     writers, students = 8, [f"student{i:02d}" for i in range(25)]
     with Gradebook(db_url) as gb:
         for w in range(writers):
             gb.add_assignment(f"assignment{w}")
-    gradebook.add_students(students, db_url)
-    gradebook.add_students(students, db_url)  # again: nothing to add, nothing fails
+    work = course.Course(db_url=db_url)
+    gradebook.add_students(students, work)
+    gradebook.add_students(students, work)  # again: nothing to add, nothing fails
     methods = multiprocessing.get_all_start_methods()
     context = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
     processes = [context.Process(target=_write_submissions, args=(db_url, f"assignment{w}", students))

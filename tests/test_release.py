@@ -12,7 +12,7 @@ from autograder import course, notebooks, release
 def fresh_release(tmp_path_factory):
     """Release into a fresh temporary folder with a throw-away gradebook."""
     tmp = tmp_path_factory.mktemp("release")
-    return release.generate(release_dir=tmp / "release", db_url=f"sqlite:///{tmp / 'gradebook.db'}")
+    return release.generate(release_dir=tmp / "release", work=course.Course(tmp))
 
 
 def _files(folder):

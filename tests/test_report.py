@@ -20,14 +20,13 @@ GRADED_ASSIGNMENTS = (ASSIGNMENT,)
 
 @pytest.fixture(scope="module")
 def reported(graded_course):
-    work = graded_course["work"].path
+    graded = graded_course["work"]
+    work = graded.path
     pairs = [(ASSIGNMENT, student) for student in STUDENTS]
-    fed = jobs.run_all("generate_feedback", pairs, workdir=work)
+    fed = jobs.run_all("generate_feedback", pairs, work=graded.course)
     assert all(r.ok for r in fed), [r.log.read_text()[-1500:] for r in fed if not r.ok]
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("COURSE_WORKDIR", str(work))
-        paths = report.write([ASSIGNMENT], out_dir=work / "reports")
-        rows = gradebook.cell_scores([ASSIGNMENT])
+    paths = report.write([ASSIGNMENT], work=graded.course)
+    rows = gradebook.cell_scores([ASSIGNMENT], graded.course)
     return {"work": work, "paths": paths, "rows": rows}
 
 

@@ -24,7 +24,7 @@ from .. import course
 from . import jobs
 
 # Settings a remote grader must share with this machine (read by nbgrader_config.py
-# and the sandbox); the folder layout travels as COURSE_WORKDIR.
+# and the sandbox); the course's work folder and gradebook travel as COURSE_WORKDIR and COURSE_DB_URL.
 SETTING_PREFIX = "COURSE_"
 NOT_FORWARDED = ("COURSE_SCHEDULER",)
 
@@ -32,10 +32,10 @@ _graders_lock = threading.Lock()
 _idle_graders = {}  # (verb, settings, log_dir) -> [jobs._Worker], per Dask worker process
 
 
-def _settings(workdir):
+def _settings(work):
     settings = {k: v for k, v in os.environ.items()
                 if k.startswith(SETTING_PREFIX) and k not in NOT_FORWARDED}
-    settings["COURSE_WORKDIR"] = str(workdir)
+    settings.update(COURSE_WORKDIR=str(work.workdir), COURSE_DB_URL=work.db_url)
     return settings
 
 
@@ -52,7 +52,8 @@ def grade_on_worker(verb, assignment, student, settings, log_dir):
         idle = _idle_graders.setdefault(key, [])
         grader = idle.pop() if idle else None
     if grader is None:
-        env = jobs.job_environment(worker.state.nthreads, settings["COURSE_WORKDIR"])
+        work = course.Course(settings["COURSE_WORKDIR"], settings["COURSE_DB_URL"])
+        env = jobs.job_environment(worker.state.nthreads, work)
         env.update(settings)
         Path(log_dir).mkdir(parents=True, exist_ok=True)
         grader = jobs._Worker(verb, env, log_dir)
@@ -66,18 +67,19 @@ def grade_on_worker(verb, assignment, student, settings, log_dir):
             "pid": os.getpid()}
 
 
-def run_all(verb, pairs, scheduler, desc=None, log_dir=None, workdir=None, on_result=None):
+def run_all(verb, pairs, scheduler, desc=None, log_dir=None, work=None, on_result=None):
     """Like jobs.run_all, on the workers of the Dask cluster at `scheduler` (an address,
     or a distributed.Client). Returns JobResults sorted by assignment, student;
     `on_result(dict)` sees each answer as it arrives (the test uses it)."""
     from distributed import Client, as_completed
     from tqdm.auto import tqdm
 
-    workdir = Path(workdir or course.WORKDIR).resolve()
-    log_dir = Path(log_dir or workdir / "reports" / "logs").resolve()
+    work = work or course.Course()
+    work = course.Course(work.workdir.resolve(), work.db_url)
+    log_dir = Path(log_dir or work.reports / "logs").resolve()
     log_dir.mkdir(parents=True, exist_ok=True)
-    settings = _settings(workdir)
-    if course.db_url(settings).startswith("sqlite"):
+    settings = _settings(work)
+    if work.db_url.startswith("sqlite"):
         print("note: grading on a Dask cluster into a SQLite gradebook: fine while every worker "
               "runs on this machine; set COURSE_DB_URL to PostgreSQL for workers elsewhere",
               file=sys.stderr)

@@ -140,7 +140,7 @@ class Sandbox:
         from .. import course
         own = Path(own_folder).resolve()
         limits.writable = str(own)
-        root, work = course.ROOT.resolve(), course.WORKDIR.resolve()
+        root, work = course.ROOT.resolve(), course.Course().workdir.resolve()
         home = Path(os.path.expanduser("~")).resolve()
         limits.covered = sorted({str(root), str(work)} | ({str(home)} if home != Path("/") else set()))
         allowed = [root / rel for rel in ALLOWED_IN_COURSE]

@@ -36,10 +36,9 @@ def default_jobs():
     return max(1, usable_cores())
 
 
-def job_environment(n_jobs, workdir=None):
-    env = dict(os.environ)
-    if workdir is not None:
-        env["COURSE_WORKDIR"] = str(workdir)
+def job_environment(n_jobs, work=None):
+    """The environment of a grading job: the course's work folder and gradebook, thread caps, safe paths."""
+    env = (work or course.Course()).environment()
     threads = str(max(1, usable_cores() // max(1, n_jobs)))
     for name in THREAD_VARIABLES:
         env[name] = threads
@@ -100,7 +99,7 @@ class _Worker:
             self.process.stdout.close()
 
 
-def run_all(verb, pairs, n_jobs=None, desc=None, log_dir=None, workdir=None, scheduler=None):
+def run_all(verb, pairs, n_jobs=None, desc=None, log_dir=None, work=None, scheduler=None):
     """Run nbgrader's `verb` (autograde, generate_feedback) on every (assignment, student).
 
     n_jobs workers, each a long-lived process, take submissions from one queue
@@ -108,20 +107,20 @@ def run_all(verb, pairs, n_jobs=None, desc=None, log_dir=None, workdir=None, sch
     With a Dask scheduler address (`scheduler`, or COURSE_SCHEDULER) the same
     workers run on that cluster instead (autograder/pipeline/cluster.py).
     """
-    pairs = list(pairs)
+    pairs, work = list(pairs), work or course.Course()
     if verb == "autograde" and pairs:
         from ..gradebook import add_students
-        add_students({student for _, student in pairs}, course.db_url(job_environment(1, workdir)))
+        add_students({student for _, student in pairs}, work)
     scheduler = scheduler or os.environ.get("COURSE_SCHEDULER")
     if scheduler:
         from . import cluster
-        return cluster.run_all(verb, pairs, scheduler, desc=desc, log_dir=log_dir, workdir=workdir)
+        return cluster.run_all(verb, pairs, scheduler, desc=desc, log_dir=log_dir, work=work)
     from joblib import Parallel, delayed
     from tqdm.auto import tqdm
 
     n_jobs = max(1, min(n_jobs or default_jobs(), len(pairs) or 1))
-    env = job_environment(n_jobs, workdir)
-    log_dir = Path(log_dir or (Path(workdir) if workdir else course.WORKDIR) / "reports" / "logs")
+    env = job_environment(n_jobs, work)
+    log_dir = Path(log_dir or work.reports / "logs")
     log_dir.mkdir(parents=True, exist_ok=True)
     todo = queue.SimpleQueue()
     for pair in pairs:
@@ -155,7 +154,7 @@ def run_all(verb, pairs, n_jobs=None, desc=None, log_dir=None, workdir=None, sch
 
 def submitted_pairs(assignments=None, students=None, root=None):
     """(assignment, student) for every submission in submitted/."""
-    root = Path(root or course.SUBMITTED)
+    root = Path(root or course.Course().submitted)
     pairs = []
     if not root.is_dir():
         return pairs

@@ -248,7 +248,7 @@ class RecordTimings(NbGraderPreprocessor):
         from .. import course
         timings = resources.get("course_timings")
         if timings:
-            folder = course.REPORTS / "timings"
+            folder = course.Course().reports / "timings"
             folder.mkdir(parents=True, exist_ok=True)
             info = resources.get("nbgrader", {})
             path = folder / f"{info.get('student')}__{info.get('assignment')}.json"

@@ -37,7 +37,7 @@ def main():
     verb, log_dir = sys.argv[1], Path(sys.argv[2])
     _exit_with_parent()
     from .. import course
-    api = course.api(Application={"log_level": "INFO"})
+    api = course.Course().api(Application={"log_level": "INFO"})
     call = {"autograde": api.autograde, "generate_feedback": api.generate_feedback}[verb]
     answer = sys.stdout
     sys.stdout = sys.stderr  # whatever nbgrader prints must not corrupt the answers

@@ -100,7 +100,7 @@ def serialised_submissions(assignments=None):
 
 def write(assignments=None, submitted=None):
     """Write the sample submissions into submitted/<student>/<assignment>/."""
-    submitted = Path(submitted or course.SUBMITTED)
+    submitted = Path(submitted or course.Course().submitted)
     written = []
     for assignment in assignments or course.assignments():
         for student, nb in submissions(assignment).items():
@@ -116,5 +116,5 @@ def write(assignments=None, submitted=None):
 
 def main(args):
     written = write(args.assignments or None)
-    print(f"samples: {len(written)} submissions in {course.SUBMITTED}")
+    print(f"samples: {len(written)} submissions in {course.Course().submitted}")
     return 0
