@@ -1,104 +1,109 @@
-"""Write course notebooks as plain text, and turn them into nbgrader notebooks.
+"""`author`: edit a course notebook as text, in jupytext's percent format, and build it back.
 
-The source of truth is the .ipynb in source/; this text form exists so that a
-notebook can be drafted or reviewed in an editor and diffed line by line:
+    python -m autograder author export source/<a>/<a>.ipynb draft.py
+    python -m autograder author build draft.py source/<a>/<a>.ipynb
 
-    python -m autograder author export source/01_x/01_x.ipynb > draft.txt
-    python -m autograder author build draft.txt source/01_x/01_x.ipynb
+The source of truth is the .ipynb in source/. The text form is jupytext's
+`py:percent` (JupyterLab opens it with the jupytext extension, and it diffs
+line by line): `# %%` starts a code cell, `# %% [markdown]` a markdown cell,
+and a cell's metadata follow on its header line. nbgrader's cell kinds have a
+short spelling there:
 
-A cell starts with a line `%% <kind> [grade_id] [points=N]`:
+    # %% answer="cpu_info"                       autograded answer cell
+    # %% test="test_cpu_info" points=2           test cell (visible asserts + hidden block)
+    # %% [markdown] written="q1" points=1        manually graded written answer
+    # %% tags=["demo"]                           teaching demo: students run it, grading skips it
 
-    %% md                      markdown, shown to students
-    %% code                    teaching code cell
-    %% answer cpu_info         autograded answer cell (### BEGIN/END SOLUTION inside)
-    %% test test_cpu_info points=2   autograder test cell (visible tests + hidden block)
-    %% written q1 points=1     manually graded markdown answer
+Any other metadata (nbgrader's in full, tags) is kept as it is. `build` keeps
+the cell ids of the notebook it writes over, so the release and the
+submissions made from it still match cell by cell; a new cell gets a stable id
+(its grade_id, else a hash of the notebook's name and the cell's position).
 """
 import hashlib
-import re
 import sys
 from pathlib import Path
 
+import jupytext
 import nbformat
 
-HEADER = re.compile(r"^%% (md|code|answer|test|written)(?: +(\S+))?(?: +points=([\d.]+))?\s*$")
+FORMAT = "py:percent"
+KINDS = ("answer", "test", "written")
+JUPYTEXT_ONLY = ("lines_to_next_cell",)  # how jupytext spaces the text form; not notebook metadata
 
 
-def _meta(kind, grade_id, points):
-    base = {"schema_version": 3, "grade_id": grade_id, "locked": False}
+def nbgrader_metadata(kind, grade_id, points=None):
+    """nbgrader's cell metadata for one of the short kinds."""
+    base = {"schema_version": 3, "grade_id": grade_id, "locked": False, "task": False}
     if kind == "answer":
-        return {**base, "grade": False, "solution": True, "task": False}
+        return {**base, "grade": False, "solution": True}
+    if points is None:
+        raise ValueError(f"cell {grade_id}: a {kind} cell needs points=N")
     if kind == "test":
-        return {**base, "grade": True, "solution": False, "locked": True, "points": points,
-                "task": False}
-    if kind == "written":
-        return {**base, "grade": True, "solution": True, "points": points, "task": False}
+        return {**base, "grade": True, "solution": False, "locked": True, "points": float(points)}
+    return {**base, "grade": True, "solution": True, "points": float(points)}
+
+
+def _short_form(meta):
+    """(kind, grade_id, points) when nbgrader metadata is exactly a short kind's, else None."""
+    grade_id = meta.get("grade_id")
+    for kind in KINDS if grade_id is not None else ():
+        try:
+            if nbgrader_metadata(kind, grade_id, meta.get("points")) == meta:
+                return kind, grade_id, meta.get("points")
+        except ValueError:
+            continue
     return None
 
 
-def parse(text):
-    """[(kind, grade_id, points, source)] from the text form."""
-    cells, current = [], None
-    for line in text.splitlines():
-        match = HEADER.match(line)
-        if match:
-            current = [match[1], match[2], float(match[3]) if match[3] else None, []]
-            cells.append(current)
-        elif current is None:
-            if line.strip():
-                raise ValueError(f"text before the first '%% <kind>' line: {line!r}")
-        else:
-            current[3].append(line)
-    out = []
-    for kind, grade_id, points, lines in cells:
-        while lines and not lines[-1].strip():
-            lines.pop()
-        while lines and not lines[0].strip():
-            lines.pop(0)
-        if kind in ("answer", "test", "written") and not grade_id:
-            raise ValueError(f"a '{kind}' cell needs a grade_id")
-        if kind in ("test", "written") and not points:
-            raise ValueError(f"cell {grade_id} needs points=N")
-        out.append((kind, grade_id, points, "\n".join(lines)))
-    return out
+def to_text(nb):
+    """The notebook in the text form (short kinds where they fit)."""
+    nb = nbformat.from_dict(nb)
+    for cell in nb.cells:
+        meta = cell.metadata.get("nbgrader")
+        short = _short_form(meta) if meta else None
+        if short is not None and (short[0] == "written") == (cell.cell_type == "markdown"):
+            kind, grade_id, points = short
+            del cell.metadata["nbgrader"]
+            cell.metadata[kind] = grade_id
+            if points is not None:
+                cell.metadata["points"] = int(points) if float(points).is_integer() else points
+    return jupytext.writes(nb, fmt=FORMAT)
 
 
-def build(text, title_for_ids="nb"):
-    nb = nbformat.v4.new_notebook()
-    nb.metadata = {
-        "kernelspec": {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"},
-        "language_info": {"name": "python"},
-    }
-    for index, (kind, grade_id, points, source) in enumerate(parse(text)):
-        if kind in ("md", "written"):
-            cell = nbformat.v4.new_markdown_cell(source)
-        else:
-            cell = nbformat.v4.new_code_cell(source)
-        meta = _meta(kind, grade_id, points)
-        if meta:
-            cell.metadata["nbgrader"] = meta
-        # Stable ids keep the release byte-for-byte reproducible.
-        cell.id = grade_id or hashlib.sha1(f"{title_for_ids}:{index}".encode()).hexdigest()[:12]
-        nb.cells.append(cell)
+def from_text(text, previous=None, name="nb"):
+    """A notebook from the text form; cell ids (and outputs) from `previous` where the cells match."""
+    nb = jupytext.reads(text, fmt=FORMAT)
+    nb.metadata.pop("jupytext", None)
+    for index, cell in enumerate(nb.cells):
+        for key in JUPYTEXT_ONLY:
+            cell.metadata.pop(key, None)
+        kinds = [k for k in KINDS if k in cell.metadata]
+        if len(kinds) > 1:
+            raise ValueError(f"cell {index}: one of {', '.join(KINDS)}, not {', '.join(kinds)}")
+        if kinds:
+            kind = kinds[0]
+            if (kind == "written") != (cell.cell_type == "markdown"):
+                raise ValueError(f"cell {index}: a {kind} cell must be "
+                                 f"{'markdown' if kind == 'written' else 'code'}")
+            grade_id = cell.metadata.pop(kind)
+            cell.metadata["nbgrader"] = nbgrader_metadata(kind, grade_id, cell.metadata.pop("points", None))
+    if previous is not None:
+        from jupytext.combine import combine_inputs_with_outputs
+        nb = combine_inputs_with_outputs(nb, previous, fmt=FORMAT)
+        nb.metadata.pop("jupytext", None)
+    taken = set()
+    for index, cell in enumerate(nb.cells):
+        grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
+        matched = previous is not None and cell.get("id") in {c.get("id") for c in previous.cells}
+        if not matched or cell.get("id") in taken:
+            # Stable ids keep the release byte-for-byte reproducible.
+            cell.id = grade_id or hashlib.sha1(f"{name}:{index}".encode()).hexdigest()[:12]
+        taken.add(cell.id)
+    nb.metadata.setdefault("kernelspec", {"display_name": "Python 3 (ipykernel)", "language": "python",
+                                          "name": "python3"})
+    nb.metadata.setdefault("language_info", {"name": "python"})
     nbformat.validate(nb)
     return nb
-
-
-def export(nb):
-    parts = []
-    for cell in nb.cells:
-        meta = cell.get("metadata", {}).get("nbgrader", {})
-        gid = meta.get("grade_id", "")
-        if cell.cell_type == "markdown":
-            head = f"%% written {gid} points={meta['points']:g}" if meta.get("grade") else "%% md"
-        elif meta.get("grade") and not meta.get("solution"):
-            head = f"%% test {gid} points={meta['points']:g}"
-        elif meta.get("solution"):
-            head = f"%% answer {gid}"
-        else:
-            head = "%% code"
-        parts.append(f"{head}\n{cell.source}\n")
-    return "\n".join(parts)
 
 
 def command(args):
@@ -109,13 +114,19 @@ def command(args):
 def main(argv):
     if len(argv) == 3 and argv[0] == "build":
         src, dst = Path(argv[1]), Path(argv[2])
-        nb = build(src.read_text(encoding="utf-8"), title_for_ids=dst.stem)
+        previous = nbformat.read(str(dst), as_version=4) if dst.is_file() else None
+        nb = from_text(src.read_text(encoding="utf-8"), previous, name=dst.stem)
         dst.parent.mkdir(parents=True, exist_ok=True)
         nbformat.write(nb, str(dst))
         print(f"wrote {dst} ({len(nb.cells)} cells)")
         return 0
-    if len(argv) == 2 and argv[0] == "export":
-        sys.stdout.write(export(nbformat.read(argv[1], as_version=4)))
+    if len(argv) in (2, 3) and argv[0] == "export":
+        text = to_text(nbformat.read(argv[1], as_version=4))
+        if len(argv) == 3:
+            Path(argv[2]).write_text(text, encoding="utf-8")
+            print(f"wrote {argv[2]}")
+        else:
+            sys.stdout.write(text)
         return 0
     print(__doc__)
     return 2

@@ -1,0 +1,40 @@
+"""The notebooks' text form (jupytext's percent format, autograder/author.py) loses nothing."""
+import shutil
+
+import pytest
+
+from autograder import author, course, notebooks
+
+
+def test_every_source_notebook_survives_the_text_form(assignment):
+    nb = notebooks.read(course.source_notebook(assignment))
+    text = author.to_text(nb)
+    assert 'answer="' in text and 'test="' in text and 'tags=["demo"]' in text
+    assert author.from_text(text, nb, name=assignment) == nb
+    fresh = author.from_text(text, None, name=assignment)  # no notebook to take ids from
+    assert [(c.cell_type, c.source, c.metadata, c.id) for c in fresh.cells] == \
+        [(c.cell_type, c.source, c.metadata, c.id) for c in nb.cells]
+
+
+def test_export_then_build_rewrites_the_same_file(tmp_path):
+    a = course.assignments()[0]
+    target = tmp_path / f"{a}.ipynb"
+    shutil.copy(course.source_notebook(a), target)
+    assert author.main(["export", str(target), str(tmp_path / "draft.py")]) == 0
+    assert author.main(["build", str(tmp_path / "draft.py"), str(target)]) == 0
+    assert target.read_bytes() == course.source_notebook(a).read_bytes()
+
+
+def test_short_kinds_become_nbgrader_metadata():
+    text = ('# %% answer="double"\ndef double(x):\n    ### BEGIN SOLUTION\n    return 2 * x\n'
+            '    ### END SOLUTION\n\n# %% test="test_double" points=2\nassert double(2) == 4\n\n'
+            '# %% [markdown] written="why" points=1\n# YOUR ANSWER HERE\n')
+    nb = author.from_text(text, name="demo")
+    answer, test, written = (c.metadata["nbgrader"] for c in nb.cells)
+    assert notebooks.is_answer_cell(nb.cells[0]) and notebooks.is_test_cell(nb.cells[1])
+    assert test["points"] == 2.0 and test["locked"] and written["solution"] and written["grade"]
+    assert [c.id for c in nb.cells[:2]] == ["double", "test_double"]
+    with pytest.raises(ValueError, match="needs points"):
+        author.from_text('# %% test="test_double"\nassert True\n')
+    with pytest.raises(ValueError, match="must be markdown"):
+        author.from_text('# %% written="why" points=1\nx = 1\n')
