@@ -1,0 +1,60 @@
+"""`student`: build dist/student/, the folder students receive.
+
+It holds the release notebooks (with their extra files) of every assignment in
+source/, the `helpers` package, the pinned environment (requirements.txt and
+environment.yml), launchers that make `import helpers` work (bin/lab,
+bin/validate for Linux and macOS; README.md says what to do on Windows), a
+small nbgrader_config.py for self-checks, and a README on how to work.
+Nothing from the grading side goes in: no solution, no hidden test, none of
+this package.
+"""
+import shutil
+from pathlib import Path
+
+from .. import course
+
+DIST = course.ROOT / "dist" / "student"
+_IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", ".ipynb_checkpoints")
+
+# What the folder holds besides the assignments: README.md (its {first} becomes the first
+# assignment), bin/lab, bin/validate, nbgrader_config.py.
+BUNDLE = Path(__file__).resolve().parent / "bundle"
+
+
+# The notebooks show the course's figures from course/img/, two folders up from
+# release/<assignment>/; in the student folder the assignments sit one level higher.
+IMAGES_IN_REPO, IMAGES_IN_BUNDLE = "](../../course/img/", "](../course/img/"
+
+
+def build(out=None, assignments=None):
+    """Write the student folder; return its path. Reads release/, so release first."""
+    out = Path(out or DIST)
+    if out.exists():
+        shutil.rmtree(out)
+    out.mkdir(parents=True)
+    assignments = list(assignments or course.assignments())
+    for assignment in assignments:
+        released = course.RELEASE / assignment
+        if not course.release_notebook(assignment).is_file():
+            raise SystemExit(f"student: {released} is missing; run `python -m autograder release` first")
+        shutil.copytree(released, out / assignment, ignore=_IGNORE)
+        for nb in (out / assignment).glob("*.ipynb"):  # figures: see IMAGES_IN_REPO
+            nb.write_text(nb.read_text().replace(IMAGES_IN_REPO, IMAGES_IN_BUNDLE))
+    shutil.copytree(course.ROOT / "course" / "img", out / "course" / "img",
+                    ignore=shutil.ignore_patterns("*.py", "__pycache__", "jupyterlab.png", "site.png"))
+    shutil.copytree(course.ROOT / "helpers", out / "helpers", ignore=_IGNORE)
+    for name in ("requirements.txt", "environment.yml"):
+        shutil.copy2(course.ROOT / name, out / name)
+    shutil.copytree(BUNDLE, out, ignore=_IGNORE, dirs_exist_ok=True)
+    # bin/env.sh is the course's own set-up script: the same for students.
+    shutil.copy2(course.ROOT / "bin" / "env.sh", out / "bin" / "env.sh")
+    readme = out / "README.md"
+    readme.write_text(readme.read_text().format(first=assignments[0] if assignments else "01_processes_threads"))
+    return out
+
+
+def main(args):
+    out = build(assignments=args.assignments or None)
+    files = sum(1 for p in out.rglob("*") if p.is_file())
+    print(f"student: {files} files in {out}")
+    return 0
