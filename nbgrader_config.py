@@ -73,7 +73,7 @@ c.Autograde.autograde_preprocessors = [
 from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor  # noqa: E402
 from nbgrader.preprocessors import ClearHiddenTests, GetGrades  # noqa: E402
 
-from autograder.feedback import HideHiddenTraceback  # noqa: E402
+from autograder.pipeline.preprocessors import HideHiddenTraceback  # noqa: E402
 
 c.GenerateFeedback.preprocessors = [GetGrades, ClearHiddenTests, HideHiddenTraceback,
                                     CSSHTMLHeaderPreprocessor]

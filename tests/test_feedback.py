@@ -1,7 +1,7 @@
 """Feedback tracebacks keep the student's failure message, not the grader's code."""
 import nbformat
 
-from autograder.feedback import HideHiddenTraceback
+from autograder.pipeline.preprocessors import HideHiddenTraceback
 
 
 def test_grader_frames_and_hidden_lines_are_cut():

@@ -54,3 +54,17 @@ def test_a_course_is_where_its_work_goes(tmp_path, monkeypatch):
     assert config.CourseDirectory.db_url == "postgresql://grader@db/course"
     assert config.CourseDirectory.release_directory == str(tmp_path / "r")
     assert config.CourseDirectory.source_directory == str(course.SOURCE)
+
+
+def test_nbgrader_config_loads_the_pipeline_not_the_verbs():
+    """nbgrader (in every grading worker) reads nbgrader_config.py: it needs the pipeline's
+    preprocessors and where the course is, none of the instructor's verbs."""
+    code = ("import json, sys\nfrom autograder import course\ncourse.load_config()\n"
+            "print(json.dumps(sorted(m for m in sys.modules if m.startswith('autograder'))))")
+    out = subprocess.run([sys.executable, "-P", "-c", code], cwd=course.ROOT, capture_output=True, text=True,
+                         check=True)
+    loaded = set(json.loads(out.stdout.splitlines()[-1]))
+    assert "autograder.pipeline.preprocessors" in loaded
+    verbs = {f"autograder.{v}" for v in ("cli", "grade", "feedback", "report", "release", "samples", "site",
+                                          "student", "benchmark", "author")}
+    assert not loaded & verbs, f"nbgrader_config.py loads {sorted(loaded & verbs)}"

@@ -4,7 +4,8 @@
   a time, on this machine or a Dask cluster's workers;
 - `preprocessors`: the course's nbgrader preprocessors (configured through
   traitlets in nbgrader_config.py): the sandboxed kernel, dead-kernel
-  handling, the judge's verdicts, timings;
+  handling, the judge's verdicts, timings, and hidden lines cut out of the
+  feedback's tracebacks;
 - `confine`: the grader's side of a submission's sandbox (cgroups, uid, what
   the submission may see); the other side is autograder/sandbox/;
 - `verify`: what the student's process replays, and starting judges until
