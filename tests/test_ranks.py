@@ -1,0 +1,116 @@
+"""helpers.ranks: ranks from a warm forkserver (spawn where there is none), errors and hangs
+bounded, no rank outliving its launch."""
+import multiprocessing
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+from autograder import course
+from helpers import ranks
+
+
+def _parent_pid():
+    import torch.distributed as dist
+    return os.getppid(), os.getpid(), dist.get_world_size()
+
+
+def _all_reduce_rank():
+    import torch
+    import torch.distributed as dist
+    t = torch.ones(2) * (dist.get_rank() + 1)
+    dist.all_reduce(t)
+    return t
+
+
+def _fail_on_rank_one():
+    import torch.distributed as dist
+    if dist.get_rank() == 1:
+        raise KeyError("rank one says no")
+    return "fine"
+
+
+def _hang():
+    time.sleep(60)
+
+
+def test_ranks_come_from_one_warm_forkserver():
+    """No rank is forked from the caller (it may have run torch); a second launch forks from the
+    same server as the first (evidence without a clock: the ranks' parent)."""
+    if "forkserver" not in multiprocessing.get_all_start_methods():
+        pytest.skip("no forkserver on this platform: ranks are spawned")
+    first = ranks.launch(_parent_pid, 2)
+    second = ranks.launch(_parent_pid, 3)
+    parents = {parent for parent, _, _ in first.results + second.results}
+    assert len(parents) == 1 and os.getpid() not in parents
+    assert [size for _, _, size in second.results] == [3, 3, 3]
+    assert len({pid for _, pid, _ in first.results + second.results}) == 5
+
+
+def test_results_and_counts_under_spawn_too():
+    for method in (None, "spawn"):
+        run = ranks.launch(_all_reduce_rank, 3, start_method=method)
+        assert [t.tolist() for t in run.results] == [[6.0, 6.0]] * 3
+        assert all(counts["all_reduce"]["calls"] == 1 for counts in run.counts)
+
+
+def test_a_forked_rank_is_refused():
+    with pytest.raises(ValueError, match="start_method must be 'forkserver' or 'spawn'"):
+        ranks.launch(_all_reduce_rank, 2, start_method="fork")
+
+
+def test_an_error_on_a_rank_is_raised_in_the_caller():
+    with pytest.raises(KeyError, match="rank one says no") as err:
+        ranks.launch(_fail_on_rank_one, 2)
+    assert any("raised on rank 1 of 2" in note for note in err.value.__notes__)
+
+
+def test_a_hang_is_bounded_and_leaves_no_rank():
+    start = time.perf_counter()
+    with pytest.raises(TimeoutError, match="did not finish within 3 s"):
+        ranks.launch(_hang, 2, timeout=3)
+    assert time.perf_counter() - start < 20
+    children = [p for p in multiprocessing.active_children() if p.name.startswith("rank")]
+    assert not children
+
+
+LAUNCHER = textwrap.dedent('''
+    import os, sys, time
+    from helpers import ranks
+
+    def sleeper(folder):
+        import torch.distributed as dist
+        open(os.path.join(folder, f"{os.getpid()}.pid"), "w").close()
+        time.sleep(120)
+
+    ranks.launch(sleeper, 2, sys.argv[1], timeout=300)
+''')
+
+
+def test_no_rank_outlives_a_killed_launcher(tmp_path):
+    """The launcher killed with SIGKILL (no clean-up runs): its ranks leave within seconds."""
+    launcher = subprocess.Popen([sys.executable, "-c", LAUNCHER, str(tmp_path)], cwd=course.ROOT,
+                                env={**os.environ, "PYTHONPATH": str(course.ROOT)})
+    deadline = time.monotonic() + 60
+    while len(list(tmp_path.glob("*.pid"))) < 2:
+        assert time.monotonic() < deadline and launcher.poll() is None, "the ranks did not start"
+        time.sleep(0.1)
+    pids = [int(p.stem) for p in tmp_path.glob("*.pid")]
+    launcher.send_signal(signal.SIGKILL)
+    launcher.wait()
+    deadline = time.monotonic() + 15
+    while any(_running(pid) for pid in pids):
+        assert time.monotonic() < deadline, f"ranks {[p for p in pids if _running(p)]} outlived their launcher"
+        time.sleep(0.2)
+
+
+def _running(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
