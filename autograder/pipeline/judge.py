@@ -284,7 +284,8 @@ class StudentProcess:
 
     # --- start ---------------------------------------------------------------------------
     @classmethod
-    def start(cls, argv, cwd=None, env=None, on_progress=None, stdout=None):
+    def start(cls, argv, cwd=None, env=None, on_progress=None, stdout=None, meanwhile=None):
+        """Start the student's process; `meanwhile()` runs here while it loads."""
         req_r, req_w = os.pipe()
         rep_r, rep_w = os.pipe()
         cmd = [sys.executable, "-P", "-c", argv[0], str(req_r), str(rep_w), *argv[1:]]
@@ -292,6 +293,8 @@ class StudentProcess:
                                    stdout=stdout, stderr=subprocess.STDOUT if stdout is not None else None)
         os.close(req_r)
         os.close(rep_w)
+        if meanwhile is not None:
+            meanwhile()
         return cls(process, req_w, rep_r, on_progress)
 
     @classmethod
@@ -441,6 +444,17 @@ class RemoteNamespace:
 
 
 # --- grading entry point ----------------------------------------------------------------------------
+def preload_for(assignments):
+    """The modules the checks of these assignments use, sorted: loaded in the student's process
+    before its code runs, so that the snapshot there covers what the checks' requests use."""
+    from .. import hidden
+    from ..checks import _support
+    names = {"numpy", "pickle", "cloudpickle"} | hidden.modules_used(_support)
+    for assignment in assignments:
+        names |= hidden.modules_used(hidden.load_checks(assignment))
+    return sorted(names)
+
+
 def main():
     """python -P -c "from autograder.pipeline.judge import main; main()" <fd to the grader> <spec>"""
     write_fd, spec_path = int(sys.argv[1]), sys.argv[2]
@@ -451,19 +465,19 @@ def main():
         channel.write(json.dumps(message) + "\n")
 
     from .. import hidden
-    from ..checks import _support
-    # Loaded in the student's process before its code runs, so that the snapshot there
-    # covers what the checks' requests will use.
-    preload = {"numpy", "pickle", "cloudpickle"} | hidden.modules_used(_support)
-    for assignment in {a for a, _ in spec["exercises"]}:
-        preload |= hidden.modules_used(hidden.load_checks(assignment))
+    preload = spec.get("preload") or preload_for(sorted({a for a, _ in spec["exercises"]}))
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as student_spec:
-        json.dump({"cells": spec["cells"], "preload": sorted(preload)}, student_spec)
+        json.dump({"cells": spec["cells"], "preload": preload}, student_spec)
     os.chmod(student_spec.name, 0o644)
+
+    def load_checks():  # while the student's process starts and replays the notebook
+        for assignment in {a for a, _ in spec["exercises"]}:
+            hidden.load_checks(assignment)
+
     try:
         session = StudentProcess.start(
             ["from autograder.sandbox.student import main; main()", student_spec.name],
-            on_progress=lambda label: tell({"loading": label}), stdout=sys.stdout)
+            on_progress=lambda label: tell({"loading": label}), stdout=sys.stdout, meanwhile=load_checks)
     except StudentProcessGone:
         channel.close()
         os._exit(0)  # the grader sees the cell that was loading, and tries again without it

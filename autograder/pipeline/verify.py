@@ -23,6 +23,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from functools import lru_cache
 
 UNDECIDED = "ManualReviewNeeded"  # error name of a test cell whose hidden checks could not decide
 HIDDEN_CALL = re.compile(r'^check\(\s*"([^"]+)"\s*\)', re.M)
@@ -86,12 +87,15 @@ def verify(payload, workdir, env=None, log=None, cell_timeout=180):
     try, as a dead kernel would have left out every cell after it.
     """
     verdicts, remaining, skipped = {}, list(payload["exercises"]), set()
+    # Worked out here, once per assignment and worker: the judge then starts the student's
+    # process at once and loads the checks while that process loads the notebook.
+    preload = _preload(tuple(sorted({a for a, _ in payload["exercises"]})))
     while remaining:
         assignment_of = {e: a for a, e in remaining}
         cells = [(label, code) for label, code in payload["cells"] if label not in skipped]
         read_fd, write_fd = os.pipe()
         with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as spec:
-            json.dump({**payload, "cells": cells, "exercises": remaining}, spec)
+            json.dump({**payload, "cells": cells, "exercises": remaining, "preload": preload}, spec)
         # -P: the submission's folder (the working directory) does not come first on sys.path.
         cmd = [sys.executable, "-P", "-c", "from autograder.pipeline.judge import main; main()",
                str(write_fd), spec.name]
@@ -153,6 +157,12 @@ def verify(payload, workdir, env=None, log=None, cell_timeout=180):
             left = []
         remaining = left
     return verdicts
+
+
+@lru_cache(maxsize=None)
+def _preload(assignments):
+    from .judge import preload_for
+    return preload_for(assignments)
 
 
 def _kill_session(child):
