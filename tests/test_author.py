@@ -12,8 +12,11 @@ def test_every_source_notebook_survives_the_text_form(assignment):
     assert 'answer="' in text and 'test="' in text and 'tags=["demo"]' in text
     assert author.from_text(text, nb, name=assignment) == nb
     fresh = author.from_text(text, None, name=assignment)  # no notebook to take ids from
-    assert [(c.cell_type, c.source, c.metadata, c.id) for c in fresh.cells] == \
-        [(c.cell_type, c.source, c.metadata, c.id) for c in nb.cells]
+    assert [(c.cell_type, c.source, c.metadata) for c in fresh.cells] == \
+        [(c.cell_type, c.source, c.metadata) for c in nb.cells]
+    graded = [c.id for c in fresh.cells if "nbgrader" in c.metadata]
+    assert graded == [c.metadata["nbgrader"]["grade_id"] for c in fresh.cells if "nbgrader" in c.metadata]
+    assert len({c.id for c in fresh.cells}) == len(fresh.cells)
 
 
 def test_export_then_build_rewrites_the_same_file(tmp_path):
