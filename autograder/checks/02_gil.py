@@ -214,9 +214,13 @@ def test_run_processes_concurrent(run_processes):
     too few processes), the try is run again with a 60 s wait, as long as spawn
     with torch imported needs (about 1.3 s a process when idle). Calls that never
     overlapped (one process for all of them, or one after another) fail after
-    the first wait. The judge also sees the calls from outside: every call stays
-    0.3 s after the barrier, and in that time one of its /proc readings (every
-    5 ms) must show all n processes that report having run a call alive at once
+    the first wait; a correct answer can only be among them if one of its
+    processes took longer to start than that whole first wait, at least 20 times
+    what a process took a moment before: a stall that long between two
+    measurements a second apart is beyond what a machine that makes progress
+    shows. The judge also sees the calls from outside: every call stays 0.3 s
+    after the barrier, and in that time one of its /proc readings (every 5 ms)
+    must show all n processes that report having run a call alive at once
     in the student's process tree; a call whose readings all miss it is tried
     again, up to 3 times, then the check is undecided (never passed; regraded
     alone, then a person).
