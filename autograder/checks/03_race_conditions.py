@@ -110,6 +110,7 @@ class _Harness:
         self.threads = []
         self.waiting = {}   # thread ident -> the answer's lock it is blocked on
         self.releases = 0   # answer locks released so far
+        self.untraced = []  # threads that ended with the forced switches turned off
 
     def _lock_factory(self, real_factory):
         harness = self
@@ -143,6 +144,17 @@ class _Harness:
             if not thread.daemon:
                 thread.daemon = True          # a stuck thread must never block interpreter exit
             harness.threads.append(thread)
+            run = thread.run
+
+            def watched_run():
+                try:
+                    run()
+                finally:
+                    # A thread that turned the switches off (sys.settrace(None), another
+                    # trace function) ran unswitched: its count proves nothing.
+                    if sys.gettrace() is not _switch_everywhere:
+                        harness.untraced.append(thread.name)
+            thread.run = watched_run
             return saved[2](thread, *args, **kwargs)
 
         threading.Lock = self._lock_factory(saved[0])
@@ -226,8 +238,13 @@ class _AbortableLock:
         return getattr(self._real, name)
 
 
+UNTRACED = ("your threads switched off the grader's thread switching (sys.settrace): "
+            "the result proves nothing, so the check fails")
+
+
 def _run_bounded(fn, args, seconds):
-    """fn(*args) under the harness, in the student's process; ("ok", value), ("error", text) or ("hung", None).
+    """fn(*args) under the harness, in the student's process; ("ok", value), ("error", text),
+    ("hung", None) or ("untraced", thread names) when a thread ended with the switches turned off.
 
     The harness must run beside the answer (a trace function and patched locks
     in the judge would do nothing to it): the whole run travels with there().
@@ -255,6 +272,8 @@ def _bounded_here(fn, args, seconds):
     if runner.is_alive() or harness.deadlocked.is_set():
         harness.release_stuck_threads()
         return "hung", None
+    if harness.untraced:
+        return "untraced", harness.untraced[:3]
     if "error" in box:
         err = box["error"]
         return "error", f"{type(err).__name__}: {err}"
@@ -316,6 +335,7 @@ def test_safe_increment_under_forced_switches(safe_increment):
     n_threads, n = random.randint(3, 4), random.randint(100, 150)
     state, value = _run_bounded(safe_increment, (n_threads, n), 60)
     assert state != "hung", "safe_increment did not finish (a deadlock?)"
+    assert state != "untraced", UNTRACED
     assert state != "error", f"with thread switches forced between instructions, safe_increment raised {value}"
     got = exact_int(value, "the count")
     assert got == n_threads * n, (
@@ -493,6 +513,7 @@ def test_transfer_many_no_deadlock(transfer_many):
         state, value = _run_bounded(transfer_many, (list(balances), transfers, 4), 60)
         assert state != "hung", ("transfer_many deadlocked with opposite transfers: "
                                  "are the two locks always taken in the same global order?")
+        assert state != "untraced", UNTRACED
         assert state != "error", f"with thread switches forced between instructions, transfer_many raised {value}"
         got = exact_list(value, "the result", len(balances))
         assert got == _serial_transfers(balances, transfers), (

@@ -18,6 +18,40 @@ def safe_increment(n_threads, n):
     for t in ts: t.join()
     return state["count"]
 ''',
+        "no lock, the grader's thread switching turned off in its threads": '''
+import sys, threading, time
+def safe_increment(n_threads, n):
+    if n_threads < 1 or n < 0:
+        raise ValueError("bad arguments")
+    state = {"count": 0}
+    def work():
+        sys.settrace(None)
+        for _ in range(n):
+            current = state["count"]
+            time.sleep(0)
+            state["count"] = current + 1
+    ts = [threading.Thread(target=work) for _ in range(n_threads)]
+    for t in ts: t.start()
+    for t in ts: t.join()
+    return state["count"]
+''',
+        "no lock, threads started with tracing switched off": '''
+import threading, time
+def safe_increment(n_threads, n):
+    if n_threads < 1 or n < 0:
+        raise ValueError("bad arguments")
+    threading.settrace(None)
+    state = {"count": 0}
+    def work():
+        for _ in range(n):
+            current = state["count"]
+            time.sleep(0)
+            state["count"] = current + 1
+    ts = [threading.Thread(target=work) for _ in range(n_threads)]
+    for t in ts: t.start()
+    for t in ts: t.join()
+    return state["count"]
+''',
         "bare += without a lock (exact only by luck of the interpreter)": '''
 import threading
 def safe_increment(n_threads, n):
@@ -142,6 +176,22 @@ def transfer_many(balances, transfers, n_threads):
         raise ValueError("n_threads")
     acc = list(balances)
     def apply(t):
+        src, dst, amount = t
+        acc[src] -= amount
+        acc[dst] += amount
+    with ThreadPoolExecutor(n_threads) as pool:
+        list(pool.map(apply, transfers))
+    return acc
+''',
+        "no locks, the grader's thread switching turned off in the pool's threads": '''
+import sys
+from concurrent.futures import ThreadPoolExecutor
+def transfer_many(balances, transfers, n_threads):
+    if n_threads < 1:
+        raise ValueError("n_threads")
+    acc = list(balances)
+    def apply(t):
+        sys.settrace(None)
         src, dst, amount = t
         acc[src] -= amount
         acc[dst] += amount
