@@ -33,6 +33,9 @@ c.OverwriteCells.add_missing_cells = True
 # COURSE_NOTEBOOK_TIMEOUT override them (see course/instructor_guide.md).
 c.Execute.timeout = int(os.environ.get("COURSE_CELL_TIMEOUT", "180"))
 c.VerifyHiddenChecks.cell_timeout = c.Execute.timeout
+# The judge runs beside the kernel, except for a submission graded again alone (a check
+# that could not decide on a busy machine): then it waits for the kernel.
+c.StartJudge.enabled = os.environ.get("COURSE_GRADE_ALONE", "") != "1"
 c.Execute.interrupt_on_timeout = True
 # Teaching demos (measurements, plots) grade nothing: grading skips cells tagged `demo`.
 c.Execute.skip_cells_with_tag = "demo"
@@ -48,7 +51,7 @@ if "COURSE_MAX_PROCESSES" in os.environ:
     c.GradingLimits.max_processes = int(os.environ["COURSE_MAX_PROCESSES"])
 
 from autograder.pipeline.preprocessors import (  # noqa: E402
-    KeepExpectedFiles, RecordTimings, ResilientExecute, StderrToStdout, VerifyHiddenChecks,
+    KeepExpectedFiles, RecordTimings, ResilientExecute, StartJudge, StderrToStdout, VerifyHiddenChecks,
 )
 from nbconvert.preprocessors import ClearMetadataPreprocessor  # noqa: E402
 from nbgrader.preprocessors import (  # noqa: E402
@@ -57,9 +60,10 @@ from nbgrader.preprocessors import (  # noqa: E402
 
 c.Autograde.autograde_preprocessors = [
     KeepExpectedFiles,  # nothing handed in beside the notebook but what the release has
+    StartJudge,         # the hidden checks' judge starts now and runs beside the kernel
     ResilientExecute,   # a dead or hung kernel keeps the scores of the cells that ran
     StderrToStdout,     # a warning on stderr must not zero a passing test cell
-    VerifyHiddenChecks, # hidden checks again, outside the student's kernel
+    VerifyHiddenChecks, # the judge's verdicts: a test cell needs them and its visible tests
     ClearMetadataPreprocessor,
     LimitOutput,
     SaveAutoGrades,

@@ -47,7 +47,7 @@ def autograde(pairs, n_jobs=None, work=None, scheduler=None):
     if unsure:
         print(f"grade: {len(unsure)} submission(s) had a check that could not decide; "
               "grading them again, one at a time")
-        for r in jobs.run_all("autograde", list(unsure), n_jobs=1, desc="regrade alone", work=work):
+        for r in jobs.run_all("autograde", list(unsure), desc="regrade alone", work=work, alone=True):
             results[(r.assignment, r.student)] = r
         unsure = undecided_cells(list(unsure), work)
     _write_review_list(unsure, work)

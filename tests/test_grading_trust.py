@@ -6,6 +6,11 @@ hidden checks run in a judge that runs no student code, so they cannot.
 """
 import copy
 import os
+import stat
+import tempfile
+from pathlib import Path
+
+import shutil
 
 import nbformat
 import pytest
@@ -256,6 +261,22 @@ else:
         return ["pass\\n"] if "assert" in "".join(lines) else lines
     get_ipython().input_transformers_cleanup.append(_skip_tests)
 '''
+# Links planted where the grader writes next (the graded notebook, file permissions, the
+# feedback's copy of the folder): each points at a file of the grader's that only it may read.
+CANARY_DIR = Path(tempfile.gettempdir()) / f"course-trust-canaries-{os.getpid()}"
+CANARIES = {"notebook": "01_processes_threads.ipynb", "permissions": "planted", "judge_log": ".verify.log",
+            "feedback": "leak.txt"}
+PLANT_LINKS = f'''
+import os
+for name, link in {CANARIES!r}.items():
+    try:
+        os.remove(link)
+    except OSError:
+        pass
+    os.symlink(os.path.join({str(CANARY_DIR)!r}, name), link)
+os.mkfifo("blocking.fifo")
+print("planted:", sorted(os.listdir(".")))
+'''
 EXIT = "import os\nos._exit(1)\n"
 SEGFAULT = "import ctypes\nctypes.string_at(0)\n"
 MEMORY_HOG = "hog = b'x' * (3 * 2**30)\n"
@@ -315,6 +336,7 @@ def _cases():
         "forge_verdict": (_with_cell_first(blank, FORGE_VERDICT), "zero"),
         "background_thread": (_with_cell_first(blank, BACKGROUND_THREAD), "zero"),
         "skip_in_check": (_with_cell_last(blank, SKIP_IN_CHECK), "zero"),
+        "plants_links": (_with_cell_first(blank, PLANT_LINKS), "zero"),
     }
     if _can_contain_processes():
         cases["fork_bomb"] = (_with_cell_after(perfect, "test_cpu_info", FORK_BOMB), "survives")
@@ -332,10 +354,26 @@ def trust(workdir_factory):
             for rel, text in HANDED_IN_GRADER.items():
                 (folder / rel).parent.mkdir(parents=True, exist_ok=True)
                 (folder / rel).write_text(text)
+    CANARY_DIR.mkdir(mode=0o700)
+    for name in CANARIES:
+        (CANARY_DIR / name).write_text(f"the grader's own {name}\n")
+        (CANARY_DIR / name).chmod(0o600)
+    (CANARY_DIR / "solutions.ipynb").write_text(nbformat.writes(_perfect()))
+    (CANARY_DIR / "solutions.ipynb").chmod(0o600)
+    linked = work.path / "submitted" / "linked_notebook" / A
+    linked.mkdir(parents=True)
+    (linked / f"{A}.ipynb").symlink_to(CANARY_DIR / "solutions.ipynb")
     tree_before = _tree_digest(course.ROOT)
-    results = work.grade(env={"COURSE_CELL_TIMEOUT": "20", "COURSE_MEMORY_MB": "1536",
-                              "PGPASSWORD": "the-gradebook-password"})
-    work.tree_changed = _tree_digest(course.ROOT) != tree_before
+    try:
+        results = work.grade(env={"COURSE_CELL_TIMEOUT": "20", "COURSE_MEMORY_MB": "1536",
+                                  "PGPASSWORD": "the-gradebook-password"})
+        work.tree_changed = _tree_digest(course.ROOT) != tree_before
+        from autograder.pipeline import jobs
+        jobs.run_all("generate_feedback", [(A, "plants_links")], work=work.course)
+        work.canaries = {name: (oct(stat.S_IMODE((CANARY_DIR / name).stat().st_mode)),
+                                (CANARY_DIR / name).read_text()) for name in CANARIES}
+    finally:
+        shutil.rmtree(CANARY_DIR, ignore_errors=True)
     return work, cases, results
 
 
@@ -449,7 +487,7 @@ def test_grading_processes_out_of_reach(trust):
     text = _outputs(work.graded_notebook("reach_grader", A))
     if os.geteuid() == 0:  # only a root grader drops student code to another uid
         assert "REACHED: []" in text, text[-2000:]
-    assert all(r.ok for r in results)
+    assert all(r.ok for r in results if r.student != "linked_notebook")
 
 
 def test_handed_in_modules_are_not_graded(trust):
@@ -457,3 +495,45 @@ def test_handed_in_modules_are_not_graded(trust):
     folder = work.path / "autograded" / "handed_in_grader" / A
     assert not (folder / "autograder").exists() and not (folder / "numpy.py").exists()
     assert (work.path / "submitted" / "handed_in_grader" / A / "numpy.py").exists(), "the submission keeps them"
+
+
+def test_links_planted_by_student_code_lead_the_grader_nowhere(trust):
+    """The grader writes the graded notebook, sets permissions and copies the feedback after
+    student code ran: no file of the grader's is written, opened up or handed out."""
+    work, _, _ = trust
+    for name, (mode, text) in work.canaries.items():
+        assert (mode, text) == ("0o600", f"the grader's own {name}\n"), f"the grader's {name} file was touched"
+    for folder in (work.path / "autograded" / "plants_links" / A, work.path / "feedback" / "plants_links" / A):
+        assert folder.is_dir(), f"{folder} is missing"
+        for path in folder.rglob("*"):
+            assert stat.S_ISREG(path.lstat().st_mode) or path.is_dir(), f"{path} is a link or special file"
+            assert path.suffix == ".html" or "the grader's own" not in path.read_text(errors="replace")
+    assert "planted:" in _outputs(work.graded_notebook("plants_links", A)), "the cell never ran"
+
+
+def test_a_linked_notebook_is_not_graded(trust):
+    """A submitted notebook that is a link (to the solutions, say) is refused, not graded."""
+    work, _, results = trust
+    assert not next(r for r in results if r.student == "linked_notebook").ok
+    assert not [row for row in work.scores() if row["student"] == "linked_notebook" and row["score"] > 0]
+    assert not (work.path / "autograded" / "linked_notebook" / A / f"{A}.ipynb").exists()
+
+
+def test_handed_in_links_are_found_without_following_them(tmp_path):
+    """Files handed in as links (named like a file the release has, say) are left out of grading;
+    what they point to is the grader's to read, not the student's."""
+    from autograder.pipeline.preprocessors import KeepExpectedFiles
+    outside = tmp_path / "outside"
+    (outside / "deep").mkdir(parents=True)
+    (outside / "secret.txt").write_text("the grader's")
+    submitted = tmp_path / "submitted" / "mallory" / "05_multiprocessing_pools"
+    submitted.mkdir(parents=True)
+    (submitted / "05_multiprocessing_pools.ipynb").write_text("{}")
+    (submitted / "pool_tasks.py").symlink_to(outside / "secret.txt")
+    (submitted / "data").symlink_to(outside / "deep")
+    found = KeepExpectedFiles._handed_in_links(submitted, "05_multiprocessing_pools")
+    assert found == {Path("pool_tasks.py"), Path("data")}
+    (submitted / "05_multiprocessing_pools.ipynb").unlink()
+    (submitted / "05_multiprocessing_pools.ipynb").symlink_to(outside / "secret.txt")
+    with pytest.raises(ValueError, match="symbolic link"):
+        KeepExpectedFiles._handed_in_links(submitted, "05_multiprocessing_pools")

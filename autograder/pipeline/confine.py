@@ -100,6 +100,35 @@ class Cgroups:
                 pass
 
 
+# --- after student code ran -------------------------------------------------------------------
+def remove_links(folder):
+    """Remove every symbolic link and special file (FIFO, socket, device) under `folder`, never
+    following a link; returns their paths.
+
+    Student code could write in the folder, and the grader writes there next (the
+    graded notebook), sets permissions on what is there and copies it into the
+    feedback: through a planted link to /etc/shadow it would overwrite, open up or
+    hand out a file of the grader's; a FIFO named like the notebook would block it.
+    """
+    import stat
+    removed = []
+    for top, dirs, files in os.walk(folder, followlinks=False):
+        for name in dirs + files:
+            path = os.path.join(top, name)
+            try:
+                mode = os.lstat(path).st_mode
+            except OSError:
+                continue
+            if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+                continue
+            try:
+                os.unlink(path)
+                removed.append(path)
+            except OSError:
+                pass
+    return removed
+
+
 # What student code may see of the course root (read-only); everything else there
 # (source/, the checks, the answer catalogue, tests/, .git, the gradebook) is not there at all.
 ALLOWED_IN_COURSE = ("helpers", "release", "autograder/__init__.py", "autograder/hidden.py")

@@ -99,13 +99,15 @@ class _Worker:
             self.process.stdout.close()
 
 
-def run_all(verb, pairs, n_jobs=None, desc=None, log_dir=None, work=None, scheduler=None):
+def run_all(verb, pairs, n_jobs=None, desc=None, log_dir=None, work=None, scheduler=None, alone=False):
     """Run nbgrader's `verb` (autograde, generate_feedback) on every (assignment, student).
 
     n_jobs workers, each a long-lived process, take submissions from one queue
     (joblib threads drive them); returns JobResults sorted by assignment, student.
     With a Dask scheduler address (`scheduler`, or COURSE_SCHEDULER) the same
     workers run on that cluster instead (autograder/pipeline/cluster.py).
+    `alone`: one submission at a time with nothing beside it, its judge after
+    its kernel (COURSE_GRADE_ALONE), for checks that could not decide in the batch.
     """
     pairs, work = list(pairs), work or course.Course()
     if verb == "autograde" and pairs:
@@ -118,8 +120,10 @@ def run_all(verb, pairs, n_jobs=None, desc=None, log_dir=None, work=None, schedu
     from joblib import Parallel, delayed
     from tqdm.auto import tqdm
 
-    n_jobs = max(1, min(n_jobs or default_jobs(), len(pairs) or 1))
+    n_jobs = 1 if alone else max(1, min(n_jobs or default_jobs(), len(pairs) or 1))
     env = job_environment(n_jobs, work)
+    if alone:
+        env["COURSE_GRADE_ALONE"] = "1"
     log_dir = Path(log_dir or work.reports / "logs")
     log_dir.mkdir(parents=True, exist_ok=True)
     todo = queue.SimpleQueue()

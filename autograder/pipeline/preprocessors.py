@@ -102,6 +102,8 @@ class ResilientExecute(Execute):
             os.environ.pop(hidden.DEFERRED, None)
             if box is not None:
                 box.close()  # whatever the submission left running goes too
+            for path in confine.remove_links(own_folder):  # before the grader writes there
+                self.log.warning("removed a link or special file the submission made: %s", path)
 
     def preprocess_cell(self, cell, resources, index):
         if cell.cell_type != "code":
@@ -148,24 +150,43 @@ class KeepExpectedFiles(NbGraderPreprocessor):
     def preprocess(self, nb, resources):
         from .. import course
         folder = resources.get("metadata", {}).get("path")
-        assignment = resources.get("nbgrader", {}).get("assignment")
+        info = resources.get("nbgrader", {})
+        assignment = info.get("assignment")
         release = course.RELEASE / str(assignment)
         if not folder or not release.is_dir():
             return nb, resources
+        handed_in = self._handed_in_links(course.Course().submitted / str(info.get("student")) / str(assignment),
+                                          info.get("notebook"))
         expected = {p.relative_to(release) for p in release.rglob("*")} | set(map(Path, self.always_kept))
         # Bottom-up and never through a link: a handed-in link to / must not lead the grader there.
         for top, dirs, files in os.walk(folder, topdown=False, followlinks=False):
             for name in files + dirs:
                 path = Path(top, name)
                 rel = path.relative_to(folder)
-                if rel in expected or path.suffix == ".ipynb" and len(rel.parts) == 1:
+                if rel not in handed_in and (rel in expected or path.suffix == ".ipynb" and len(rel.parts) == 1):
                     continue
-                self.log.warning("not graded, not expected beside the notebook: %s", rel)
+                self.log.warning("not graded, %s: %s", "a link in the submission" if rel in handed_in
+                                 else "not expected beside the notebook", rel)
                 if path.is_dir() and not path.is_symlink():
                     shutil.rmtree(path, ignore_errors=True)
                 else:
                     path.unlink(missing_ok=True)
         return nb, resources
+
+    @staticmethod
+    def _handed_in_links(submitted, notebook):
+        """Paths (relative) that are links in the submission, which nbgrader's copy followed: what
+        they point to is the grader's to read, not the student's (a link to source/ would be
+        graded as the student's answer). A linked notebook or folder is not graded at all."""
+        if submitted.is_symlink() or submitted.parent.is_symlink() or (submitted / f"{notebook}.ipynb").is_symlink():
+            raise ValueError(f"{submitted}: the submission (or its notebook) is a symbolic link; not graded")
+        links = set()
+        for top, dirs, files in os.walk(submitted, followlinks=False):
+            for name in dirs + files:
+                path = Path(top, name)
+                if path.is_symlink():
+                    links.add(path.relative_to(submitted))
+        return links
 
 
 class StderrToStdout(NbGraderPreprocessor):
@@ -187,15 +208,18 @@ class StderrToStdout(NbGraderPreprocessor):
 class VerifyHiddenChecks(NbGraderPreprocessor):
     """Give every hidden check its verdict from the judge; a test cell scores only if both pass.
 
-    See autograder/pipeline/verify.py and judge.py for what runs where and why.
+    The judge (autograder/pipeline/verify.py and judge.py) needs nothing from the
+    kernel: StartJudge starts it before the kernel runs, so that the two run side
+    by side, and this step waits for its verdicts. Its student's process works in
+    a private copy of the submission's folder, so that the two never see each
+    other's files half written.
     """
 
     enabled = Bool(True, help="Verify hidden checks outside the kernel").tag(config=True)
     cell_timeout = Integer(180, help="Seconds one student cell may take to load in the judge's student process").tag(config=True)
 
-    def preprocess(self, nb, resources):
-        if not self.enabled:
-            return nb, resources
+    def start(self, nb, resources):
+        """The judge of this submission, started in the background (None: nothing to check)."""
         from .. import course, notebooks
         from . import verify
 
@@ -203,20 +227,30 @@ class VerifyHiddenChecks(NbGraderPreprocessor):
         source_path = course.source_notebook(assignment)
         if not source_path.is_file():
             self.log.warning("no source notebook for %s: hidden checks not verified", assignment)
-            return nb, resources
+            return None
         payload = verify.payload_for(nb, notebooks.read(source_path))
         if not payload["exercises"]:
+            return None
+        folder = resources.get("metadata", {}).get("path") or "."
+        logs = course.Course().reports / "logs"  # the grader's folder: nothing there is the student's
+        logs.mkdir(parents=True, exist_ok=True)
+        info = resources["nbgrader"]
+        log = logs / f"judge-{info.get('student')}-{assignment}.log"
+        log.unlink(missing_ok=True)
+        return _JudgeRun(payload, folder, GradingLimits(parent=self), str(log), self.cell_timeout)
+
+    def preprocess(self, nb, resources):
+        if not self.enabled:
             return nb, resources
-        workdir = resources.get("metadata", {}).get("path") or "."
-        started = time.monotonic()
-        box = GradingLimits(parent=self).sandbox(workdir)
+        from . import verify
+
+        run = resources.pop("course_judge", None) or self.start(nb, resources)
+        if run is None:
+            return nb, resources
         try:
-            verdicts = verify.verify(payload, workdir, env=box.environment() if box else None,
-                                     log=os.path.join(workdir, ".verify.log"), cell_timeout=self.cell_timeout)
+            verdicts = run.verdicts()
         finally:
-            if box is not None:
-                box.close()
-            resources.setdefault("course_timings", {})["hidden checks (judge)"] = time.monotonic() - started
+            resources.setdefault("course_timings", {})["hidden checks (judge)"] = run.seconds
         for cell in nb.cells:
             if cell.cell_type != "code" or not is_grade(cell):
                 continue
@@ -238,6 +272,97 @@ class VerifyHiddenChecks(NbGraderPreprocessor):
             elif not any(o.output_type == "error" for o in cell.get("outputs", [])):
                 cell.outputs.append(_error_output(
                     "HiddenCheckFailed", "checked by the judge, outside your notebook:\n" + "\n".join(failed)))
+        return nb, resources
+
+
+class _JudgeRun:
+    """One submission's judge, running in a thread of the grading worker (verify.verify).
+
+    Its student's process gets a private copy of the submission's folder (links
+    kept as links, never followed) in a sandbox of its own.
+    """
+
+    def __init__(self, payload, folder, limits, log, cell_timeout):
+        import tempfile
+        import threading
+
+        self.started, self.seconds = time.monotonic(), 0.0
+        self.copy = Path(tempfile.mkdtemp(prefix="course-judge-"))
+        _copy_plain_files(Path(folder), self.copy / "work")
+        self.box = limits.sandbox(str(self.copy / "work"))
+        env = self.box.environment() if self.box else dict(os.environ)  # taken now: the kernel's come later
+        self._result, self._error = None, None
+        self._args = (payload, str(self.copy / "work"), env, log, cell_timeout)
+        self._thread = threading.Thread(target=self._run, name="judge", daemon=True)
+        self._thread.start()
+        _RUNNING.add(self)
+
+    def _run(self):
+        from . import verify
+        try:
+            payload, folder, env, log, cell_timeout = self._args
+            self._result = verify.verify(payload, folder, env=env, log=log, cell_timeout=cell_timeout)
+        except BaseException as err:  # noqa: BLE001 (re-raised in the grading thread)
+            self._error = err
+        finally:
+            self.seconds = time.monotonic() - self.started
+
+    def verdicts(self):
+        """{exercise: (passed, report, undecided)}, once the judge is done; cleans up."""
+        self._thread.join()
+        if self in _RUNNING:
+            _RUNNING.discard(self)
+            if self.box is not None:
+                self.box.close()
+            shutil.rmtree(self.copy, ignore_errors=True)
+        if self._error is not None:
+            raise self._error
+        return self._result
+
+
+_RUNNING = set()  # judges started and not yet collected
+
+
+def finish_abandoned_judges():
+    """Wait for, and clean up after, judges whose submission stopped before collecting them
+    (nbgrader gave up on it): called by the grading worker after each submission, and at exit."""
+    for run in list(_RUNNING):
+        try:
+            run.verdicts()
+        except BaseException:  # noqa: BLE001 (the submission has already failed)
+            pass
+
+
+def _copy_plain_files(source, target):
+    """Copy the folders and regular files under `source` (links, FIFOs and the like are left out)."""
+    import stat
+    target.mkdir(parents=True)
+    for top, dirs, files in os.walk(source, followlinks=False):
+        here = target / Path(top).relative_to(source)
+        for name in dirs:
+            if not os.path.islink(os.path.join(top, name)):
+                (here / name).mkdir()
+        for name in files:
+            path = os.path.join(top, name)
+            if stat.S_ISREG(os.lstat(path).st_mode):
+                shutil.copy2(path, here / name, follow_symlinks=False)
+
+
+class StartJudge(NbGraderPreprocessor):
+    """Start the judge before the kernel runs (VerifyHiddenChecks collects its verdicts).
+
+    Off (`c.StartJudge.enabled = False`, as for a submission graded again alone),
+    the judge starts after the kernel, so the two never share the cores.
+    """
+
+    enabled = Bool(True, help="Run the judge side by side with the kernel").tag(config=True)
+
+    def preprocess(self, nb, resources):
+        verifier = VerifyHiddenChecks(parent=self)
+        if self.enabled and verifier.enabled:
+            run = verifier.start(nb, resources)
+            if run is not None:
+                resources["course_judge"] = run
         return nb, resources
 
 

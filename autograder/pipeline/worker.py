@@ -37,6 +37,7 @@ def main():
     verb, log_dir = sys.argv[1], Path(sys.argv[2])
     _exit_with_parent()
     from .. import course
+    from .preprocessors import finish_abandoned_judges
     api = course.Course().api(Application={"log_level": "INFO"})
     call = {"autograde": api.autograde, "generate_feedback": api.generate_feedback}[verb]
     answer = sys.stdout
@@ -48,6 +49,7 @@ def main():
             result = call(assignment, student, force=True)
         except Exception as err:  # noqa: BLE001 (reported as this submission's failure)
             result = {"success": False, "log": "", "error": repr(err)}
+        finish_abandoned_judges()
         log = log_dir / f"{verb}-{student}-{assignment}.log"
         log.write_text((result.get("log") or "") + ("\n" + result["error"] if result.get("error") else ""))
         answer.write(json.dumps({"ok": bool(result["success"]), "seconds": time.perf_counter() - start,
