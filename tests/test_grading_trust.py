@@ -161,7 +161,8 @@ for view in views:
             except OSError:
                 pass
 print("READABLE:", readable)
-print("SECRETS:", [name for name in ("PGPASSWORD", "COURSE_DB_URL") if name in os.environ])
+started_with = open("/proc/self/environ", "rb").read()  # what the process was started with
+print("SECRETS:", [name for name in ("PGPASSWORD", "COURSE_DB_URL") if name in os.environ or name.encode() in started_with])
 for path in glob.glob(root + "/source/*/*.ipynb") + glob.glob("/proc/1/root" + root + "/source/*/*.ipynb"):
     if path.endswith("01_processes_threads.ipynb"):
         for cell in json.load(open(path))["cells"]:

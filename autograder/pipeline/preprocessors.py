@@ -14,7 +14,7 @@ from traitlets import Bool, Integer, List
 from traitlets.config import Configurable
 
 from .. import hidden, notebooks
-from ..sandbox.limits import ENV, Limits
+from ..sandbox.limits import ENV, Limits, without_secrets
 from . import confine
 from .verify import UNDECIDED
 
@@ -44,7 +44,12 @@ class GradingLimits(Configurable):
 
 
 class SandboxedKernelManager(AsyncKernelManager):
-    """Starts the kernel through autograder.sandbox.kernel instead of ipykernel_launcher."""
+    """Starts the kernel through autograder.sandbox.kernel instead of ipykernel_launcher,
+    without the grader's secrets in its environment."""
+
+    async def _async_launch_kernel(self, kernel_cmd, **kw):
+        kw["env"] = without_secrets(kw.get("env") or os.environ)
+        return await super()._async_launch_kernel(kernel_cmd, **kw)
 
     def format_kernel_cmd(self, extra_arguments=None):
         cmd = super().format_kernel_cmd(extra_arguments)
@@ -290,7 +295,8 @@ class _JudgeRun:
         self.copy = Path(tempfile.mkdtemp(prefix="course-judge-"))
         _copy_plain_files(Path(folder), self.copy / "work")
         self.box = limits.sandbox(str(self.copy / "work"))
-        env = self.box.environment() if self.box else dict(os.environ)  # taken now: the kernel's come later
+        # Taken now (the kernel's settings come later), without the grader's secrets.
+        env = without_secrets(self.box.environment() if self.box else os.environ)
         self._result, self._error = None, None
         self._args = (payload, str(self.copy / "work"), env, log, cell_timeout)
         self._thread = threading.Thread(target=self._run, name="judge", daemon=True)

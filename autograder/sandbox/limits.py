@@ -28,5 +28,20 @@ class Limits:
         return cls(**json.loads(raw)) if raw else None
 
 
+SECRET_VARIABLES = ("COURSE_DB_URL", "PGPASSWORD", "COURSE_SCHEDULER")
+
+
+def is_secret(name):
+    """Whether an environment variable is the grader's to know (a gradebook password), never student code's."""
+    return name in SECRET_VARIABLES or any(word in name for word in ("PASSWORD", "TOKEN", "SECRET"))
+
+
+def without_secrets(env):
+    """`env` less the grader's secrets. Processes that run student code must be started with
+    this: what a process was started with stays readable in /proc/self/environ, whatever
+    it later removes from os.environ."""
+    return {name: value for name, value in env.items() if not is_secret(name)}
+
+
 def note(message):
     print(f"[sandbox] {message}", file=sys.stderr, flush=True)
