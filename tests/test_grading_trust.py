@@ -161,6 +161,9 @@ for view in views:
             except OSError:
                 pass
 print("READABLE:", readable)
+import sys  # warm starts: nothing of the grader's may be in this process's memory either
+print("IN MEMORY:", sorted(m for m in sys.modules if m.startswith(("autograder.checks", "autograder.samples",
+                                                                    "autograder.pipeline"))))
 started_with = open("/proc/self/environ", "rb").read()  # what the process was started with
 print("SECRETS:", [name for name in ("PGPASSWORD", "COURSE_DB_URL") if name in os.environ or name.encode() in started_with])
 for path in glob.glob(root + "/source/*/*.ipynb") + glob.glob("/proc/1/root" + root + "/source/*/*.ipynb"):
@@ -480,6 +483,7 @@ def test_instructor_files_unreadable_while_grading(trust):
     work, _, _ = trust
     text = _outputs(work.graded_notebook("snoop", A))
     assert "READABLE: []" in text, text[-2000:]
+    assert "IN MEMORY: []" in text, text[-2000:]
     assert "SECRETS: []" in text, "the grader's secrets reach student code"
 
 

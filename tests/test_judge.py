@@ -4,12 +4,15 @@ Each test plays the student's side as an adversary would (it controls everything
 in that process, the server included) and shows that the judge reads only data.
 """
 import collections
+import itertools
 import os
 import pickle
 import struct
 import sys
+import tempfile
 import textwrap
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -23,12 +26,19 @@ from autograder.pipeline.judge import Remote, StudentError, StudentProcess, Stud
 SERVE = "from autograder.sandbox.student import Server; import sys, os\n"
 
 
+_MODULES = tempfile.mkdtemp(prefix="course-judge-test-")
+_made = itertools.count()
+
+
 def _student(body=""):
     """A student's process whose namespace is what `body` defines (run before serving)."""
-    code = (SERVE + "ns = {}\n" + f"exec({textwrap.dedent(body)!r}, ns)\n"
-            "s = Server(int(sys.argv[1]), int(sys.argv[2]), ns)\n"
-            "s.send(('loaded', {}, []))\ns.serve()\nos._exit(0)\n")
-    return StudentProcess.start([code])
+    code = (SERVE + "def main():\n    ns = {}\n" + f"    exec({textwrap.dedent(body)!r}, ns)\n"
+            "    s = Server(int(sys.argv[1]), int(sys.argv[2]), ns)\n"
+            "    s.send(('loaded', {}, []))\n    s.serve()\n    os._exit(0)\n")
+    name = f"judge_test_student_{next(_made)}"
+    Path(_MODULES, f"{name}.py").write_text(code)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([_MODULES, os.environ.get("PYTHONPATH", "")])}
+    return StudentProcess.start(f"{name}:main", env=env)
 
 
 VALUES = [None, True, 3, -2**70, 2.5, float("inf"), "text", b"\x00bytes", 1 + 2j, [1, [2, (3,)]], (4, 5),

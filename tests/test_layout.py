@@ -6,10 +6,12 @@ import sys
 
 from autograder import course
 
-SANDBOX_SIDE = ("autograder.sandbox.kernel", "autograder.sandbox.student", "autograder.hidden")
+SANDBOX_SIDE = ("autograder.sandbox.kernel", "autograder.sandbox.student", "autograder.sandbox.zygote",
+                "autograder.hidden")
 # What those may load: the sandbox package, the runner, and where things are.
 ALLOWED = {"autograder", "autograder.sandbox", "autograder.sandbox.enter", "autograder.sandbox.kernel",
            "autograder.sandbox.limits", "autograder.sandbox.student", "autograder.sandbox.wire",
+           "autograder.sandbox.zygote",
            "autograder.hidden", "autograder.course"}
 
 

@@ -76,6 +76,22 @@ def test_library_laziness_is_not_tampering_but_student_patches_are():
     assert lines == ["[]", "['numpy.allclose']", "['numpy.array_equal']", "['sys.settrace/sys.setprofile']"]
 
 
+def test_a_patch_made_while_checked_voids_every_verdict(tmp_path):
+    """Between two exercises the judge looks only at what the checks use; once they are all
+    done it looks at everything, and a replacement found then voids every verdict of the run."""
+    from autograder.pipeline.judge import preload_for
+    assignment = "05_multiprocessing_pools"
+    assert "statistics" not in preload_for([assignment]), "pick a module the checks do not use"
+    answer = notebooks.answer_cells(notebooks.read(course.source_notebook(assignment)))["amdahl_speedup"]
+    patch = "import statistics\nstatistics.mean = lambda data: 0  # a library function, replaced\n"
+    tampering = answer.replace("    ### BEGIN SOLUTION\n", "    ### BEGIN SOLUTION\n" + textwrap.indent(patch, "    "))
+    payload = {"cells": [("amdahl_speedup", tampering)], "exercises": [(assignment, "amdahl_speedup")]}
+    honest = verify.verify({**payload, "cells": [("amdahl_speedup", answer)]}, str(tmp_path))
+    assert honest["amdahl_speedup"][0], honest["amdahl_speedup"][1]
+    passed, report, _ = verify.verify(payload, str(tmp_path))["amdahl_speedup"]
+    assert not passed and "statistics.mean" in report, report
+
+
 def test_answer_using_a_teaching_cells_value_passes(tmp_path):
     """An answer that relies on what a course cell just above it defines passes in the
     clean re-run, as it does when the student runs the notebook top to bottom."""

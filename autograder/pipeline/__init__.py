@@ -10,6 +10,8 @@
   the submission may see); the other side is autograder/sandbox/;
 - `verify`: what the student's process replays, and starting judges until
   every exercise has a verdict;
+- `warm`: the worker's zygotes (autograder/sandbox/zygote.py), which fork
+  kernels, student's processes and judges with the heavy imports done;
 - `judge`: the process that runs the hidden checks and makes the verdicts; it
   runs no student code.
 """

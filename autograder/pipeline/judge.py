@@ -284,13 +284,17 @@ class StudentProcess:
 
     # --- start ---------------------------------------------------------------------------
     @classmethod
-    def start(cls, argv, cwd=None, env=None, on_progress=None, stdout=None, meanwhile=None):
-        """Start the student's process; `meanwhile()` runs here while it loads."""
+    def start(cls, entry, args=(), cwd=None, env=None, on_progress=None, stdout=None, meanwhile=None):
+        """Start the student's process, `entry` ("module:function") with argv [module, requests fd,
+        replies fd, *args]: forked from the sandbox zygote when the grader gave us one
+        (autograder/pipeline/warm.py), else a new interpreter. `meanwhile()` runs here while it loads."""
+        from ..sandbox import zygote
         req_r, req_w = os.pipe()
         rep_r, rep_w = os.pipe()
-        cmd = [sys.executable, "-P", "-c", argv[0], str(req_r), str(rep_w), *argv[1:]]
-        process = subprocess.Popen(cmd, cwd=cwd, env=env, pass_fds=(req_r, rep_w), stdin=subprocess.DEVNULL,
-                                   stdout=stdout, stderr=subprocess.STDOUT if stdout is not None else None)
+        out = stdout.fileno() if hasattr(stdout, "fileno") else stdout
+        process = zygote.start(os.environ.get("COURSE_ZYGOTE"), entry, [str(req_r), str(rep_w), *args],
+                               cwd=cwd, env=env, pass_fds=(req_r, rep_w), stdout=out,
+                               stderr=subprocess.STDOUT if out is not None else None)
         os.close(req_r)
         os.close(rep_w)
         if meanwhile is not None:
@@ -300,8 +304,7 @@ class StudentProcess:
     @classmethod
     def for_reference(cls, assignment, env=None):
         """A student's process that serves the reference solutions (the course's tests)."""
-        return cls.start(["from autograder.sandbox.student import serve_reference_main; "
-                          "serve_reference_main()", assignment], env=env)
+        return cls.start("autograder.sandbox.student:serve_reference_main", [assignment], env=env)
 
     def _wait_loaded(self, on_progress):
         while True:
@@ -397,8 +400,9 @@ class StudentProcess:
     def namespace(self):
         return RemoteNamespace(self)
 
-    def changed(self):
-        value = self.request(("changed",))
+    def changed(self, modules=None):
+        """What the student's code replaced of what grading relies on (in `modules` only, if given)."""
+        value = self.request(("changed",) if modules is None else ("changed", list(modules)))
         return [str(v) for v in value] if type(value) is list else ["?"]
 
     def stop(self, why="stopped"):
@@ -457,6 +461,7 @@ def preload_for(assignments):
 
 def main():
     """python -P -c "from autograder.pipeline.judge import main; main()" <fd to the grader> <spec>"""
+    began = time.monotonic()
     write_fd, spec_path = int(sys.argv[1]), sys.argv[2]
     spec = json.loads(Path(spec_path).read_text())
     channel = os.fdopen(write_fd, "w", buffering=1)
@@ -476,13 +481,15 @@ def main():
 
     try:
         session = StudentProcess.start(
-            ["from autograder.sandbox.student import main; main()", student_spec.name],
+            "autograder.sandbox.student:main", [student_spec.name],
             on_progress=lambda label: tell({"loading": label}), stdout=sys.stdout, meanwhile=load_checks)
     except StudentProcessGone:
         channel.close()
         os._exit(0)  # the grader sees the cell that was loading, and tries again without it
     finally:
         os.unlink(student_spec.name)
+    started = time.monotonic()
+    print(f"[judge] the student's process loaded the notebook in {started - began:.2f} s", flush=True)
     tell({"loaded": True})
     hidden.STUDENT = session
     namespace = session.namespace()
@@ -507,17 +514,28 @@ def main():
         except Exception as err:  # noqa: BLE001
             passed, text = False, f"{exercise}: {type(err).__name__}: {err}"
         if not session.broken:
-            try:
-                tampered = session.changed()
+            try:  # a quick look at what the checks use; all of it once the exercises are done
+                tampered = session.changed(["builtins", *preload])
             except Exception:  # noqa: BLE001
                 tampered = []
             if tampered:
                 passed, undecided = False, []
                 text = (f"{exercise}: your code replaced functions that grading relies on while it ran "
                         f"({', '.join(tampered[:5])})")
+        print(f"[judge] {exercise}: {'passed' if passed else 'undecided' if undecided else 'failed'} "
+              f"in {time.monotonic() - started:.2f} s", flush=True)
+        started = time.monotonic()
         tell({"exercise": exercise, "passed": passed, "report": text, "undecided": undecided})
         if session.broken:
             break  # the grader starts a new judge and student's process for the rest
+    if not session.broken:
+        try:
+            tampered = session.changed()
+        except Exception:  # noqa: BLE001
+            tampered = ["?"]
+        if tampered:  # every verdict of this run is void
+            tell({"revoke": "your code replaced functions that grading relies on while it was checked ("
+                            + ", ".join(tampered[:5]) + "); no check can pass"})
     session.stop()
     channel.close()
     sys.stdout.flush()

@@ -15,7 +15,7 @@ from traitlets.config import Configurable
 
 from .. import hidden, notebooks
 from ..sandbox.limits import ENV, Limits, without_secrets
-from . import confine
+from . import confine, warm
 from .verify import UNDECIDED
 
 
@@ -54,7 +54,11 @@ class SandboxedKernelManager(AsyncKernelManager):
     def format_kernel_cmd(self, extra_arguments=None):
         cmd = super().format_kernel_cmd(extra_arguments)
         if "ipykernel_launcher" in cmd:
-            cmd[cmd.index("ipykernel_launcher")] = "autograder.sandbox.kernel"
+            at = cmd.index("ipykernel_launcher")
+            socket = warm.socket_path("sandbox")
+            if socket:  # a thin stand-in that has the kernel forked from the warm zygote
+                return [cmd[0], "-S", "-P", "-m", "autograder.sandbox.zygote", socket, warm.KERNEL, *cmd[at + 1:]]
+            cmd[at] = "autograder.sandbox.kernel"
             # -P: the submission's folder (the kernel's working directory) is not put
             # first on sys.path, so a file handed in there cannot stand in for the grader.
             cmd.insert(cmd.index("-m"), "-P")

@@ -20,10 +20,12 @@ import json
 import os
 import re
 import subprocess
-import sys
 import tempfile
 import time
 from functools import lru_cache
+
+from ..sandbox import zygote
+from . import warm
 
 UNDECIDED = "ManualReviewNeeded"  # error name of a test cell whose hidden checks could not decide
 HIDDEN_CALL = re.compile(r'^check\(\s*"([^"]+)"\s*\)', re.M)
@@ -96,14 +98,18 @@ def verify(payload, workdir, env=None, log=None, cell_timeout=180):
         read_fd, write_fd = os.pipe()
         with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as spec:
             json.dump({**payload, "cells": cells, "exercises": remaining, "preload": preload}, spec)
-        # -P: the submission's folder (the working directory) does not come first on sys.path.
-        cmd = [sys.executable, "-P", "-c", "from autograder.pipeline.judge import main; main()",
-               str(write_fd), spec.name]
-        out = open(log, "a") if log else subprocess.DEVNULL
-        child = subprocess.Popen(cmd, cwd=workdir, env=env, pass_fds=(write_fd,), stdin=subprocess.DEVNULL,
-                                 stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        # Forked from the worker's judge zygote (warm.py), else a new interpreter; either way
+        # with -P: the submission's folder (the working directory) never comes first on sys.path.
+        out = open(log or os.devnull, "a")
+        judge_env = dict(os.environ if env is None else env)
+        sandbox_zygote = warm.socket_path("sandbox")
+        if sandbox_zygote:
+            judge_env[warm.SOCKET_VARIABLE] = sandbox_zygote  # where the judge has its student's process forked
+        child = zygote.start(warm.socket_path("judge"), warm.JUDGE, [str(write_fd), spec.name], cwd=workdir,
+                             env=judge_env, pass_fds=(write_fd,), new_session=True,
+                             stdout=out.fileno(), stderr=subprocess.STDOUT)
         os.close(write_fd)
-        current, loading, budget = None, None, cell_timeout
+        current, loading, budget, judged_here = None, None, cell_timeout, []
         deadline, buffer, timed_out = time.monotonic() + budget, b"", False
         with os.fdopen(read_fd, "rb", buffering=0) as pipe:
             os.set_blocking(pipe.fileno(), False)
@@ -131,16 +137,19 @@ def verify(payload, workdir, env=None, log=None, cell_timeout=180):
                     elif "start" in message:
                         loading, current = None, message["start"]
                         budget = _time_budget(assignment_of[current], current)
+                    elif "revoke" in message:  # tampering found at the end: this run's verdicts are void
+                        for exercise in judged_here:
+                            verdicts[exercise] = (False, f"{exercise}: {message['revoke']}", False)
                     else:
                         verdicts[message["exercise"]] = (message["passed"], message["report"],
                                                           bool(message.get("undecided")))
+                        judged_here.append(message["exercise"])
                         current = None
                     deadline = time.monotonic() + budget
         _kill_session(child)
         code = child.wait()
         os.unlink(spec.name)
-        if out is not subprocess.DEVNULL:
-            out.close()
+        out.close()
         if loading is not None and current is None:
             skipped.add(loading)  # that cell stopped the process: try again without it
             continue

@@ -40,8 +40,12 @@ def main():
     from .preprocessors import finish_abandoned_judges
     api = course.Course().api(Application={"log_level": "INFO"})
     call = {"autograde": api.autograde, "generate_feedback": api.generate_feedback}[verb]
-    answer = sys.stdout
-    sys.stdout = sys.stderr  # whatever nbgrader prints must not corrupt the answers
+    # The answers get a descriptor of their own; descriptor 1 becomes the log, so that what
+    # nbgrader prints, and what the kernels and judges started from here write to the
+    # descriptor 1 they inherit (student code included), can never pass for an answer.
+    answer = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
     for line in sys.stdin:
         assignment, student = line.split()
         start = time.perf_counter()

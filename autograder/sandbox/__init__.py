@@ -32,5 +32,7 @@ This package is the code that runs inside a submission's sandbox, and it
 imports nothing from the instructor's side of autograder/ (only `course`, for
 where things are): `kernel` (nbgrader's kernel for a submission), `student`
 (the judge's student's process), `enter` (what both do first), `wire` (the
-data that crosses to the judge), `limits` (what the grader asks for).
+data that crosses to the judge), `limits` (what the grader asks for), `zygote`
+(warm starts: these processes forked from an interpreter that imported the
+heavy libraries once; the grader's side of it is autograder/pipeline/warm.py).
 """

@@ -34,6 +34,11 @@ def kernel_main():
         (private / "kernel.json").write_bytes(connection)
         sys.argv[where] = str(private / "kernel.json")
     sys.argv.append("--HistoryManager.enabled=False")  # no history file to write as another uid
+    # ipykernel reads these when it is imported, which in a zygote (autograder/sandbox/zygote.py)
+    # happened before this process had its environment: give it this process's.
+    for trait, variable in (("parent_handle", "JPY_PARENT_PID"), ("interrupt", "JPY_INTERRUPT_EVENT")):
+        if os.environ.get(variable):
+            sys.argv.append(f"--IPKernelApp.{trait}={int(os.environ[variable])}")
     from ipykernel.kernelapp import IPKernelApp
 
     app = IPKernelApp.instance()

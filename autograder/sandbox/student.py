@@ -74,10 +74,13 @@ def run_cell(namespace, label, source):
 
 
 # --- tampering: a second line of defence (the first is that verdicts are not made here) ---------
-def _watched():
-    """(key, object) for every module, function, class and method that grading relies on."""
+def _watched(modules=None):
+    """(key, object) for every module, function, class and method that grading relies on
+    (only in the modules named, when `modules` is given)."""
     for name, module in list(sys.modules.items()):
         if module is None or name.split(".")[0] not in WATCHED_PREFIXES:
+            continue
+        if modules is not None and name not in modules:
             continue
         yield ("module", name), module
         try:
@@ -99,6 +102,16 @@ def _watched():
 
 def snapshot():
     return dict(_watched())
+
+
+_IDENTITIES = {}
+
+
+def _identities(before):
+    """{id(object): key} of a snapshot, worked out once per snapshot."""
+    if _IDENTITIES.get("of") is not before:
+        _IDENTITIES.update({"of": before, "ids": {id(obj): key for key, obj in before.items()}})
+    return _IDENTITIES["ids"]
 
 
 def _trusted_dirs():
@@ -134,18 +147,22 @@ def _from_trusted_code(obj, trusted):
     return module.split(".")[0] in WATCHED_PREFIXES
 
 
-def changed(before):
-    """Watched names now bound to something the student's code made, or swapped for another watched object.
+def changed(before, modules=None):
+    """Watched names now bound to something the student's code made, or swapped for another watched object
+    (in the modules named, when `modules` is given: a quick look between two exercises).
 
     Libraries patch themselves lazily (torch wraps an optimizer's `step` the
     first time one is built); a replacement made by library or course code is
     therefore accepted, unless it is one watched object put in another's place.
     """
-    now = dict(_watched())
+    modules = None if modules is None else set(modules)
+    now = dict(_watched(modules))
     trusted = _trusted_dirs()
-    known = {id(obj): key for key, obj in before.items()}
+    known = _identities(before)
     found = set()
     for key, obj in before.items():
+        if modules is not None and key[0 if key[0] != "module" else 1] not in modules:
+            continue
         new = now.get(key)
         if new is obj or new is None:
             continue
@@ -240,7 +257,7 @@ class Server:
                 self.handles.pop(number, None)
             return None
         if op == "changed":
-            return changed(self.before) if self.before is not None else []
+            return changed(self.before, *args) if self.before is not None else []
         if op == "pid":
             return os.getpid()
         raise ValueError(f"unknown request {op!r}")

@@ -1,0 +1,406 @@
+"""Warm starts: a submission's processes forked from an interpreter that has already imported
+the heavy libraries.
+
+`import torch` alone costs a process about 1.3 s of CPU, and grading a notebook
+starts three processes that need it (nbgrader's kernel, the judge and the judge's
+student's process). A zygote imports such libraries once and then only forks:
+each child is a copy of an interpreter in which nothing but imports ever ran, so
+it starts as a new one would, and nothing of another submission can reach it
+(every child is forked from the zygote, never from a sibling).
+
+    python -P -c "from autograder.sandbox.zygote import serve; serve()" <socket> <spec JSON>
+
+The grading worker starts it (autograder/pipeline/warm.py) as the grader, with no
+secret in its environment. It listens on a Unix socket in a folder only the
+grader may enter and answers only connections from its own uid. A request names
+one of the entry points the zygote was started with ("module:function"), the
+child's argv, environment, working folder and file descriptors (sent along with
+SCM_RIGHTS). The child starts a session of its own, keeps only those
+descriptors, takes that environment and folder, draws fresh random state, and
+runs the entry point, which enters the sandbox first as a new process would; it
+never returns into the zygote's code. The zygote reports the child's exit on
+the connection, and kills the child's process group if the connection drops.
+
+`start()` is the requester's side (a Popen look-alike); run as a module,
+`python -S -P -m autograder.sandbox.zygote <socket> <module:function> args...`
+is a thin stand-in for `python -P -m <module> args...` (nbgrader's kernel
+command): it has the zygote fork the process, forwards signals to it, and exits
+with its exit code.
+"""
+import array
+import json
+import os
+import selectors
+import signal
+import socket
+import struct
+import sys
+import time
+
+_HEADER = struct.Struct("!I")
+_MAX_FDS = 16
+_FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2)
+
+
+# --- both sides ---------------------------------------------------------------------------------
+def _send_request(sock, request, fds):
+    data = json.dumps(request).encode()
+    ancillary = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))] if fds else []
+    sock.sendmsg([_HEADER.pack(len(data)) + data], ancillary)
+
+
+def _receive_request(sock):
+    """(request, [fds]) read from a connection (blocking)."""
+    data, fds, _, _ = socket.recv_fds(sock, 1 << 16, _MAX_FDS)
+    if len(data) < _HEADER.size:
+        raise ConnectionError("a short request")
+    (size,) = _HEADER.unpack_from(data)
+    data = data[_HEADER.size:]
+    while len(data) < size:
+        more = sock.recv(size - len(data))
+        if not more:
+            raise ConnectionError("the request was cut short")
+        data += more
+    return json.loads(data[:size]), list(fds)
+
+
+# --- the requester's side ---------------------------------------------------------------------
+class Child:
+    """A process forked by a zygote for us, used like subprocess.Popen (pid, poll, wait, kill)."""
+
+    def __init__(self, sock, pid):
+        self._sock, self.pid, self.returncode = sock, pid, None
+        self._buffer = b""
+        try:
+            self._pidfd = os.pidfd_open(pid)  # signals reach this process, never a later one with its pid
+        except (AttributeError, OSError):
+            self._pidfd = None
+
+    def _take_lines(self):
+        while b"\n" in self._buffer:
+            line, self._buffer = self._buffer.split(b"\n", 1)
+            message = json.loads(line)
+            if "exit" in message:
+                self._finish(int(message["exit"]))
+
+    def _finish(self, code):
+        self.returncode = code
+        for closing in (self._sock.close, lambda: self._pidfd is not None and os.close(self._pidfd)):
+            try:
+                closing()
+            except OSError:
+                pass
+        self._pidfd = None
+
+    def _read(self, timeout):
+        self._sock.settimeout(timeout)
+        try:
+            chunk = self._sock.recv(4096)
+        except (socket.timeout, BlockingIOError):
+            return
+        except OSError:
+            chunk = b""
+        if not chunk:  # the zygote is gone: so is the child (it kills its children on the way out)
+            self._finish(-signal.SIGKILL)
+            return
+        self._buffer += chunk
+        self._take_lines()
+
+    def poll(self):
+        if self.returncode is None:
+            self._read(0)
+        return self.returncode
+
+    def wait(self, timeout=None):
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while self.returncode is None:
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                import subprocess
+                raise subprocess.TimeoutExpired(f"pid {self.pid}", timeout)
+            self._read(left)
+        return self.returncode
+
+    def send_signal(self, signum):
+        """`signum` to the child's process group (its own session), as a signal to a new
+        process group would reach it and the processes it started."""
+        if self.poll() is not None:
+            return
+        try:
+            os.killpg(self.pid, signum)
+        except ProcessLookupError:
+            if self._pidfd is not None:
+                try:
+                    signal.pidfd_send_signal(self._pidfd, signum)
+                except OSError:
+                    pass
+        except PermissionError:
+            pass
+
+    def kill(self):
+        self.send_signal(signal.SIGKILL)
+
+    def terminate(self):
+        self.send_signal(signal.SIGTERM)
+
+
+def connect(path, timeout=60.0):
+    """A connection to the zygote at `path`, waiting while it starts (OSError if it never answers)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            sock.connect(path)
+            return sock
+        except (FileNotFoundError, ConnectionRefusedError):
+            sock.close()
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.02)
+
+
+def start(zygote, entry, args, *, cwd=None, env=None, stdin=None, stdout=None, stderr=None, pass_fds=(),
+          new_session=False):
+    """The process that runs `entry` ("module:function") with sys.argv = [module, *args].
+
+    With a zygote (its socket path) the process is forked from it; without one, or
+    when it does not answer, it is a new interpreter (`python -P -c`), as before.
+    Descriptors keep their numbers (`pass_fds`); stdin, stdout and stderr may be
+    other descriptors (None: ours, stdin None: /dev/null; `subprocess.STDOUT` for
+    stderr: as stdout). A forked process always leads a session of its own
+    (`new_session` asks the same of a new interpreter). Returns a Child or a
+    subprocess.Popen: both have pid, poll, wait, send_signal and kill.
+    """
+    import subprocess
+    out = stdout if stdout is not None else 1
+    err = out if stderr == subprocess.STDOUT else (stderr if stderr is not None else 2)
+    devnull = None
+    if stdin is None or stdin == subprocess.DEVNULL:
+        devnull = os.open(os.devnull, os.O_RDONLY)
+        stdin = devnull
+    mapping = {0: stdin, 1: out, 2: err, **{fd: fd for fd in pass_fds}}
+    env = dict(os.environ if env is None else env)
+    try:
+        if not zygote:
+            raise OSError("no zygote")
+        sock = connect(zygote, timeout=120)
+        try:
+            targets = sorted(mapping)
+            _send_request(sock, {"entry": entry, "argv": [entry.partition(":")[0], *args], "env": env,
+                                 "cwd": os.path.abspath(cwd or os.getcwd()), "fds": targets},
+                          [mapping[t] for t in targets])
+            sock.settimeout(60)
+            line = b""
+            while not line.endswith(b"\n"):
+                chunk = sock.recv(1)
+                if not chunk:
+                    raise ConnectionError("the zygote closed the connection")
+                line += chunk
+            return Child(sock, int(json.loads(line)["pid"]))
+        except BaseException:
+            sock.close()
+            raise
+    except OSError:
+        module, _, function = entry.partition(":")
+        return subprocess.Popen([sys.executable, "-P", "-c", f"import sys; from {module} import {function} as f; "
+                                 f"sys.argv[0] = {module!r}; sys.exit(f())", *args],
+                                cwd=cwd, env=env, stdin=stdin, stdout=out, stderr=err, pass_fds=tuple(pass_fds),
+                                start_new_session=new_session)
+    finally:
+        if devnull is not None:
+            os.close(devnull)
+
+
+def launch_main():
+    """python -S -P -m autograder.sandbox.zygote <socket> <module:function> args...
+
+    A stand-in for `python -P -m <module> args...` whose process is forked from the
+    zygote: signals sent here go on to it, and this exits as it does.
+    """
+    path, entry, args = sys.argv[1], sys.argv[2], sys.argv[3:]
+    child = start(path, entry, args, stdin=0, stdout=1, stderr=2)
+    for signum in _FORWARDED:
+        signal.signal(signum, lambda s, frame: child.send_signal(s))
+    code = child.wait()
+    sys.stdout.flush()
+    os._exit(code if code >= 0 else 128 - code)
+
+
+# --- the zygote -----------------------------------------------------------------------------------
+def serve():
+    """python -P -c "from autograder.sandbox.zygote import serve; serve()" <socket> <spec JSON>
+
+    spec: {"preload": [module names], "entries": ["module:function", ...]}.
+    """
+    path, spec = sys.argv[1], json.loads(sys.argv[2])
+    import importlib
+    for name in spec["preload"]:
+        importlib.import_module(name)
+    for loader in spec.get("after", []):  # "module:function" run once after the imports
+        module, _, function = loader.partition(":")
+        getattr(importlib.import_module(module), function)()
+    entries = set(spec["entries"])
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(path + ".new")
+    listener.listen(128)
+    os.rename(path + ".new", path)  # requesters connect only once the imports are done
+    parent = os.getppid()
+    selector = selectors.DefaultSelector()
+    selector.register(listener, selectors.EVENT_READ)
+    children, owners = {}, {}  # pid -> connection, connection -> pid
+    me = os.getuid()
+    try:
+        while os.getppid() == parent:
+            for key, _ in selector.select(timeout=0.05):
+                if key.fileobj is listener:
+                    conn, _ = listener.accept()
+                    pid = _fork_for(conn, entries, me, listener, selector)
+                    if pid is None:
+                        conn.close()
+                        continue
+                    children[pid], owners[conn] = conn, pid
+                    selector.register(conn, selectors.EVENT_READ)
+                else:  # data or EOF from a requester that still waits: it went away
+                    conn = key.fileobj
+                    try:
+                        gone = not conn.recv(1024, socket.MSG_DONTWAIT)
+                    except BlockingIOError:
+                        gone = False
+                    except OSError:
+                        gone = True
+                    if gone:
+                        _kill_group(owners.get(conn))
+                        selector.unregister(conn)
+            _reap(children, owners, selector)
+    finally:
+        for pid in list(children):
+            _kill_group(pid)
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+
+
+def _kill_group(pid):
+    if pid is None:
+        return
+    for kill in (os.killpg, os.kill):
+        try:
+            kill(pid, signal.SIGKILL)
+            return
+        except OSError:
+            continue
+
+
+def _reap(children, owners, selector):
+    while children:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+        conn = children.pop(pid, None)
+        if conn is None:
+            continue
+        owners.pop(conn, None)
+        try:
+            selector.unregister(conn)
+        except (KeyError, ValueError):
+            pass
+        try:
+            conn.sendall((json.dumps({"exit": os.waitstatus_to_exitcode(status)}) + "\n").encode())
+        except OSError:
+            pass
+        conn.close()
+
+
+def _fork_for(conn, entries, me, listener, selector):
+    """Fork the child a connection asks for; its pid (None when refused)."""
+    creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+    if struct.unpack("3i", creds)[1] != me:
+        return None  # only the grader's own processes may ask
+    conn.settimeout(10)
+    fds = []
+    try:
+        request, fds = _receive_request(conn)
+        if request.get("entry") not in entries or len(fds) != len(request.get("fds", ())):
+            return None
+        sys.stdout.flush()
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:
+            _become_child(request, fds)  # never returns
+        conn.sendall((json.dumps({"pid": pid}) + "\n").encode())
+        return pid
+    except (OSError, ValueError):
+        return None
+    finally:
+        for fd in fds:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+
+def _become_child(request, received):
+    code = 1
+    try:
+        os.setsid()
+        targets = list(request["fds"])
+        # Out of the way of every target first, then into place; nothing else stays open.
+        base = max(targets + received) + 1
+        moved = [_dup_at_least(fd, base) for fd in received]
+        for fd in _open_fds():
+            if fd not in moved:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+        for fd, target in zip(moved, targets):
+            os.dup2(fd, target)
+        for fd in moved:
+            if fd not in targets:
+                os.close(fd)
+        os.chdir(request["cwd"])
+        os.environ.clear()
+        os.environ.update(request["env"])
+        sys.argv = list(request["argv"])
+        _fresh_random_state()
+        module, _, function = request["entry"].partition(":")
+        import importlib
+        result = getattr(importlib.import_module(module), function)()
+        code = result if isinstance(result, int) else 0
+    except SystemExit as exit_:
+        code = exit_.code if isinstance(exit_.code, int) else (0 if exit_.code is None else 1)
+    except BaseException:  # noqa: BLE001
+        import traceback
+        traceback.print_exc()
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except BaseException:  # noqa: BLE001
+                pass
+        os._exit(code)
+
+
+def _dup_at_least(fd, lowest):
+    import fcntl
+    return fcntl.fcntl(fd, fcntl.F_DUPFD, lowest)
+
+
+def _open_fds():
+    return [int(name) for name in os.listdir("/proc/self/fd")]
+
+
+def _fresh_random_state():
+    """Random state of our own, as a new interpreter would draw it: `random` reseeds itself
+    after a fork; NumPy's global generator does not."""
+    numpy = sys.modules.get("numpy")
+    if numpy is not None:
+        numpy.random.seed()
+
+
+if __name__ == "__main__":
+    launch_main()

@@ -1,0 +1,195 @@
+"""Warm starts (autograder/sandbox/zygote.py): a child forked from a zygote starts as clean as a
+new interpreter, nothing of one child reaches the next, and only the grader can ask for one."""
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from autograder.pipeline import warm
+from autograder.sandbox.limits import without_secrets
+from autograder.sandbox import zygote
+
+PROBE = textwrap.dedent('''
+    import json, os, sys, time
+
+    def _tell(data):
+        with os.fdopen(int(sys.argv[1]), "w") as out:
+            json.dump(data, out)
+
+    def report():
+        import numpy
+        _tell({"pid": os.getpid(), "sid": os.getsid(0), "cwd": os.getcwd(), "argv": sys.argv,
+               "env": dict(os.environ), "started_with": open("/proc/self/environ", "rb").read().decode(),
+               "fds": sorted(int(fd) for fd in os.listdir("/proc/self/fd") if os.path.exists(f"/proc/self/fd/{fd}")),
+               "threads": len(os.listdir("/proc/self/task")), "draw": float(numpy.random.random()),
+               "marker": getattr(numpy, "left_by_a_sibling", None), "modules": sorted(sys.modules)})
+
+    def mutate():
+        import numpy
+        numpy.left_by_a_sibling = "a previous student's value"
+        os.environ["LEFT_BY_A_SIBLING"] = "1"
+        _tell({"done": True})
+
+    def exit_with():
+        return int(sys.argv[1])
+
+    def wait_forever():
+        while True:
+            time.sleep(1)
+''')
+
+
+@pytest.fixture(scope="module")
+def probe_zygote():
+    folder = Path(tempfile.mkdtemp(prefix="course-zygote-test-"))  # not under pytest's own folder (mode 0700)
+    (folder / "zygote_probe.py").write_text(PROBE)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(folder), os.environ.get("PYTHONPATH", "")]),
+           "COURSE_DB_URL": "postgresql://grader:hunter2@db/course"}
+    socket = str(folder / "socket")
+    spec = {"preload": ["numpy", "zygote_probe"],
+            "entries": [f"zygote_probe:{f}" for f in ("report", "mutate", "exit_with", "wait_forever")]}
+    server = subprocess.Popen([sys.executable, "-P", "-c", "from autograder.sandbox.zygote import serve; serve()",
+                               socket, json.dumps(spec)], env=without_secrets(env))
+    zygote.connect(socket, timeout=60).close()
+    yield {"socket": socket, "env": env, "folder": folder, "server": server}
+    server.kill()
+    server.wait()
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def _ask(probe, entry, env=None, cwd=None):
+    read, write = os.pipe()
+    child = zygote.start(probe["socket"], f"zygote_probe:{entry}", [str(write)], pass_fds=(write,),
+                         env=env or probe["env"], cwd=cwd or probe["folder"])
+    os.close(write)
+    with os.fdopen(read) as source:
+        data = json.loads(source.read() or "null")
+    assert child.wait(timeout=30) == 0
+    return child, data
+
+
+def test_a_child_starts_as_a_new_interpreter_would(probe_zygote, tmp_path):
+    env = {"PATH": os.environ["PATH"], "ONLY_THIS": "yes"}
+    child, seen = _ask(probe_zygote, "report", env=env, cwd=tmp_path)
+    assert isinstance(child, zygote.Child) and seen["pid"] == child.pid
+    assert seen["sid"] == child.pid, "a session of its own"
+    assert seen["env"] == env and seen["cwd"] == str(tmp_path)
+    assert seen["argv"] == ["zygote_probe", seen["argv"][1]]
+    assert seen["fds"] == sorted({0, 1, 2, int(seen["argv"][1])}), \
+        f"descriptors other than those given stayed open: {seen['fds']}"
+    assert "hunter2" not in seen["started_with"], "what the zygote was started with holds no secret"
+    assert "numpy" in seen["modules"], "the preloaded libraries are there"
+
+
+def test_nothing_of_one_child_reaches_the_next(probe_zygote):
+    _ask(probe_zygote, "mutate")
+    _, first = _ask(probe_zygote, "report")
+    _, second = _ask(probe_zygote, "report")
+    for seen in (first, second):
+        assert seen["marker"] is None and "LEFT_BY_A_SIBLING" not in seen["env"]
+    assert first["draw"] != second["draw"], "each child draws fresh random state (NumPy's global generator)"
+
+
+def test_exit_codes_come_back_and_a_lost_requester_takes_its_child_along(probe_zygote):
+    child = zygote.start(probe_zygote["socket"], "zygote_probe:exit_with", ["7"], env=probe_zygote["env"])
+    assert child.wait(timeout=30) == 7
+    child = zygote.start(probe_zygote["socket"], "zygote_probe:wait_forever", [], env=probe_zygote["env"])
+    assert child.poll() is None
+    child.kill()
+    assert child.wait(timeout=30) == -signal.SIGKILL
+    # A requester that dies (its connection drops) takes its child along.
+    code = (f"import sys, time\nfrom autograder.sandbox import zygote\n"
+            f"c = zygote.start({probe_zygote['socket']!r}, 'zygote_probe:wait_forever', [])\n"
+            "print(c.pid, flush=True)\ntime.sleep(60)\n")
+    requester = subprocess.Popen([sys.executable, "-c", code], env=probe_zygote["env"], stdout=subprocess.PIPE,
+                                 text=True)
+    pid = int(requester.stdout.readline())
+    requester.kill()
+    requester.wait()
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and _alive(pid):
+        time.sleep(0.05)
+    assert not _alive(pid), "the child outlived its requester"
+
+
+def _alive(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(") ")[1][0] != "Z"
+    except OSError:
+        return False
+
+
+def test_unknown_entries_are_refused(probe_zygote):
+    with pytest.raises(OSError):
+        zygote.connect(probe_zygote["socket"]).close()  # the socket answers...
+        sock = zygote.connect(probe_zygote["socket"])
+        zygote._send_request(sock, {"entry": "os:system", "argv": ["x"], "env": {}, "cwd": "/", "fds": []}, [])
+        sock.settimeout(10)
+        if not sock.recv(100):  # ...and closes without a pid
+            raise ConnectionError("refused")
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to run as another uid")
+def test_another_uid_cannot_ask_for_a_child(probe_zygote):
+    """Student code runs as another uid: even with the socket's path, the zygote refuses it."""
+    os.chmod(probe_zygote["folder"], 0o755)
+    os.chmod(probe_zygote["socket"], 0o777)
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # a student's process: another uid, the socket's path known
+        answer = b"error"
+        try:
+            import traceback
+            os.setgroups([])
+            os.setresgid(65534, 65534, 65534)
+            os.setresuid(65534, 65534, 65534)
+            sock = zygote.connect(probe_zygote["socket"], timeout=5)  # the path is reachable...
+            try:
+                zygote._send_request(sock, {"entry": "zygote_probe:exit_with", "argv": ["x", "0"], "env": {},
+                                            "cwd": "/", "fds": []}, [])
+                sock.settimeout(10)
+                answer = b"answer:" + sock.recv(100)
+            except (BrokenPipeError, ConnectionResetError):
+                answer = b"answer:"  # ...and the zygote hung up on it
+        except BaseException:
+            answer = traceback.format_exc().encode()
+        finally:
+            os.write(write, answer)
+            os._exit(0)
+    os.close(write)
+    with os.fdopen(read, "rb") as source:
+        answer = source.read()
+    os.waitpid(pid, 0)
+    assert answer == b"answer:", f"the zygote answered another uid: {answer!r}"
+
+
+def test_the_thin_client_forwards_signals_and_exit_codes(probe_zygote):
+    command = [sys.executable, "-S", "-P", "-m", "autograder.sandbox.zygote", probe_zygote["socket"],
+               "zygote_probe:exit_with", "5"]
+    assert subprocess.run(command, env=probe_zygote["env"], timeout=60).returncode == 5
+    command[-2:] = ["zygote_probe:wait_forever"]
+    client = subprocess.Popen(command, env=probe_zygote["env"])
+    time.sleep(1)
+    client.send_signal(signal.SIGTERM)
+    assert client.wait(timeout=30) == 128 + signal.SIGTERM
+
+
+def test_without_a_zygote_a_new_interpreter_runs_the_entry(probe_zygote):
+    child = zygote.start(None, "zygote_probe:exit_with", ["4"], env=probe_zygote["env"])
+    assert isinstance(child, subprocess.Popen) and child.wait(timeout=60) == 4
+
+
+def test_the_sandbox_zygote_holds_no_hidden_check():
+    """A child's memory is the student's to read: the zygote that forks kernels and student's
+    processes never imports the checks (the judge's zygote does)."""
+    assert not any("checks" in name for name in warm.KINDS["sandbox"]["preload"])
+    assert not warm.KINDS["sandbox"].get("after")
