@@ -5,6 +5,7 @@ worker process per parallel job (autograder/pipeline/worker.py), each taking the
 submission from a shared queue, writes one log per submission, and caps the
 thread pools inside so that parallel graders do not oversubscribe the cores.
 """
+import contextlib
 import json
 import os
 import queue
@@ -18,6 +19,7 @@ from pathlib import Path
 from helpers.system import usable_cores
 
 from .. import course
+from . import warm
 
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
                     "NUMEXPR_NUM_THREADS", "VECLIB_MAXIMUM_THREADS")
@@ -132,8 +134,8 @@ def run_all(verb, pairs, n_jobs=None, desc=None, log_dir=None, work=None, schedu
     bar = tqdm(total=len(pairs), desc=desc or verb, unit="submission")
     lock = threading.Lock()
 
-    def drain():
-        worker, done = _Worker(verb, env, log_dir), []
+    def drain(worker_env):
+        worker, done = _Worker(verb, worker_env, log_dir), []
         try:
             while True:
                 try:
@@ -150,7 +152,9 @@ def run_all(verb, pairs, n_jobs=None, desc=None, log_dir=None, work=None, schedu
             worker.close()
 
     try:
-        batches = Parallel(n_jobs=n_jobs, prefer="threads")(delayed(drain)() for _ in range(n_jobs))
+        # Grading: one pair of zygotes for all the workers (warm.py).
+        with warm.shared(env) if verb == "autograde" else contextlib.nullcontext(env) as worker_env:
+            batches = Parallel(n_jobs=n_jobs, prefer="threads")(delayed(drain)(worker_env) for _ in range(n_jobs))
     finally:
         bar.close()
     return sorted((r for batch in batches for r in batch), key=lambda r: (r.assignment, r.student))

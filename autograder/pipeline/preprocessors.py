@@ -244,8 +244,9 @@ class VerifyHiddenChecks(NbGraderPreprocessor):
         logs = course.Course().reports / "logs"  # the grader's folder: nothing there is the student's
         logs.mkdir(parents=True, exist_ok=True)
         info = resources["nbgrader"]
-        log = logs / f"judge-{info.get('student')}-{assignment}.log"
-        log.unlink(missing_ok=True)
+        log = logs / f"judge-{info.get('student')}-{assignment}.log"  # a regrading adds to it
+        with open(log, "a") as out:
+            out.write(f"=== judged {time.strftime('%Y-%m-%d %H:%M:%S')}\n")
         return _JudgeRun(payload, folder, GradingLimits(parent=self), str(log), self.cell_timeout)
 
     def preprocess(self, nb, resources):

@@ -1,6 +1,8 @@
-"""Warm starts for a grading worker: its zygotes (autograder/sandbox/zygote.py).
+"""Warm starts for grading: the zygotes (autograder/sandbox/zygote.py).
 
-Two per worker, each started on first use and gone with the worker:
+Two kinds, started by `python -m autograder grade` for all its workers
+(`shared()`), or by a worker that was given none (a Dask worker) on first use;
+they end with the process that started them:
 
 - "sandbox" forks nbgrader's kernels and the judge's student's processes. It
   imports only what student code may see anyway (the libraries and the
@@ -11,6 +13,7 @@ Two per worker, each started on first use and gone with the worker:
 COURSE_WARM_START=0 turns them off: every process is then a new interpreter.
 """
 import atexit
+import contextlib
 import json
 import os
 import shutil
@@ -18,18 +21,21 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 
 from ..sandbox.limits import ENV, without_secrets
 
 KINDS = {
     "sandbox": {
-        "preload": ["numpy", "torch", "IPython", "IPython.core.inputtransformer2", "ipykernel.kernelapp",
-                    "ipykernel.ipkernel", "cloudpickle", "autograder.sandbox.kernel", "autograder.sandbox.student"],
+        # torch._dynamo: the student's process imports it before its snapshot (0.9 s of CPU).
+        "preload": ["numpy", "torch", "torch._dynamo", "scipy", "IPython", "IPython.core.inputtransformer2",
+                    "ipykernel.kernelapp", "ipykernel.ipkernel", "cloudpickle", "autograder.sandbox.kernel",
+                    "autograder.sandbox.student"],
         "entries": ["autograder.sandbox.kernel:kernel_main", "autograder.sandbox.student:main"],
     },
     "judge": {
-        "preload": ["numpy", "torch", "cloudpickle", "autograder.pipeline.judge", "autograder.hidden",
-                    "autograder.checks._support"],
+        "preload": ["numpy", "torch", "torch._dynamo", "cloudpickle", "autograder.pipeline.judge",
+                    "autograder.hidden", "autograder.checks._support"],
         "after": ["autograder.pipeline.warm:load_every_check"],
         "entries": ["autograder.pipeline.judge:main"],
     },
@@ -38,6 +44,7 @@ KERNEL = "autograder.sandbox.kernel:kernel_main"
 STUDENT = "autograder.sandbox.student:main"
 JUDGE = "autograder.pipeline.judge:main"
 SOCKET_VARIABLE = "COURSE_ZYGOTE"  # the sandbox zygote's socket, for judges (they start the student's process)
+SHARED_VARIABLES = {"sandbox": "COURSE_ZYGOTE_SANDBOX", "judge": "COURSE_ZYGOTE_JUDGE"}  # from shared()
 
 _lock = threading.Lock()
 _running = {}
@@ -48,14 +55,36 @@ def enabled():
 
 
 def socket_path(kind):
-    """The socket of this process's zygote of `kind`, started now if needed (None: warm starts are off)."""
+    """The socket of this process's zygote of `kind`, started now if needed and ready to fork
+    (None: warm starts are off, or the zygote could not start: new interpreters then)."""
     if not enabled():
         return None
+    given = os.environ.get(SHARED_VARIABLES[kind])
+    if given:  # the grading process's, shared by its workers
+        deadline = time.monotonic() + 120
+        while not os.path.exists(given) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        return given if os.path.exists(given) else None
     with _lock:
         zygote = _running.get(kind)
         if zygote is None or zygote.process.poll() is not None:
             zygote = _running[kind] = _Zygote(kind)
-        return zygote.socket
+        return zygote.socket if zygote.ready() else None
+
+
+@contextlib.contextmanager
+def shared(env):
+    """Start both zygotes now, for every worker that gets `env` (which this adds their sockets to);
+    they import while the workers start, and stop when the block ends."""
+    if not enabled():
+        yield env
+        return
+    zygotes = {kind: _Zygote(kind) for kind in KINDS}
+    try:
+        yield {**env, **{SHARED_VARIABLES[kind]: z.socket for kind, z in zygotes.items()}}
+    finally:
+        for zygote in zygotes.values():
+            zygote.stop()
 
 
 def load_every_check():
@@ -70,12 +99,21 @@ class _Zygote:
         self.folder = tempfile.mkdtemp(prefix=f"course-zygote-{kind}-")  # mode 0700: the grader's alone
         self.socket = os.path.join(self.folder, "socket")
         env = without_secrets(os.environ)
-        for name in (ENV, "NBGRADER_EXECUTION", "COURSE_CHECKS_OUTSIDE", SOCKET_VARIABLE):
+        for name in (ENV, "NBGRADER_EXECUTION", "COURSE_CHECKS_OUTSIDE", SOCKET_VARIABLE, *SHARED_VARIABLES.values()):
             env.pop(name, None)  # a submission's settings arrive with each request, never from here
         self.process = subprocess.Popen(
             [sys.executable, "-P", "-c", "from autograder.sandbox.zygote import serve; serve()", self.socket,
              json.dumps(KINDS[kind])], env=env, stdin=subprocess.DEVNULL, stdout=2, start_new_session=True)
         atexit.register(self.stop)
+
+    def ready(self, timeout=120):
+        """Whether it answers (it makes its socket once its imports are done), waiting while it starts."""
+        deadline = time.monotonic() + timeout
+        while not os.path.exists(self.socket):
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                return False
+            time.sleep(0.02)
+        return True
 
     def stop(self):
         if self.process.poll() is None:

@@ -239,6 +239,9 @@ def serve():
     for loader in spec.get("after", []):  # "module:function" run once after the imports
         module, _, function = loader.partition(":")
         getattr(importlib.import_module(module), function)()
+    import threading
+    if threading.active_count() > 1:  # a fork copies one thread: another one's locks would stay held
+        raise SystemExit(f"zygote: the preloads started threads {threading.enumerate()}; not forking from here")
     entries = set(spec["entries"])
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(path + ".new")
