@@ -166,11 +166,18 @@ def modules_used(module):
     return {n for n in names if n in sys.modules and not n.startswith("autograder")}
 
 
-def run(assignment, exercise, namespace, session=None):
+def _nothing():
+    import contextlib
+    return contextlib.nullcontext()
+
+
+def run(assignment, exercise, namespace, session=None, hold=None):
     """Run every hidden check of `exercise` against `namespace`; a list of Outcomes.
 
     With `session` (a judge.StudentProcess), `namespace` holds handles on the
     student's process, and a check that overruns its time stops that process.
+    `hold(exclusive)` (the judge's lease on the machine) is entered around each
+    check, outside its time limit; checks marked `exclusive` need the machine alone.
     """
     checks = checks_for(assignment, exercise)
     if not checks:
@@ -185,7 +192,9 @@ def run(assignment, exercise, namespace, session=None):
         try:
             kwargs = _arguments(fn, namespace)
             try:
-                _call_with_timeout(fn, kwargs, getattr(fn, "timeout", DEFAULT_TIMEOUT))
+                with hold(bool(getattr(fn, "exclusive", False))) if hold else _nothing():
+                    start = time.perf_counter()
+                    _call_with_timeout(fn, kwargs, getattr(fn, "timeout", DEFAULT_TIMEOUT))
             except CheckTimeout:
                 if session is not None:
                     session.stop("an earlier check did not finish in time")

@@ -12,8 +12,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from autograder.checks._support import (count_starts_and_joins, exact_int, observe, raises_value_error, student_pid,
-                                        there, timeout)
+from autograder.checks._support import (count_starts_and_joins, exact_int, exclusive, observe, raises_value_error,
+                                        student_pid, there, timeout)
 from helpers import workers
 
 
@@ -298,6 +298,7 @@ def _own_creation_costs():
     return costs
 
 
+@exclusive
 @timeout(240)
 def test_creation_cost_process_dearer(creation_cost):
     """a process costs clearly more than a thread (measured in the same run)

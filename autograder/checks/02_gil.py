@@ -23,8 +23,8 @@ import time
 
 import pytest
 
-from autograder.checks._support import (count_starts_and_joins, exact_float, exact_list, observe, raises_value_error,
-                                        student_pid, there, timeout)
+from autograder.checks._support import (count_starts_and_joins, exact_float, exact_list, exclusive, observe,
+                                        raises_value_error, student_pid, there, timeout)
 from helpers import gil, workers
 from helpers.system import usable_cores
 
@@ -320,6 +320,7 @@ def _own_io_ratio(n_workers, delay=0.05):
     return _timed_workers(threading.Thread, gil.wait, [(delay,)] * n_workers) / serial
 
 
+@exclusive
 @timeout(400)
 def test_gil_experiment_ratios(gil_experiment):
     """threads overlap waits; for pure-Python CPU work threads gain nothing and processes do
@@ -432,6 +433,7 @@ def _own_numpy_speedup(n):
     return best_serial / best_threads
 
 
+@exclusive
 @timeout(180)
 def test_numpy_threads_speedup_gains(numpy_threads_speedup):
     """with 2 usable cores, 2 threads speed up the NumPy job (the GIL is released)

@@ -59,6 +59,13 @@ def timeout(seconds):
     return mark
 
 
+def exclusive(fn):
+    """Mark a check that judges a speed-up: while grading in parallel it gets the machine alone
+    (autograder/pipeline/lease.py), so that the other jobs do not take the cores it measures."""
+    fn.exclusive = True
+    return fn
+
+
 def exact_int(value, what):
     assert type(value) is int or isinstance(value, np.integer) and not isinstance(value, bool), (
         f"{what} must be an int, got {type(value).__name__}")

@@ -19,7 +19,7 @@ from pathlib import Path
 from helpers.system import usable_cores
 
 from .. import course
-from . import warm
+from . import lease, warm
 
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
                     "NUMEXPR_NUM_THREADS", "VECLIB_MAXIMUM_THREADS")
@@ -152,8 +152,11 @@ def run_all(verb, pairs, n_jobs=None, desc=None, log_dir=None, work=None, schedu
             worker.close()
 
     try:
-        # Grading: one pair of zygotes for all the workers (warm.py).
-        with warm.shared(env) if verb == "autograde" else contextlib.nullcontext(env) as worker_env:
+        with contextlib.ExitStack() as stack:
+            worker_env = env
+            if verb == "autograde":  # one pair of zygotes for all the workers, and a lease on the machine
+                worker_env = stack.enter_context(warm.shared(worker_env))
+                worker_env = stack.enter_context(lease.folder_for_run(worker_env))
             batches = Parallel(n_jobs=n_jobs, prefer="threads")(delayed(drain)(worker_env) for _ in range(n_jobs))
     finally:
         bar.close()

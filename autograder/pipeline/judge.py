@@ -21,6 +21,7 @@ outside (CPU time of its process tree, its child processes) is read here from
 /proc (`ProcessTree`).
 """
 import builtins
+import contextlib
 import json
 import os
 import subprocess
@@ -31,6 +32,8 @@ import time
 from pathlib import Path
 
 from ..sandbox import wire
+from ..sandbox.limits import for_student_code
+from . import lease
 
 # Values of these types always travel by value: a handle claiming to be one is a subclass.
 _VALUE_TYPES = {"builtins.int", "builtins.float", "builtins.bool", "builtins.str", "builtins.bytes",
@@ -469,6 +472,15 @@ def main():
     def tell(message):
         channel.write(json.dumps(message) + "\n")
 
+    @contextlib.contextmanager
+    def hold(exclusive=False):
+        """The machine (alone, for a timing check) while we work: lease.py. The grader's clock
+        for us stops while we wait for it."""
+        with lease.hold(exclusive, on_wait=lambda: tell({"waiting": True})) as waited:
+            if waited > 0.05:
+                tell({"waited": waited})
+            yield
+
     from .. import hidden
     preload = spec.get("preload") or preload_for(sorted({a for a, _ in spec["exercises"]}))
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as student_spec:
@@ -480,9 +492,10 @@ def main():
             hidden.load_checks(assignment)
 
     try:
-        session = StudentProcess.start(
-            "autograder.sandbox.student:main", [student_spec.name],
-            on_progress=lambda label: tell({"loading": label}), stdout=sys.stdout, meanwhile=load_checks)
+        with hold():  # loading runs the notebook's cells: work like any other
+            session = StudentProcess.start(
+                "autograder.sandbox.student:main", [student_spec.name], env=for_student_code(os.environ),
+                on_progress=lambda label: tell({"loading": label}), stdout=sys.stdout, meanwhile=load_checks)
     except StudentProcessGone:
         channel.close()
         os._exit(0)  # the grader sees the cell that was loading, and tries again without it
@@ -506,7 +519,7 @@ def main():
             continue
         undecided = []
         try:
-            outcomes = hidden.run(assignment, exercise, namespace, session=session)
+            outcomes = hidden.run(assignment, exercise, namespace, session=session, hold=hold)
             passed = all(o.passed for o in outcomes)
             if all(o.passed or o.undecided for o in outcomes):
                 undecided = [o.description for o in outcomes if o.undecided]

@@ -25,7 +25,7 @@ import time
 from functools import lru_cache
 
 from ..sandbox import zygote
-from . import warm
+from . import lease, warm
 
 UNDECIDED = "ManualReviewNeeded"  # error name of a test cell whose hidden checks could not decide
 HIDDEN_CALL = re.compile(r'^check\(\s*"([^"]+)"\s*\)', re.M)
@@ -109,7 +109,7 @@ def verify(payload, workdir, env=None, log=None, cell_timeout=180):
                              env=judge_env, pass_fds=(write_fd,), new_session=True,
                              stdout=out.fileno(), stderr=subprocess.STDOUT)
         os.close(write_fd)
-        current, loading, budget, judged_here = None, None, cell_timeout, []
+        current, loading, budget, judged_here, paused = None, None, cell_timeout, [], None
         deadline, buffer, timed_out = time.monotonic() + budget, b"", False
         with os.fdopen(read_fd, "rb", buffering=0) as pipe:
             os.set_blocking(pipe.fileno(), False)
@@ -137,6 +137,13 @@ def verify(payload, workdir, env=None, log=None, cell_timeout=180):
                     elif "start" in message:
                         loading, current = None, message["start"]
                         budget = _time_budget(assignment_of[current], current)
+                    elif "waiting" in message:  # for the machine (lease.py): its clock stops meanwhile
+                        paused, deadline = deadline, time.monotonic() + lease.MAX_WAIT + 60
+                        continue
+                    elif "waited" in message:
+                        deadline = (paused or deadline) + float(message["waited"])
+                        paused = None
+                        continue
                     elif "revoke" in message:  # tampering found at the end: this run's verdicts are void
                         for exercise in judged_here:
                             verdicts[exercise] = (False, f"{exercise}: {message['revoke']}", False)

@@ -43,5 +43,16 @@ def without_secrets(env):
     return {name: value for name, value in env.items() if not is_secret(name)}
 
 
+# Where the grader's own machinery is (its zygotes, its lease on the machine): the judge
+# needs them, student code never does.
+GRADER_ONLY = ("COURSE_LEASE", "COURSE_ZYGOTE", "COURSE_ZYGOTE_SANDBOX", "COURSE_ZYGOTE_JUDGE")
+
+
+def for_student_code(env):
+    """The environment a process that runs student code is started with: no secrets, nothing of
+    the grader's machinery."""
+    return {name: value for name, value in without_secrets(env).items() if name not in GRADER_ONLY}
+
+
 def note(message):
     print(f"[sandbox] {message}", file=sys.stderr, flush=True)
