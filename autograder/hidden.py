@@ -171,13 +171,15 @@ def _nothing():
     return contextlib.nullcontext()
 
 
-def run(assignment, exercise, namespace, session=None, hold=None):
+def run(assignment, exercise, namespace, session=None, hold=None, until_failure=False):
     """Run every hidden check of `exercise` against `namespace`; a list of Outcomes.
 
     With `session` (a judge.StudentProcess), `namespace` holds handles on the
     student's process, and a check that overruns its time stops that process.
     `hold(exclusive)` (the judge's lease on the machine) is entered around each
     check, outside its time limit; checks marked `exclusive` need the machine alone.
+    `until_failure`: stop at the first check that does not pass (enough to show
+    that an answer is wrong).
     """
     checks = checks_for(assignment, exercise)
     if not checks:
@@ -209,6 +211,8 @@ def run(assignment, exercise, namespace, session=None, hold=None):
                                     time.perf_counter() - start))
         else:
             outcomes.append(Outcome(fn.__name__, describe(fn), True, "", time.perf_counter() - start))
+        if until_failure and not outcomes[-1].passed:
+            break
     return outcomes
 
 

@@ -12,6 +12,48 @@ from autograder.pipeline import jobs
 
 ASSIGNMENTS = course.assignments()
 
+# bin/test runs the suite in three parts (see there): most tests side by side, then the tests
+# that grade (side by side too, their timing checks sharing one lease on the machine), then
+# the few that measure the machine and need it to themselves.
+GRADING_MODULES = {"test_grading", "test_timing_exercises", "test_report", "test_postgres", "test_dask_cluster",
+                   "test_grading_trust", "test_exchange"}
+ALONE_MODULES = {"test_grading_stability"}
+
+
+def pytest_configure(config):
+    """One lease on the machine for the whole run, all its pytest-xdist workers included
+    (autograder/pipeline/lease.py): the timing checks of every grading run and of the
+    catalogue take the machine alone in turn."""
+    from autograder.pipeline import lease
+    if os.environ.get(lease.ENV) or hasattr(config, "workerinput"):
+        return
+    import tempfile
+    folder = tempfile.mkdtemp(prefix="course-test-lease-")
+    os.environ[lease.ENV] = folder
+    config.add_cleanup(lambda: shutil.rmtree(folder, ignore_errors=True))
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    """Mark each test with its part of the run, and its pytest-xdist group (`--dist loadgroup`):
+    the tests that read the shared graded course in one group (it is graded once, there),
+    the catalogue by assignment (a student's process each), every other file by file (its
+    module-scoped fixtures are made once)."""
+    for item in items:
+        module = item.module.__name__.rsplit(".", 1)[-1]
+        if module in ALONE_MODULES:
+            item.add_marker(pytest.mark.alone)
+        elif module in GRADING_MODULES:
+            item.add_marker(pytest.mark.grading)
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        if "graded_course" in item.fixturenames:
+            group = "graded-course"
+        elif module == "test_checks_catalogue" and "assignment" in params:
+            group = f"catalogue-{params['assignment']}"
+        else:
+            group = module
+        item.add_marker(pytest.mark.xdist_group(group))
+
 
 def pytest_generate_tests(metafunc):
     explicit = any("assignment" in m.args[0] for m in metafunc.definition.iter_markers("parametrize"))

@@ -13,6 +13,7 @@ import pytest
 
 from autograder import course, hidden, notebooks, samples
 from autograder.sandbox import student as student_side
+from autograder.pipeline import lease
 from autograder.pipeline.judge import StudentProcess
 
 _students = {}
@@ -33,8 +34,9 @@ def _stop_students():
     _students.clear()
 
 
-def _judge(assignment, exercise, code=None):
-    """The hidden checks' outcomes for `code` as the answer to `exercise` (None: the reference)."""
+def _judge(assignment, exercise, code=None, until_failure=False):
+    """The hidden checks' outcomes for `code` as the answer to `exercise` (None: the reference),
+    holding the test run's lease on the machine as the judge does (timing checks alone)."""
     session = _student(assignment)
     if code is None:
         namespace = session.namespace()
@@ -42,7 +44,8 @@ def _judge(assignment, exercise, code=None):
         namespace = session.run(student_side.candidate_namespace, assignment, exercise, code)
     hidden.STUDENT = session
     try:
-        return hidden.run(assignment, exercise, namespace, session=session)
+        return hidden.run(assignment, exercise, namespace, session=session, hold=lease.hold,
+                          until_failure=until_failure)
     finally:
         hidden.STUDENT = None
 
@@ -58,7 +61,7 @@ def _cases(kind):
 @pytest.mark.parametrize("assignment,exercise,label", list(_cases("WRONG")))
 def test_wrong_answer_fails(assignment, exercise, label):
     code = samples.catalogue(assignment).WRONG[exercise][label]
-    outcomes = _judge(assignment, exercise, code)
+    outcomes = _judge(assignment, exercise, code, until_failure=True)  # one failing check is enough
     assert not all(o.passed for o in outcomes), f"the wrong answer '{label}' passes every hidden check"
 
 

@@ -1,4 +1,5 @@
 """The hidden-test runner: plain messages, bounded time, strict comparisons."""
+import contextlib
 import sys
 import textwrap
 import time
@@ -146,3 +147,22 @@ def test_checks_run_directly_against_the_reference():
                           cwd=course.ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
     assert " passed" in done.stdout and " failed" not in done.stdout, done.stdout[-2000:]
+
+
+def test_until_failure_stops_at_the_first_check_that_does_not_pass(fake_assignment):
+    def double(x):
+        raise KeyError("oops")
+    outcomes = hidden.run(fake_assignment, "double", {"double": double}, until_failure=True)
+    assert len(outcomes) == 1 and not outcomes[0].passed
+    assert len(hidden.run(fake_assignment, "double", {"double": lambda x: 2 * x}, until_failure=True)) == 3
+
+
+def test_checks_hold_the_machine_as_marked(fake_assignment):
+    held = []
+
+    @contextlib.contextmanager
+    def hold(exclusive):
+        held.append(exclusive)
+        yield
+    hidden.run(fake_assignment, "double", {"double": lambda x: 2 * x}, hold=hold)
+    assert held == [False, False, False]

@@ -38,13 +38,16 @@ def _student(assignment):
 
 @pytest.fixture(autouse=True)
 def _judge_role(request):
-    """In judged mode, `there()` and `observe()` reach this module's student's process."""
+    """In judged mode, `there()` and `observe()` reach this module's student's process; the check
+    holds the test run's lease on the machine as in grading (alone, if it judges a speed-up)."""
     if not JUDGED or request.module.__name__.startswith("conftest"):
         yield
         return
+    from autograder.pipeline import lease
     hidden.STUDENT = _student(Path(request.module.__file__).stem)
     try:
-        yield
+        with lease.hold(bool(getattr(request.function, "exclusive", False))):
+            yield
     finally:
         hidden.STUDENT = None
 
