@@ -35,24 +35,15 @@ def pytest_configure(config):
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
-    """Mark each test with its part of the run, and its pytest-xdist group (`--dist loadgroup`):
-    the tests that read the shared graded course in one group (it is graded once, there),
-    the catalogue by assignment (a student's process each), every other file by file (its
-    module-scoped fixtures are made once)."""
+    """Mark each test with its part of the run. (bin/test spreads tests over pytest-xdist
+    workers with `--dist loadscope`: a module, or a class, stays on one worker, so that its
+    fixtures are made once; the graded course is shared between workers, see below.)"""
     for item in items:
         module = item.module.__name__.rsplit(".", 1)[-1]
         if module in ALONE_MODULES:
             item.add_marker(pytest.mark.alone)
         elif module in GRADING_MODULES:
             item.add_marker(pytest.mark.grading)
-        params = getattr(getattr(item, "callspec", None), "params", {})
-        if "graded_course" in item.fixturenames:
-            group = "graded-course"
-        elif module == "test_checks_catalogue" and "assignment" in params:
-            group = f"catalogue-{params['assignment']}"
-        else:
-            group = module
-        item.add_marker(pytest.mark.xdist_group(group))
 
 
 def pytest_generate_tests(metafunc):
@@ -64,11 +55,12 @@ def pytest_generate_tests(metafunc):
 class GradingWorkdir:
     """A throw-away course work folder (submitted/, autograded/, gradebook) for tests."""
 
-    def __init__(self, path, assignments):
+    def __init__(self, path, assignments, released=False):
         self.path = Path(path)
         self.course = course.Course(self.path, f"sqlite:///{self.path / 'gradebook.db'}")
         self.assignments = assignments
-        release.generate(assignments, release_dir=self.path / "release-check", work=self.course)
+        if not released:
+            release.generate(assignments, release_dir=self.path / "release-check", work=self.course)
 
     def submit(self, student, assignment, nb_or_folder):
         folder = self.path / "submitted" / student / assignment
@@ -132,17 +124,34 @@ def pytest_collection_finish(session):
 
 
 @pytest.fixture(scope="session")
-def graded_course(request, workdir_factory):
+def graded_course(request, tmp_path_factory):
     """{"work", "results", "rows", "assignments"}: the sample students (perfect, blank, partial)
-    of every needed assignment and the students of samples.SERIALISED, graded once for the run."""
+    of every needed assignment and the students of samples.SERIALISED, graded once for the run:
+    with pytest-xdist, the first worker that needs it grades it and the others wait for it
+    (a lock beside the workers' own temp folders)."""
+    import fcntl
+    import pickle
+
     assignments = getattr(request.config, "graded_assignments", None) or ASSIGNMENTS
-    work = workdir_factory("graded-course", assignments)
-    for assignment in assignments:
-        for student, nb in samples.submissions(assignment).items():
-            work.submit(student, assignment, nb)
-    for (student, assignment), nb in samples.serialised_submissions(assignments).items():
-        work.submit(student, assignment, nb)
-    results = work.grade()
+    shared = tmp_path_factory.getbasetemp()
+    if hasattr(request.config, "workerinput"):
+        shared = shared.parent  # one folder above every worker's own
+    folder, done = shared / "graded-course", shared / "graded-course.pickle"
+    with open(shared / "graded-course.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if done.exists():
+            results, undecided = pickle.loads(done.read_bytes())
+            work = GradingWorkdir(folder, assignments, released=True)
+            work.undecided = undecided
+        else:
+            work = GradingWorkdir(folder, assignments)
+            for assignment in assignments:
+                for student, nb in samples.submissions(assignment).items():
+                    work.submit(student, assignment, nb)
+            for (student, assignment), nb in samples.serialised_submissions(assignments).items():
+                work.submit(student, assignment, nb)
+            results = work.grade()
+            done.write_bytes(pickle.dumps((results, work.undecided)))
     return {"work": work, "results": results, "rows": work.scores(), "assignments": assignments}
 
 

@@ -50,28 +50,37 @@ def _judge(assignment, exercise, code=None, until_failure=False):
         hidden.STUDENT = None
 
 
-def _cases(kind):
-    for assignment in course.assignments():
-        catalogue = samples.catalogue(assignment)
-        for exercise, answers in getattr(catalogue, kind).items():
-            for label in answers:
-                yield pytest.param(assignment, exercise, label, id=f"{assignment}:{exercise}:{label}")
+def _cases(assignment, kind):
+    for exercise, answers in getattr(samples.catalogue(assignment), kind).items():
+        for label in answers:
+            yield pytest.param(exercise, label, id=f"{exercise}:{label}")
 
 
-@pytest.mark.parametrize("assignment,exercise,label", list(_cases("WRONG")))
-def test_wrong_answer_fails(assignment, exercise, label):
-    code = samples.catalogue(assignment).WRONG[exercise][label]
-    outcomes = _judge(assignment, exercise, code, until_failure=True)  # one failing check is enough
-    assert not all(o.passed for o in outcomes), f"the wrong answer '{label}' passes every hidden check"
+def _catalogue_tests(assignment):
+    """The catalogue's tests of one assignment, as a class: pytest-xdist's `--dist loadscope`
+    keeps a class on one worker, where the assignment's student's process is started once."""
+
+    class Catalogue:
+        @pytest.mark.parametrize("exercise,label", list(_cases(assignment, "WRONG")))
+        def test_wrong_answer_fails(self, exercise, label):
+            code = samples.catalogue(assignment).WRONG[exercise][label]
+            outcomes = _judge(assignment, exercise, code, until_failure=True)  # one failing check is enough
+            assert not all(o.passed for o in outcomes), f"the wrong answer '{label}' passes every hidden check"
+
+        @pytest.mark.parametrize("exercise,label", list(_cases(assignment, "ALTERNATIVE")))
+        def test_alternative_answer_passes(self, exercise, label):
+            code = samples.catalogue(assignment).ALTERNATIVE[exercise][label]
+            outcomes = _judge(assignment, exercise, code)
+            _skip_if_only_undecided(outcomes)
+            failed = [f"{o.description}: {o.message}" for o in outcomes if not o.passed]
+            assert not failed, f"the correct alternative '{label}' fails: {failed}"
+
+    Catalogue.__name__ = Catalogue.__qualname__ = f"TestCatalogue_{assignment}"
+    return Catalogue
 
 
-@pytest.mark.parametrize("assignment,exercise,label", list(_cases("ALTERNATIVE")))
-def test_alternative_answer_passes(assignment, exercise, label):
-    code = samples.catalogue(assignment).ALTERNATIVE[exercise][label]
-    outcomes = _judge(assignment, exercise, code)
-    _skip_if_only_undecided(outcomes)
-    failed = [f"{o.description}: {o.message}" for o in outcomes if not o.passed]
-    assert not failed, f"the correct alternative '{label}' fails: {failed}"
+for _assignment in course.assignments():
+    globals()[f"TestCatalogue_{_assignment}"] = _catalogue_tests(_assignment)
 
 
 def _skip_if_only_undecided(outcomes):
