@@ -144,6 +144,8 @@ def graded_course(request, tmp_path_factory):
             work = GradingWorkdir(folder, assignments, released=True)
             work.undecided = undecided
         else:
+            shutil.rmtree(folder, ignore_errors=True)  # left by a worker that failed half-way
+            folder.mkdir()
             work = GradingWorkdir(folder, assignments)
             for assignment in assignments:
                 for student, nb in samples.submissions(assignment).items():

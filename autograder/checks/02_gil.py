@@ -23,7 +23,7 @@ import time
 
 import pytest
 
-from autograder.checks._support import (count_starts_and_joins, exact_float, exact_list, exclusive, observe,
+from autograder.checks._support import (count_starts_and_joins, counting, exact_float, exact_list, exclusive, observe,
                                         raises_value_error, student_pid, there, timeout)
 from helpers import gil, workers
 from helpers.system import usable_cores
@@ -93,13 +93,6 @@ class _TreeWatch:
             return 0.0, 0
         span = max(last[p] for p in workers) - min(first[p] for p in workers)
         return sum(cpu[p] for p in workers) / max(span, self.interval), len(workers)
-
-
-def _counting(fn, *args):
-    """(in the student's process) fn(*args) and the Thread/Process starts and joins it made."""
-    with count_starts_and_joins() as counts:
-        result = fn(*args)
-    return result, counts
 
 
 # --- run_threads ------------------------------------------------------------------
@@ -274,7 +267,7 @@ def test_gil_experiment_measures(gil_experiment):
     """
     n = random.randint(2, 3)
     start = time.perf_counter()
-    out, counts = there(_counting, gil_experiment, n, random.randint(200_000, 300_000))
+    out, counts = there(counting, gil_experiment, n, random.randint(200_000, 300_000))
     wall = time.perf_counter() - start
     assert type(out) is dict, f"gil_experiment must return a dict, got {type(out).__name__}"
     assert set(out) == KEYS, f"the keys must be exactly {sorted(KEYS)}"
@@ -407,7 +400,7 @@ def test_numpy_threads_speedup_measures(numpy_threads_speedup):
     2x swing as rarer than 1 call in 100, independent, < 1e-10.
     """
     k = random.randint(2, 4)
-    s, counts = there(_counting, numpy_threads_speedup, random.randint(500_000, 800_000), k)
+    s, counts = there(counting, numpy_threads_speedup, random.randint(500_000, 800_000), k)
     s = exact_float(s, "the speedup")
     assert s > 0, "the speedup must be positive"
     assert counts["thread start"] >= 2, f"with n_threads={k}, the job should run on several threads"

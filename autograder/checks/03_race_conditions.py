@@ -21,7 +21,7 @@ from contextlib import contextmanager
 
 import pytest
 
-from autograder.checks._support import (count_starts_and_joins, exact_float, exact_int, exact_list, observe,
+from autograder.checks._support import (count_starts_and_joins, counting, exact_float, exact_int, exact_list, observe,
                                         raises_value_error, student_pid, there, timeout)
 
 _yield = time.sleep            # the real one, even if an answer patches time.sleep
@@ -280,13 +280,6 @@ def _bounded_here(fn, args, seconds):
     return "ok", box["value"]
 
 
-def _counting(fn, *args):
-    """(in the student's process) fn(*args) and the Thread/Process starts and joins it made."""
-    with count_starts_and_joins() as counts:
-        result = fn(*args)
-    return result, counts
-
-
 def _watched(fn, *args):
     """there(fn, *args) while the judge watches the student's process tree from /proc.
 
@@ -317,7 +310,7 @@ def test_safe_increment_exact(safe_increment):
     """
     for n_threads in (1, random.randint(3, 6)):
         n = random.randint(150, 300)
-        got, counts = there(_counting, safe_increment, n_threads, n)
+        got, counts = there(counting, safe_increment, n_threads, n)
         got = exact_int(got, "the count")
         assert got == n_threads * n, f"{n_threads} threads x {n} increments gave {got}, not {n_threads * n}"
         assert counts["thread start"] >= n_threads, f"{n_threads} threads should have been started"
@@ -425,7 +418,7 @@ def test_process_safe_counter_exact(process_safe_counter):
     n_procs = 3
     for _ in range(3):
         n = random.randint(4_000, 5_000)
-        (got, counts), fresh = _watched(_counting, process_safe_counter, n_procs, n)
+        (got, counts), fresh = _watched(counting, process_safe_counter, n_procs, n)
         got = exact_int(got, "the count")
         assert counts["process start"] >= n_procs, f"{n_procs} processes should have been started"
         assert got == n_procs * n, (
@@ -436,7 +429,7 @@ def test_process_safe_counter_exact(process_safe_counter):
     else:  # the answer's own evidence held; only the judge's view missed: undecided
         pytest.skip(f"{n_procs} processes should have done the increments, but only {len(fresh)} "
                              "new process(es) appeared while the function ran")
-    got, counts = there(_counting, process_safe_counter, 1, 7)
+    got, counts = there(counting, process_safe_counter, 1, 7)
     assert got == 7, "one process adding 7 times should give 7"
     assert counts["process start"] >= 1, "the work must run in a process"
 
@@ -476,7 +469,7 @@ def test_transfer_many_result(transfer_many):
         balances = [random.randint(0, 500) for _ in range(random.randint(3, 6))]
         transfers = _opposing_transfers(len(balances), 60)
         before = list(balances)
-        got, counts, after = there(_transfer_counting, transfer_many, balances, transfers, n_threads)
+        got, counts, after = there(_transfercounting, transfer_many, balances, transfers, n_threads)
         got = exact_list(got, "the result", len(balances))
         assert got == _serial_transfers(before, transfers), "the final balances are wrong"
         assert sum(got) == sum(before), "money was created or destroyed"
@@ -485,7 +478,7 @@ def test_transfer_many_result(transfer_many):
             assert counts["thread start"] >= 2, f"with n_threads={n_threads} the transfers should run on several threads"
 
 
-def _transfer_counting(transfer_many, balances, transfers, n_threads):
+def _transfercounting(transfer_many, balances, transfers, n_threads):
     """(in the student's process) the result, the spy's counts, and the list passed in after the call."""
     with count_starts_and_joins() as counts:
         result = transfer_many(balances, transfers, n_threads)
@@ -549,7 +542,7 @@ def test_parallel_sum_value(parallel_sum):
         expected = math.fsum(float(x) for chunk in chunks for x in chunk)
         wanted = min(n_workers, 2)
         for _ in range(3):
-            (got, counts), fresh = _watched(_counting, parallel_sum, chunks, n_workers)
+            (got, counts), fresh = _watched(counting, parallel_sum, chunks, n_workers)
             got = exact_float(got, "the sum")
             assert abs(got - expected) <= 1e-9 * max(1.0, sum(abs(float(x)) for c in chunks for x in c)), (
                 "the sum is wrong")

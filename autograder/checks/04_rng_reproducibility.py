@@ -7,7 +7,7 @@ from contextlib import contextmanager
 import numpy as np
 import pytest
 
-from autograder.checks._support import (count_starts_and_joins, exact_list, plain_array, raises_value_error,
+from autograder.checks._support import (count_starts_and_joins, counting, exact_list, plain_array, raises_value_error,
                                         there, timeout)
 
 
@@ -121,17 +121,10 @@ def test_independent_draws_in_workers(independent_draws):
     same 2 doubles with probability about 2**-106, at most a few dozen pairs).
     """
     n = multiprocessing.cpu_count() + 1
-    out, counts = there(_counting, independent_draws, n, random.randrange(2**31), 2)
+    out, counts = there(counting, independent_draws, n, random.randrange(2**31), 2)
     out = _arrays(out, n, 2, "independent_draws(...)")
     assert counts["process start"] >= 1, "no worker process was started: the draws were made in the caller"
     assert len({x.tobytes() for x in out}) == n, "two workers drew the same numbers"
-
-
-def _counting(fn, *args):
-    """(in the student's process) fn(*args) and the Thread/Process starts and joins it made."""
-    with count_starts_and_joins() as counts:
-        result = fn(*args)
-    return result, counts
 
 
 def test_independent_draws_errors(independent_draws):

@@ -10,8 +10,8 @@ import numpy as np
 
 import pytest
 
-from autograder.checks._support import (count_starts_and_joins, exact_float, exact_list, observe, raises_value_error,
-                                        student_pid, there, timeout)
+from autograder.checks._support import (counting, exact_float, exact_list, observe, raises_value_error, student_pid,
+                                        there, timeout)
 from helpers import gil, ode, pools, workers
 
 MEET_SECONDS = 30.0  # how long the first of two tasks waits for the second at the barrier
@@ -50,13 +50,6 @@ def _meeting(call):
     with workers.mp_context().Manager() as manager:
         barrier = manager.Barrier(2)
         return call(functools.partial(gil.rendezvous, barrier, timeout=MEET_SECONDS), [0, 1], barrier)
-
-
-def _counting(fn, *args):
-    """(in the student's process) fn(*args) and the Thread/Process starts and joins it made."""
-    with count_starts_and_joins() as counts:
-        result = fn(*args)
-    return result, counts
 
 
 # --- parallel_map ------------------------------------------------------------------
@@ -245,7 +238,7 @@ def test_monte_carlo_pi_in_workers(monte_carlo_pi):
     exactly; with one worker and 20,001 samples, 0.1 is 8.6 standard errors
     (0.0116) of the estimate: P(|Z| > 8.6) = 8e-18.
     """
-    _, counts = there(_counting, monte_carlo_pi, 50_000, 2, random.randrange(2**31))
+    _, counts = there(counting, monte_carlo_pi, 50_000, 2, random.randrange(2**31))
     assert counts["process start"] >= 2, "no worker processes were started: the sampling ran serially"
     est = monte_carlo_pi(20_001, 1, 3)
     assert abs(est - math.pi) < 0.1 and _is_count_ratio(est, 20_001, 1), "fails with one worker"
@@ -357,7 +350,7 @@ def test_generate_trajectories_in_workers(generate_trajectories):
     False failure of a correct answer: 0 (process starts counted exactly).
     """
     n = random.randint(8, 12)
-    _, counts = there(_counting, generate_trajectories, n, 2, random.randrange(2**31))
+    _, counts = there(counting, generate_trajectories, n, 2, random.randrange(2**31))
     assert counts["process start"] >= 2, "fewer than 2 worker processes were started: the work ran serially"
     assert generate_trajectories(0, 2, 1) == [], "n = 0 gives an empty list"
     for bad in ((-1, 2), (5, 0)):

@@ -59,6 +59,14 @@ def timeout(seconds):
     return mark
 
 
+def counting(fn, *args):
+    """(in the student's process, through there()) fn(*args) and the Thread/Process starts and
+    joins it made."""
+    with count_starts_and_joins() as counts:
+        result = fn(*args)
+    return result, counts
+
+
 def exclusive(fn):
     """Mark a check that judges a speed-up: while grading in parallel it gets the machine alone
     (autograder/pipeline/lease.py), so that the other jobs do not take the cores it measures."""
