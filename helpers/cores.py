@@ -95,9 +95,12 @@ def run_script(code, *args, timeout=60, name="script.py", folder=None):
 
     Returns a dict: returncode (None when it was stopped), timed_out, seconds,
     stdout, stderr. The course root is put on PYTHONPATH so that the script can
-    `import helpers`. Without `folder`, a fresh temporary folder is used.
+    `import helpers`. Without `folder`, a fresh temporary folder is used and removed.
     """
-    folder = Path(folder or tempfile.mkdtemp(prefix="course-script-"))
+    if folder is None:  # a folder of its own, removed afterwards
+        with tempfile.TemporaryDirectory(prefix="course-script-", ignore_cleanup_errors=True) as own:
+            return run_script(code, *args, timeout=timeout, name=name, folder=own)
+    folder = Path(folder)
     path = folder / name
     path.write_text(code, encoding="utf-8")
     env = dict(os.environ)

@@ -7,6 +7,7 @@ import collections
 import itertools
 import os
 import pickle
+import shutil
 import struct
 import sys
 import tempfile
@@ -28,6 +29,12 @@ SERVE = "from autograder.sandbox.student import Server; import sys, os\n"
 
 _MODULES = tempfile.mkdtemp(prefix="course-judge-test-")
 _made = itertools.count()
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _remove_modules():
+    yield
+    shutil.rmtree(_MODULES, ignore_errors=True)
 
 
 def _student(body=""):

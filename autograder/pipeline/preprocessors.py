@@ -259,10 +259,14 @@ class VerifyHiddenChecks(NbGraderPreprocessor):
         run = resources.pop("course_judge", None) or self.start(nb, resources)
         if run is None:
             return nb, resources
+        waiting = time.monotonic()
         try:
             verdicts = run.verdicts()
         finally:
-            resources.setdefault("course_timings", {})["hidden checks (judge)"] = run.seconds
+            # The judge works while the kernel runs: what grading waited for is only the rest.
+            timings = resources.setdefault("course_timings", {})
+            timings["hidden checks (judge)"] = run.seconds
+            timings["judge, after the kernel"] = time.monotonic() - waiting
         for cell in nb.cells:
             if cell.cell_type != "code" or not is_grade(cell):
                 continue
