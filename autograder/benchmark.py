@@ -81,15 +81,31 @@ def _cpu_of_children():
     return usage.ru_utime + usage.ru_stime
 
 
+def _timings(work, student, assignment):
+    """What one grading wrote about where its time went (RecordTimings), or {}."""
+    path = work.reports / "timings" / f"{student}__{assignment}.json"
+    return json.loads(path.read_text()) if path.is_file() else {}
+
+
+def _per_assignment(work, students, assignments):
+    """{assignment: {part: mean seconds per submission}} over the students' gradings."""
+    table = {}
+    for assignment in assignments:
+        sums = defaultdict(float)
+        for student in students:
+            for part, seconds in _timings(work, student, assignment).items():
+                sums[part] += seconds
+        table[assignment] = {part: sums[part] / len(students) for part in (*PARTS, ALONGSIDE)}
+    return table
+
+
 def _where_time_went(work, students, assignments, results):
     """Seconds per student, by part, from the timings each grading wrote (RecordTimings)."""
     parts = defaultdict(float)
     for student in students:
         for assignment in assignments:
-            path = work.reports / "timings" / f"{student}__{assignment}.json"
-            if path.is_file():
-                for part, seconds in json.loads(path.read_text()).items():
-                    parts[part] += seconds
+            for part, seconds in _timings(work, student, assignment).items():
+                parts[part] += seconds
     measured = sum(parts[p] for p in PARTS)
     parts["nbgrader and the rest"] = sum(r.seconds for r in results) - measured
     shown = (*PARTS, "nbgrader and the rest", ALONGSIDE)
@@ -134,15 +150,18 @@ def stability(assignments, repeat, busy):
     spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"]) if busy else None
     try:
         with temporary_course(assignments, students) as work:
+            start = time.perf_counter()
             results, unsure = autograde([(a, s) for a in assignments for s in students], work=work)
+            seconds = time.perf_counter() - start
             scores = totals(assignments, work)
             maxima = {a: _max(a, work) for a in assignments}
+            per_assignment = _per_assignment(work, students, assignments)
     finally:
         if spinner:
             spinner.kill()
     distinct = {a: sorted({v for (_, b), v in scores.items() if b == a}) for a in assignments}
     return {"runs": repeat, "all_graded": all(r.ok for r in results), "distinct_scores": distinct,
-            "maxima": maxima, "undecided": len(unsure)}
+            "maxima": maxima, "undecided": len(unsure), "seconds": seconds, "per_assignment": per_assignment}
 
 
 def main(args):
@@ -155,6 +174,13 @@ def main(args):
             steady &= scores == [result["maxima"][a]]
             print(f"benchmark: {a} graded {result['runs']} times"
                   f"{' with one core kept busy' if args.busy else ''}: scores {scores} of {result['maxima'][a]}")
+        gradings = result["runs"] * len(assignments)
+        print(f"  {gradings} gradings in {result['seconds']:.0f} s ({result['seconds'] / gradings:.1f} s each); "
+              f"graded again alone because a check could not decide: {result['undecided']}")
+        print("  seconds per submission, one job:")
+        print("    " + " | ".join(["assignment", *PARTS, ALONGSIDE]))
+        for a, parts in result["per_assignment"].items():
+            print("    " + " | ".join([a, *(f"{parts[p]:.1f}" for p in (*PARTS, ALONGSIDE))]))
         return 0 if result["all_graded"] and steady else 1
     result = compare_with_plain(assignments, args.copies, args.jobs)
     print(f"benchmark: {result['students']} students x {len(assignments)} assignments (reference answers)")

@@ -12,6 +12,7 @@ def test_same_full_score_every_time_with_a_busy_core():
     result = benchmark.stability([A], repeat=3, busy=True)
     assert result["all_graded"]
     assert result["distinct_scores"][A] == [result["maxima"][A]], result
+    assert result["per_assignment"][A]["kernel start"] > 0, result["per_assignment"]
 
 
 def test_benchmark_against_plain_nbgrader():

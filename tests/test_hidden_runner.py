@@ -1,5 +1,7 @@
 """The hidden-test runner: plain messages, bounded time, strict comparisons."""
+import ast
 import contextlib
+import re
 import sys
 import textwrap
 import time
@@ -7,7 +9,7 @@ import time
 import numpy as np
 import pytest
 
-from autograder import hidden
+from autograder import course, hidden
 from autograder.checks import _support
 
 
@@ -166,3 +168,39 @@ def test_checks_hold_the_machine_as_marked(fake_assignment):
         yield
     hidden.run(fake_assignment, "double", {"double": lambda x: 2 * x}, hold=hold)
     assert held == [False, False, False]
+
+
+_BOUND = re.compile(r"False failure of a correct answer: (?:0\b|< ([0-9.]+)e-([0-9]+)\b)")
+_CHANCE = re.compile(r"\brandom\.|\brng\b|perf_counter|monotonic|_check_hotspots|_top_ops_tries|_check_ring"
+                     r"|_check_accumulate|_check_fsdp")
+
+
+def _check_functions():
+    for path in sorted((course.ROOT / "autograder" / "checks").glob("[0-9]*.py")):
+        source = path.read_text()
+        for node in ast.parse(source).body:
+            if isinstance(node, ast.FunctionDef) and node.name.startswith("test_"):
+                yield f"{path.stem}::{node.name}", ast.get_docstring(node) or "", ast.get_source_segment(source, node)
+
+
+def test_every_check_that_draws_or_times_states_its_false_failure_bound():
+    """A check that draws random inputs or reads a clock says, in its docstring, how likely a
+    correct answer is to fail it ("False failure of a correct answer: 0" or "< Xe-Y"), and
+    that is at most 1e-9."""
+    missing, too_high = [], []
+    for name, doc, body in _check_functions():
+        bound = _BOUND.search(doc)
+        if bound is None:
+            if _CHANCE.search(body):
+                missing.append(name)
+        elif bound.group(1) and float(f"{bound.group(1)}e-{bound.group(2)}") > 1e-9:
+            too_high.append(f"{name}: {bound.group(0)}")
+    assert not missing, f"no stated false-failure bound: {missing}"
+    assert not too_high, f"false-failure bounds above 1e-9: {too_high}"
+
+
+def test_the_bound_rule_is_not_vacuous():
+    assert _BOUND.search("False failure of a correct answer: < 2e-9 (two)").groups() == ("2", "9")
+    assert not _BOUND.search("False failures: rare")
+    stated = [name for name, doc, _ in _check_functions() if _BOUND.search(doc)]
+    assert len(stated) > 100, len(stated)

@@ -201,8 +201,8 @@ def _is_count_ratio(estimate, n, n_workers):
 def test_monte_carlo_pi_accurate_and_reproducible(monte_carlo_pi):
     """within 6.5 standard errors of pi, and the same estimate again for the same seed
 
-    False failure of a correct answer: P(|Z| > 6.5) = 8e-11 per estimate, two
-    estimates: < 2e-10.
+    False failure of a correct answer: < 2e-10 (P(|Z| > 6.5) = 8e-11 per estimate, two
+    estimates).
     """
     for n_workers in (2, multiprocessing.cpu_count() + 1):
         # n % (2 * n_workers) > n_workers: an answer that drops half the samples
@@ -220,7 +220,7 @@ def test_monte_carlo_pi_accurate_and_reproducible(monte_carlo_pi):
 def test_monte_carlo_pi_seed_matters(monte_carlo_pi):
     """other seeds give other estimates
 
-    Two correct estimates from 20,001 samples coincide with probability about
+    False failure of a correct answer: < 1e-11. Two correct estimates from 20,001 samples coincide with probability about
     1 / (sqrt(2 pi) * 82) = 0.005 (82: the standard deviation of the difference of
     two hit counts); the check fails only if all six seeds give one estimate:
     0.005 ** 5 = 3e-12.

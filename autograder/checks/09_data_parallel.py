@@ -207,14 +207,16 @@ class _OccupiedPort:
 def test_run_ddp_processes_shards_and_weights(run_ddp):
     """world_size processes each read their own share of the data, and the weights equal single-process training
 
-    False failure of a correct answer: not bounded by a formula. The reads are
-    counted exactly; the weights differ from single-process training only by
+    False failure of a correct answer: 0 while the machine makes progress. The reads
+    are counted exactly; the weights differ from single-process training only by
     float32 rounding of the all-reduce (gloo sums, then divides by world_size),
     measured 3e-8 (0.0007 of atol 2e-5, rtol 1e-4); the rendezvous port is the answer's
-    free one (29500 is kept busy on purpose, beside the answer). Every process that
-    read the data must also have been seen by the judge, in /proc, among the
-    descendants of the student's process (a rank lives for seconds; the judge looks
-    every 5 ms).
+    free one (29500 is kept busy on purpose, beside the answer; each submission has a
+    network namespace of its own, so no other grading takes the port). Every process
+    that read the data must also have been seen by the judge, in /proc, among the
+    descendants of the student's process: a rank lives for seconds and the judge looks
+    every 5 ms, so a rank is missed only if the judge's thread gets no CPU for a rank's
+    whole life.
     """
     w = _ddp_worker()
     world_size = random.choice([2, 3])

@@ -100,7 +100,7 @@ def _check_ring(ring, world_size, cases):
 def test_ring_allreduce_p2p_three_ranks(ring_allreduce_p2p):
     """3 ranks: the sum on every rank, 2(p-1) messages, about 2(p-1)/p of the tensor sent, no collective
 
-    False-failure probability 0: the counts are exact, and float32 sums of three
+    False failure of a correct answer: 0: the counts are exact, and float32 sums of three
     normal draws in another order differ by ~1e-7, far inside rtol=atol=1e-4.
     """
     seed = random.randint(0, 10**6)
@@ -115,7 +115,7 @@ def test_ring_allreduce_p2p_three_ranks(ring_allreduce_p2p):
 def test_ring_allreduce_p2p_one_rank(ring_allreduce_p2p):
     """1 rank: the tensor itself, and no message at all
 
-    False-failure probability 0: nothing random is compared but the input itself.
+    False failure of a correct answer: 0: nothing random is compared but the input itself.
     """
     _check_ring(ring_allreduce_p2p, 1, [(random.randint(0, 10**6), (random.randint(1, 40),), torch.float32)])
 
@@ -137,7 +137,7 @@ def test_zero_memory_paper_figures(zero_memory):
 def test_zero_memory_formula(zero_memory):
     """every stage, for other sizes and rank counts, including 1 rank and 0 parameters
 
-    False-failure probability 0: the formula is exact up to rel_tol=1e-9.
+    False failure of a correct answer: 0: the formula is exact up to rel_tol=1e-9.
     """
     for psi, n in [(1000, 1), (0, 8), (random.randint(10**3, 10**10), random.randint(2, 512)), (12345, 3)]:
         for stage in range(4):
@@ -194,7 +194,7 @@ def _perfect(world_size, target, rng):
 def test_partition_parameters_balance(partition_parameters):
     """the largest load is at most 4/3 of the best possible, on cases that expose naive rules
 
-    False-failure probability 0: the best is computed exactly (exhaustive search,
+    False failure of a correct answer: 0: the best is computed exactly (exhaustive search,
     or known by construction), and LPT is proven within 4/3 of it (Graham, 1969).
     """
     rng = random.Random(random.randint(0, 10**6))
@@ -329,7 +329,7 @@ def _check_accumulate(accumulate_gradients, world_size, micro_batches):
 def test_accumulate_gradients_ranks(accumulate_gradients):
     """2 or 3 ranks, 2 or 4 micro-batches: the single-process weights, one all-reduce per step
 
-    False-failure probability 0 for the counts (exact); the weights differ from the
+    False failure of a correct answer: 0 for the counts (exact); the weights differ from the
     reference by float32 rounding (~1e-7) against atol=2e-5 after 4 small SGD steps.
     """
     _check_accumulate(accumulate_gradients, random.choice([2, 3]), random.choice([2, 4]))
@@ -377,7 +377,7 @@ def _check_fsdp(train_fsdp, world_size, steps):
 def test_train_fsdp_ranks(train_fsdp):
     """2 or 3 ranks (3: uneven shards): the single-process weights, gathered one layer at a time
 
-    False-failure probability 0 for the counts (exact); the weights differ from the
+    False failure of a correct answer: 0 for the counts (exact); the weights differ from the
     reference by float32 rounding (~1e-8 measured) against atol=2e-5.
     """
     _check_fsdp(train_fsdp, random.choice([2, 3]), 2)
