@@ -1,57 +1,54 @@
 """Wrong and alternative answers of 03_race_conditions (see autograder/samples/__init__.py)."""
 
+
+def _variant(code, *edits):
+    """`code` with each (old, new) edit made once: answers that differ from another by a line."""
+    for old, new in edits:
+        assert code.count(old) == 1, old
+        code = code.replace(old, new)
+    return code
+
+
+_NO_LOCK = '''
+import threading, time
+def safe_increment(n_threads, n):
+    if n_threads < 1 or n < 0:
+        raise ValueError("bad arguments")
+    state = {"count": 0}
+    def work():
+        for _ in range(n):
+            current = state["count"]
+            time.sleep(0)
+            state["count"] = current + 1
+    ts = [threading.Thread(target=work) for _ in range(n_threads)]
+    for t in ts: t.start()
+    for t in ts: t.join()
+    return state["count"]
+'''
+
+_NO_LOCKS = '''
+from concurrent.futures import ThreadPoolExecutor
+def transfer_many(balances, transfers, n_threads):
+    if n_threads < 1:
+        raise ValueError("n_threads")
+    acc = list(balances)
+    def apply(t):
+        src, dst, amount = t
+        acc[src] -= amount
+        acc[dst] += amount
+    with ThreadPoolExecutor(n_threads) as pool:
+        list(pool.map(apply, transfers))
+    return acc
+'''
+
 WRONG = {
     "safe_increment": {
-        "no lock": '''
-import threading, time
-def safe_increment(n_threads, n):
-    if n_threads < 1 or n < 0:
-        raise ValueError("bad arguments")
-    state = {"count": 0}
-    def work():
-        for _ in range(n):
-            current = state["count"]
-            time.sleep(0)
-            state["count"] = current + 1
-    ts = [threading.Thread(target=work) for _ in range(n_threads)]
-    for t in ts: t.start()
-    for t in ts: t.join()
-    return state["count"]
-''',
-        "no lock, the grader's thread switching turned off in its threads": '''
-import sys, threading, time
-def safe_increment(n_threads, n):
-    if n_threads < 1 or n < 0:
-        raise ValueError("bad arguments")
-    state = {"count": 0}
-    def work():
-        sys.settrace(None)
-        for _ in range(n):
-            current = state["count"]
-            time.sleep(0)
-            state["count"] = current + 1
-    ts = [threading.Thread(target=work) for _ in range(n_threads)]
-    for t in ts: t.start()
-    for t in ts: t.join()
-    return state["count"]
-''',
-        "no lock, threads started with tracing switched off": '''
-import threading, time
-def safe_increment(n_threads, n):
-    if n_threads < 1 or n < 0:
-        raise ValueError("bad arguments")
-    threading.settrace(None)
-    state = {"count": 0}
-    def work():
-        for _ in range(n):
-            current = state["count"]
-            time.sleep(0)
-            state["count"] = current + 1
-    ts = [threading.Thread(target=work) for _ in range(n_threads)]
-    for t in ts: t.start()
-    for t in ts: t.join()
-    return state["count"]
-''',
+        "no lock": _NO_LOCK,
+        "no lock, the grader's thread switching turned off in its threads": _variant(
+            _NO_LOCK, ("import threading, time", "import sys, threading, time"),
+            ("    def work():\n", "    def work():\n        sys.settrace(None)\n")),
+        "no lock, threads started with tracing switched off": _variant(
+            _NO_LOCK, ('    state = {"count": 0}\n', '    threading.settrace(None)\n    state = {"count": 0}\n')),
         "bare += without a lock (exact only by luck of the interpreter)": '''
 import threading
 def safe_increment(n_threads, n):
@@ -169,36 +166,10 @@ def transfer_many(balances, transfers, n_threads):
         list(pool.map(apply, transfers))
     return acc
 ''',
-        "no locks at all": '''
-from concurrent.futures import ThreadPoolExecutor
-def transfer_many(balances, transfers, n_threads):
-    if n_threads < 1:
-        raise ValueError("n_threads")
-    acc = list(balances)
-    def apply(t):
-        src, dst, amount = t
-        acc[src] -= amount
-        acc[dst] += amount
-    with ThreadPoolExecutor(n_threads) as pool:
-        list(pool.map(apply, transfers))
-    return acc
-''',
-        "no locks, the grader's thread switching turned off in the pool's threads": '''
-import sys
-from concurrent.futures import ThreadPoolExecutor
-def transfer_many(balances, transfers, n_threads):
-    if n_threads < 1:
-        raise ValueError("n_threads")
-    acc = list(balances)
-    def apply(t):
-        sys.settrace(None)
-        src, dst, amount = t
-        acc[src] -= amount
-        acc[dst] += amount
-    with ThreadPoolExecutor(n_threads) as pool:
-        list(pool.map(apply, transfers))
-    return acc
-''',
+        "no locks at all": _NO_LOCKS,
+        "no locks, the grader's thread switching turned off in the pool's threads": _variant(
+            _NO_LOCKS, ("from concurrent.futures", "import sys\nfrom concurrent.futures"),
+            ("    def apply(t):\n", "    def apply(t):\n        sys.settrace(None)\n")),
         "serial loop": '''
 def transfer_many(balances, transfers, n_threads):
     if n_threads < 1:
