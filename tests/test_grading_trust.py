@@ -341,6 +341,8 @@ def _cases():
         "background_thread": (_with_cell_first(blank, BACKGROUND_THREAD), "zero"),
         "skip_in_check": (_with_cell_last(blank, SKIP_IN_CHECK), "zero"),
         "plants_links": (_with_cell_first(blank, PLANT_LINKS), "zero"),
+        "forged_spy_counts": (_replace_answer(perfect, "visible_appends", samples.catalogue(A).WRONG["visible_appends"][
+            "hard-coded 0 without starting processes, the spy's counts forged"]), "visible_appends zero"),
     }
     if _can_contain_processes():
         cases["fork_bomb"] = (_with_cell_after(perfect, "test_cpu_info", FORK_BOMB), "survives")
@@ -413,6 +415,7 @@ EXPECTED = {
     "full": lambda ex: None,
     "cpu_info zero": lambda ex: 0 if ex == "cpu_info" else None,
     "run_in_child zero": lambda ex: 0 if ex == "run_in_child" else None,
+    "visible_appends zero": lambda ex: 0 if ex == "visible_appends" else None,
     "cpu_info only": lambda ex: None if ex == "cpu_info" else 0,
     "first two only": lambda ex: None if ex in ("cpu_info", "run_in_child") else 0,
 }

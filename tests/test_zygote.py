@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from autograder import course
 from autograder.pipeline import warm
 from autograder.sandbox.limits import without_secrets
 from autograder.sandbox import zygote
@@ -193,3 +194,34 @@ def test_the_sandbox_zygote_holds_no_hidden_check():
     processes never imports the checks (the judge's zygote does)."""
     assert not any("checks" in name for name in warm.KINDS["sandbox"]["preload"])
     assert not warm.KINDS["sandbox"].get("after")
+
+
+def test_a_zygote_whose_worker_died_while_it_imported_ends(tmp_path):
+    """A grading worker killed while its zygote still imports (a Dask worker lost early) leaves
+    no zygote behind: the zygote knows its parent from the start, not from after the imports."""
+    folder = Path(tempfile.mkdtemp(prefix="course-zygote-test-"))
+    socket = str(folder / "socket")
+    launcher = (
+        "import json, os, subprocess, sys\n"
+        "spec = {'preload': ['numpy'], 'entries': [], 'parent': os.getpid()}\n"
+        "z = subprocess.Popen([sys.executable, '-P', '-c', 'from autograder.sandbox.zygote import serve; serve()',"
+        f" {socket!r}, json.dumps(spec)])\n"
+        "print(z.pid, flush=True)\n"
+        "os._exit(0)\n")  # the worker dies at once, before the zygote has imported numpy
+    done = subprocess.run([sys.executable, "-c", launcher], capture_output=True, text=True, timeout=60,
+                          cwd=course.ROOT)
+    pid = int(done.stdout.split()[0])
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and Path(f"/proc/{pid}").exists() and \
+            Path(f"/proc/{pid}/stat").read_text().split(") ")[1][0] != "Z":
+        time.sleep(0.1)
+    try:
+        assert not Path(f"/proc/{pid}").exists() or Path(f"/proc/{pid}/stat").read_text().split(") ")[1][0] == "Z", \
+            "the zygote outlived the worker that started it"
+        assert not folder.exists(), "the zygote left its socket's folder behind"
+    finally:
+        try:
+            os.kill(pid, 9)
+        except OSError:
+            pass
+        shutil.rmtree(folder, ignore_errors=True)

@@ -12,7 +12,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from autograder.checks._support import (counting, exact_int, exclusive, observe, raises_value_error, student_pid,
+from autograder.checks._support import (counted, exact_int, exclusive, observe, raises_value_error, student_pid,
                                         there, timeout)
 from helpers import workers
 
@@ -225,7 +225,7 @@ def test_visible_appends_threads(visible_appends):
     False failure of a correct answer: 0 (exact counts, no timing).
     """
     for n in (1, 3, 2 * os.cpu_count() + 1):
-        got, counts = there(counting, visible_appends, "thread", n)
+        got, counts = counted(visible_appends, "thread", n)
         assert exact_int(got, "the result") == n, f"with {n} threads the parent should see {n} items, got {got}"
         assert counts["thread start"] >= n, f"{n} threads should have been started, saw {counts['thread start']}"
     assert visible_appends("thread", 2) == 2, "a second call must start again from an empty list"
@@ -235,7 +235,7 @@ def test_visible_appends_threads(visible_appends):
 def test_visible_appends_processes(visible_appends):
     """processes append to their own copy: the parent sees 0"""
     for n in (1, 3):
-        got, counts = there(counting, visible_appends, "process", n)
+        got, counts = counted(visible_appends, "process", n)
         assert exact_int(got, "the result") == 0, f"with {n} processes the parent should see 0 items, got {got}"
         assert counts["process start"] >= n, (
             f"{n} processes should have been started, saw {counts['process start']}")
@@ -267,7 +267,7 @@ def test_creation_cost_starts_and_joins(creation_cost):
     """
     n = random.randint(4, 8)
     start = time.perf_counter()
-    seconds, counts = there(counting, creation_cost, "thread", n)
+    seconds, counts = counted(creation_cost, "thread", n)
     wall = time.perf_counter() - start
     assert isinstance(seconds, float) and seconds > 0, "the mean cost must be a positive float"
     assert seconds * n <= wall, (
@@ -275,7 +275,7 @@ def test_creation_cost_starts_and_joins(creation_cost):
     assert counts["thread start"] >= n and counts["thread join"] >= n, (
         f"{n} trials should start and join {n} threads; saw {counts['thread start']} starts, "
         f"{counts['thread join']} joins")
-    _, counts = there(counting, creation_cost, "process", n)
+    _, counts = counted(creation_cost, "process", n)
     assert counts["process start"] >= n and counts["process join"] >= n, (
         f"{n} trials should start and join {n} processes; saw {counts['process start']} starts, "
         f"{counts['process join']} joins")

@@ -23,7 +23,7 @@ import time
 
 import pytest
 
-from autograder.checks._support import (count_starts_and_joins, counting, exact_float, exact_list, exclusive, observe,
+from autograder.checks._support import (capped, counted, count_starts_and_joins, created, exact_float, exact_list, exclusive, observe,
                                         raises_value_error, student_pid, there, timeout)
 from helpers import gil, workers
 from helpers.system import usable_cores
@@ -133,8 +133,9 @@ def test_run_threads_concurrent(run_threads):
     """
     for n in (1, 3, 2 * usable_cores() + 3):
         for _ in range(3):
-            with _TreeWatch() as watch:
+            with _TreeWatch() as watch, created() as made:
                 out, counts = there(_meet_in_threads, run_threads, n)
+            counts = capped(counts, made)
             out = exact_list(out, "the result", n)
             assert [r["value"] for r in out] == list(range(n)), "the results are not in input order"
             assert all(r["met"] for r in out), (
@@ -190,9 +191,9 @@ def _quick_wait(n):
 
 
 def _meet_once(run_processes, n, wait):
-    with _TreeWatch() as watch:
+    with _TreeWatch() as watch, created() as made:
         out, counts = there(_meet_in_processes, run_processes, n, wait)
-    return exact_list(out, "the result", n), counts, watch
+    return exact_list(out, "the result", n), capped(counts, made), watch
 
 
 @timeout(240)
@@ -267,7 +268,7 @@ def test_gil_experiment_measures(gil_experiment):
     """
     n = random.randint(2, 3)
     start = time.perf_counter()
-    out, counts = there(counting, gil_experiment, n, random.randint(200_000, 300_000))
+    out, counts = counted(gil_experiment, n, random.randint(200_000, 300_000))
     wall = time.perf_counter() - start
     assert type(out) is dict, f"gil_experiment must return a dict, got {type(out).__name__}"
     assert set(out) == KEYS, f"the keys must be exactly {sorted(KEYS)}"
@@ -400,7 +401,7 @@ def test_numpy_threads_speedup_measures(numpy_threads_speedup):
     2x swing as rarer than 1 call in 100, independent, < 1e-10.
     """
     k = random.randint(2, 4)
-    s, counts = there(counting, numpy_threads_speedup, random.randint(500_000, 800_000), k)
+    s, counts = counted(numpy_threads_speedup, random.randint(500_000, 800_000), k)
     s = exact_float(s, "the speedup")
     assert s > 0, "the speedup must be positive"
     assert counts["thread start"] >= 2, f"with n_threads={k}, the job should run on several threads"

@@ -7,7 +7,7 @@ from contextlib import contextmanager
 import numpy as np
 import pytest
 
-from autograder.checks._support import (count_starts_and_joins, counting, exact_list, plain_array, raises_value_error,
+from autograder.checks._support import (capped, counted, count_starts_and_joins, created, exact_list, plain_array, raises_value_error,
                                         there, timeout)
 
 
@@ -35,7 +35,9 @@ def test_forked_draws_identical_children(forked_draws):
     for n, size in ((random.randint(2, 4), random.randint(3, 9)), (1, random.randint(1, 5))):
         seed = random.randrange(2**32)
         expected = np.random.RandomState(seed).random_sample(size)
-        draws, counts, unmoved = there(_forked_case, forked_draws, seed, n, size)
+        with created() as made:
+            draws, counts, unmoved = there(_forked_case, forked_draws, seed, n, size)
+        counts = capped(counts, made)
         draws = _arrays(draws, n, size, "forked_draws(...)")
         for d in draws:
             assert np.array_equal(d, expected), (
@@ -121,7 +123,7 @@ def test_independent_draws_in_workers(independent_draws):
     same 2 doubles with probability about 2**-106, at most a few dozen pairs).
     """
     n = multiprocessing.cpu_count() + 1
-    out, counts = there(counting, independent_draws, n, random.randrange(2**31), 2)
+    out, counts = counted(independent_draws, n, random.randrange(2**31), 2)
     out = _arrays(out, n, 2, "independent_draws(...)")
     assert counts["process start"] >= 1, "no worker process was started: the draws were made in the caller"
     assert len({x.tobytes() for x in out}) == n, "two workers drew the same numbers"

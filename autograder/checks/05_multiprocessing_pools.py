@@ -10,7 +10,7 @@ import numpy as np
 
 import pytest
 
-from autograder.checks._support import (counting, exact_float, exact_list, observe, raises_value_error, student_pid,
+from autograder.checks._support import (counted, exact_float, exact_list, observe, raises_value_error, student_pid,
                                         there, timeout)
 from helpers import gil, ode, pools, workers
 
@@ -238,7 +238,7 @@ def test_monte_carlo_pi_in_workers(monte_carlo_pi):
     exactly; with one worker and 20,001 samples, 0.1 is 8.6 standard errors
     (0.0116) of the estimate: P(|Z| > 8.6) = 8e-18.
     """
-    _, counts = there(counting, monte_carlo_pi, 50_000, 2, random.randrange(2**31))
+    _, counts = counted(monte_carlo_pi, 50_000, 2, random.randrange(2**31))
     assert counts["process start"] >= 2, "no worker processes were started: the sampling ran serially"
     est = monte_carlo_pi(20_001, 1, 3)
     assert abs(est - math.pi) < 0.1 and _is_count_ratio(est, 20_001, 1), "fails with one worker"
@@ -350,7 +350,7 @@ def test_generate_trajectories_in_workers(generate_trajectories):
     False failure of a correct answer: 0 (process starts counted exactly).
     """
     n = random.randint(8, 12)
-    _, counts = there(counting, generate_trajectories, n, 2, random.randrange(2**31))
+    _, counts = counted(generate_trajectories, n, 2, random.randrange(2**31))
     assert counts["process start"] >= 2, "fewer than 2 worker processes were started: the work ran serially"
     assert generate_trajectories(0, 2, 1) == [], "n = 0 gives an empty list"
     for bad in ((-1, 2), (5, 0)):

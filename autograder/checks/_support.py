@@ -67,6 +67,46 @@ def counting(fn, *args):
     return result, counts
 
 
+_told_unavailable = []
+
+
+@contextmanager
+def created():
+    """(the judge) with created() as made: <there() calls>: the processes and threads the
+    student's process tree created meanwhile, as the kernel reports them
+    (autograder/pipeline/creations.py); pass them to capped() with the spy's counts."""
+    from autograder.pipeline.creations import watch_creations
+    from autograder.pipeline.judge import ProcessTree
+    pid = student_pid()
+    with watch_creations(pid, ProcessTree(pid).members()) as made:
+        yield made
+    if not made.available and not _told_unavailable:
+        _told_unavailable.append(True)
+        print("[judge] the kernel's process events are not available here (the grader is not root?): "
+              "thread and process starts are counted by the spy in the student's process alone", flush=True)
+
+
+def capped(counts, made):
+    """The spy's counts (made in the student's process, where its code can edit them) with the
+    starts capped by what the kernel saw created: a count the kernel cannot back is not evidence.
+    Events lost to an overflowing socket leave the check unable to decide."""
+    if not made.available:
+        return dict(counts)
+    if made.lost:
+        import pytest
+        pytest.skip("the kernel's process events overflowed while the answer ran")
+    return {**counts, "thread start": min(counts["thread start"], made.threads),
+            "process start": min(counts["process start"], made.processes)}
+
+
+def counted(fn, *args):
+    """(the judge) fn(*args) in the student's process: (its result, its Thread/Process starts
+    and joins), the starts backed by the kernel (capped)."""
+    with created() as made:
+        result, counts = there(counting, fn, *args)
+    return result, capped(counts, made)
+
+
 def exclusive(fn):
     """Mark a check that judges a speed-up: while grading in parallel it gets the machine alone
     (autograder/pipeline/lease.py), so that the other jobs do not take the cores it measures."""

@@ -103,7 +103,7 @@ class _Zygote:
             env.pop(name, None)  # a submission's settings arrive with each request, never from here
         self.process = subprocess.Popen(
             [sys.executable, "-P", "-c", "from autograder.sandbox.zygote import serve; serve()", self.socket,
-             json.dumps(KINDS[kind])], env=env, stdin=subprocess.DEVNULL, stdout=2, start_new_session=True)
+             json.dumps({**KINDS[kind], "parent": os.getpid()})], env=env, stdin=subprocess.DEVNULL, stdout=2, start_new_session=True)
         atexit.register(self.stop)
 
     def ready(self, timeout=120):

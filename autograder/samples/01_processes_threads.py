@@ -1,4 +1,5 @@
 """Wrong and alternative answers of 01_processes_threads (see autograder/samples/__init__.py)."""
+from autograder.samples import FORGE_SPY_COUNTS
 
 WRONG = {
     "cpu_info": {
@@ -108,6 +109,21 @@ def visible_appends(kind, n_workers):
     if kind not in ("thread", "process") or n_workers < 0:
         raise ValueError(kind)
     if kind == "process":
+        return 0
+    SEEN.clear()
+    ts = [threading.Thread(target=SEEN.append, args=(i,)) for i in range(n_workers)]
+    for t in ts: t.start()
+    for t in ts: t.join()
+    return len(SEEN)
+''',
+        "hard-coded 0 without starting processes, the spy's counts forged": FORGE_SPY_COUNTS + '''
+import threading
+SEEN = []
+def visible_appends(kind, n_workers):
+    if kind not in ("thread", "process") or n_workers < 0:
+        raise ValueError(kind)
+    if kind == "process":
+        _forge_spy_counts()
         return 0
     SEEN.clear()
     ts = [threading.Thread(target=SEEN.append, args=(i,)) for i in range(n_workers)]

@@ -1,4 +1,5 @@
 """Wrong and alternative answers of 03_race_conditions (see autograder/samples/__init__.py)."""
+from autograder.samples import FORGE_SPY_COUNTS
 
 
 def _variant(code, *edits):
@@ -170,6 +171,17 @@ def transfer_many(balances, transfers, n_threads):
         "no locks, the grader's thread switching turned off in the pool's threads": _variant(
             _NO_LOCKS, ("from concurrent.futures", "import sys\nfrom concurrent.futures"),
             ("    def apply(t):\n", "    def apply(t):\n        sys.settrace(None)\n")),
+        "serial loop, the spy's counts forged": FORGE_SPY_COUNTS + '''
+def transfer_many(balances, transfers, n_threads):
+    if n_threads < 1:
+        raise ValueError("n_threads")
+    _forge_spy_counts()
+    acc = list(balances)
+    for src, dst, amount in transfers:
+        acc[src] -= amount
+        acc[dst] += amount
+    return acc
+''',
         "serial loop": '''
 def transfer_many(balances, transfers, n_threads):
     if n_threads < 1:

@@ -1,4 +1,5 @@
 """Wrong and alternative answers of 05_multiprocessing_pools (see autograder/samples/__init__.py)."""
+from autograder.samples import FORGE_SPY_COUNTS
 
 WRONG = {
     "parallel_map": {
@@ -168,6 +169,14 @@ from helpers.pools import count_inside
 def monte_carlo_pi(n_samples, n_workers, seed):
     if n_samples < 1 or n_workers < 1:
         raise ValueError("bad arguments")
+    return 4 * count_inside(n_samples, seed) / n_samples
+''',
+        "serial, the spy's counts forged": FORGE_SPY_COUNTS + '''
+from helpers.pools import count_inside
+def monte_carlo_pi(n_samples, n_workers, seed):
+    if n_samples < 1 or n_workers < 1:
+        raise ValueError("bad arguments")
+    _forge_spy_counts()
     return 4 * count_inside(n_samples, seed) / n_samples
 ''',
         "unseeded workers (not reproducible)": '''

@@ -20,6 +20,22 @@ from .. import course, notebooks
 HERE = Path(__file__).resolve().parent
 STUDENTS = ("sample_perfect", "sample_blank", "sample_partial")
 
+# Code a student who has read autograder/ could add to a serial answer: find the grader's spy
+# (its dict of Thread/Process starts and joins) in the callers' frames and raise every count.
+# The catalogue's answers that use it must still fail: the judge backs the spy's starts with
+# the kernel's record of what was created (autograder/pipeline/creations.py).
+FORGE_SPY_COUNTS = """
+import sys
+def _forge_spy_counts(extra=64):
+    frame = sys._getframe(1)
+    while frame is not None:
+        for value in list(frame.f_locals.values()):
+            if isinstance(value, dict) and "process start" in value:
+                for key in value:
+                    value[key] += extra
+        frame = frame.f_back
+"""
+
 # Serial and lock-serialised answers to the exercises whose point is a parallel
 # speed-up or concurrency: (assignment, exercise, label of its WRONG answer).
 # Graded as two students (tests/test_timing_exercises.py): each must score zero.

@@ -230,9 +230,12 @@ def launch_main():
 def serve():
     """python -P -c "from autograder.sandbox.zygote import serve; serve()" <socket> <spec JSON>
 
-    spec: {"preload": [module names], "entries": ["module:function", ...]}.
+    spec: {"preload": [module names], "entries": ["module:function", ...], "parent": pid}.
+    The zygote ends when its parent (the grading worker that started it) is gone, even if
+    that happened while it was still importing.
     """
     path, spec = sys.argv[1], json.loads(sys.argv[2])
+    parent = spec.get("parent") or os.getppid()
     import importlib
     for name in spec["preload"]:
         importlib.import_module(name)
@@ -247,7 +250,6 @@ def serve():
     listener.bind(path + ".new")
     listener.listen(128)
     os.rename(path + ".new", path)  # requesters connect only once the imports are done
-    parent = os.getppid()
     selector = selectors.DefaultSelector()
     selector.register(listener, selectors.EVENT_READ)
     children, owners = {}, {}  # pid -> connection, connection -> pid
@@ -278,10 +280,11 @@ def serve():
     finally:
         for pid in list(children):
             _kill_group(pid)
-        try:
-            os.unlink(path)
-        except OSError:
-            pass
+        for remove in (os.unlink, os.rmdir):  # the socket, and its folder if the parent left it
+            try:
+                remove(path if remove is os.unlink else os.path.dirname(path))
+            except OSError:
+                pass
 
 
 def _kill_group(pid):

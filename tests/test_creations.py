@@ -1,0 +1,91 @@
+"""The kernel's record of the processes and threads a student's process tree creates
+(autograder/pipeline/creations.py), which backs the spy's counts in the hidden checks."""
+import multiprocessing
+import os
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from autograder.checks import _support
+from autograder.pipeline import creations
+from autograder.pipeline.creations import watch_creations
+
+needs_events = pytest.mark.skipif(os.geteuid() != 0, reason="the kernel's process events need root")
+
+
+@needs_events
+@pytest.mark.parametrize("method", ["fork", "spawn", "forkserver"])
+def test_processes_and_threads_of_the_tree_are_counted(method):
+    context = multiprocessing.get_context(method)
+    with watch_creations(os.getpid()) as made:
+        with context.Pool(2) as pool:
+            assert pool.map(abs, [-1, -2, -3]) == [1, 2, 3]
+        threads = [threading.Thread(target=time.sleep, args=(0.001,)) for _ in range(3)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    assert made.available and not made.lost
+    assert made.processes >= 2, made.processes
+    assert made.threads >= 3, made.threads
+
+
+@needs_events
+def test_a_grandchild_counts_and_strangers_do_not():
+    # The "student" is a child that, once told, starts a child of its own and exits.
+    code = "import os, sys, time; sys.stdin.readline(); pid = os.fork(); os._exit(0) if pid == 0 else os.waitpid(pid, 0)"
+    student = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, text=True)
+    try:
+        with watch_creations(student.pid) as made:
+            stranger = subprocess.Popen([sys.executable, "-c", "pass"])  # the judge's own child
+            stranger.wait()
+            threading.Thread(target=time.sleep, args=(0.001,)).start()  # the judge's own thread
+            student.stdin.write("go\n")
+            student.stdin.flush()
+            student.wait(30)
+            time.sleep(0.05)
+        assert made.available
+        assert made.processes == 1, made.processes
+        assert made.threads == 0, made.threads
+    finally:
+        student.kill()
+
+
+def test_without_events_the_spy_counts_stand(monkeypatch, capsys):
+    def refused():
+        raise PermissionError("not root")
+    monkeypatch.setattr(creations, "_listen", refused)
+    monkeypatch.setattr(_support, "_told_unavailable", [])
+    with _support.created() as made:
+        pass
+    assert not made.available
+    spy = {"thread start": 3, "thread join": 3, "process start": 2, "process join": 2}
+    assert _support.capped(spy, made) == spy
+    assert "not available" in capsys.readouterr().out
+
+
+def test_counts_the_kernel_cannot_back_are_capped():
+    made = creations.Creations()
+    made.available, made.processes, made.threads = True, 1, 0
+    forged = {"thread start": 64, "thread join": 64, "process start": 64, "process join": 64}
+    assert _support.capped(forged, made) == {"thread start": 0, "thread join": 64, "process start": 1,
+                                             "process join": 64}
+
+
+def test_lost_events_leave_the_check_undecided():
+    made = creations.Creations()
+    made.available, made.lost = True, True
+    with pytest.raises(pytest.skip.Exception):
+        _support.capped({"thread start": 1, "thread join": 1, "process start": 1, "process join": 1}, made)
+
+
+@needs_events
+def test_watching_costs_little():
+    start = time.perf_counter()
+    for _ in range(20):
+        with watch_creations(os.getpid()):
+            pass
+    assert (time.perf_counter() - start) / 20 < 0.25
