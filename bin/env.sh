@@ -17,6 +17,33 @@ pick_python() {
   return 1
 }
 
+# The wheel folders and index pip is configured with (pip.conf, PIP_* variables), as uv options:
+# uv does not read pip's configuration, and a machine may keep its builds there (a CPU-only torch).
+pip_sources_for_uv() {
+  "$VENV/bin/python" -m pip config list 2>/dev/null | while IFS= read -r line; do
+    key="${line%%=*}"; value="${line#*=}"; value="${value#\'}"; value="${value%\'}"
+    case "$key" in
+      *.extra-index-url) ;;
+      *.index-url) echo "--index-url=$value" ;;
+      *.find-links) for link in $value; do [ -e "$link" ] && echo "--find-links=$link"; done ;;
+    esac
+  done | awk '!seen[$0]++'
+}
+
+# The pinned set into .venv: with uv (about 20 s here) where it installs, else with pip (about 60 s).
+install_requirements() {
+  local sources=()
+  if "$VENV/bin/python" -m pip install --quiet "uv==0.13.8" >/dev/null 2>&1; then
+    mapfile -t sources < <(pip_sources_for_uv)
+    "$VENV/bin/uv" pip install --quiet --python "$VENV/bin/python" "${sources[@]}" -r "$ROOT/requirements.txt" &&
+      return 0
+    echo "uv could not install the environment; trying pip" >&2
+  fi
+  # Notes from pip about package folders that do not exist are noise: keep the rest.
+  "$VENV/bin/python" -m pip install --quiet -r "$ROOT/requirements.txt" 2>&1 |
+    grep -v "is ignored: it is neither a file nor a directory" || true
+}
+
 checksum() { (sha256sum "$1" 2>/dev/null || shasum -a 256 "$1") | cut -d' ' -f1; }
 
 if [ "${CONDA_DEFAULT_ENV:-}" != "parallel-course" ]; then
@@ -25,9 +52,7 @@ if [ "${CONDA_DEFAULT_ENV:-}" != "parallel-course" ]; then
     py="$(pick_python)" || exit 1
     echo "Setting up the course environment in .venv (one time, a minute or more)..."
     "$py" -m venv "$VENV"
-    # Notes from pip about package folders that do not exist are noise: keep the rest.
-    "$VENV/bin/python" -m pip install --quiet -r "$ROOT/requirements.txt" 2>&1 |
-      grep -v "is ignored: it is neither a file nor a directory" || true
+    install_requirements
     "$VENV/bin/python" -c "import torch, nbgrader" || exit 1
     echo "$want" > "$STAMP"
   fi
