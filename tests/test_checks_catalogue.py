@@ -7,7 +7,8 @@ process of their own (autograder/pipeline/judge.py), on top of the reference
 solutions of the other exercises: one such process per assignment, started
 again when an answer stops it. The reference solutions themselves are judged by
 bin/test's pass over autograder/checks (judged, under spawn) and graded to
-full marks in tests/test_grading.py.
+full marks in tests/test_grading.py; the serial and lock-serialised wrong answers
+are graded to zero in tests/test_timing_exercises.py.
 """
 import pytest
 
@@ -50,10 +51,16 @@ def _judge(assignment, exercise, code=None, until_failure=False):
         hidden.STUDENT = None
 
 
+# The serial and lock-serialised answers (samples.SERIALISED) are graded end to end in the shared
+# graded course, where each must score zero (tests/test_timing_exercises.py): not judged here again.
+_GRADED_ELSEWHERE = {(a, e, label) for cases in samples.SERIALISED.values() for a, e, label in cases}
+
+
 def _cases(assignment, kind):
     for exercise, answers in getattr(samples.catalogue(assignment), kind).items():
         for label in answers:
-            yield pytest.param(exercise, label, id=f"{exercise}:{label}")
+            if (assignment, exercise, label) not in _GRADED_ELSEWHERE:
+                yield pytest.param(exercise, label, id=f"{exercise}:{label}")
 
 
 def _catalogue_tests(assignment):

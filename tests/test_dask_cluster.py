@@ -7,8 +7,11 @@ gradebook is the throw-away PostgreSQL server, the work folder is shared
 through that scheduler; while a submission is being graded, its Dask worker is
 killed with SIGKILL. The submission must be graded again elsewhere, the
 orphaned grading process must exit, the progress bar must still show, and the
-gradebook must equal the local SQLite run.
+gradebook must equal the local SQLite run. The same course then goes through
+`feedback` and `report` reading PostgreSQL: the gradebook in PostgreSQL end to
+end (release, samples, grade, feedback, report), with no SQLite file written.
 """
+import csv
 import logging
 import os
 import signal
@@ -85,4 +88,20 @@ def test_grade_on_dask_cluster_survives_a_killed_worker(postgres, sqlite_baselin
     assert regraded.stat().st_mtime > killed_at, f"{student} was not graded again after its worker died"
 
     expected = {k: v for k, v in sqlite_baseline.items() if k[1] == ASSIGNMENT}
-    assert course_tools.scores(tmp_path, db_url) == expected
+    scores = course_tools.scores(tmp_path, db_url)
+    assert scores == expected, {k: (scores.get(k), expected.get(k)) for k in set(scores) | set(expected)
+                                if scores.get(k) != expected.get(k)}
+
+    # Feedback and the report, read from PostgreSQL.
+    course_tools.cli("feedback", ASSIGNMENT, workdir=tmp_path, db_url=db_url)
+    for student, assignment in {(s, a) for s, a, _ in scores}:
+        html = (tmp_path / "feedback" / student / assignment / f"{assignment}.html").read_text()
+        assert "Score:" in html and "HIDDEN TESTS" not in html
+    course_tools.cli("report", ASSIGNMENT, workdir=tmp_path, db_url=db_url)
+    with open(tmp_path / "reports" / "grades.csv", newline="") as f:
+        report = {(r["student"], r["assignment"]): float(r["score"]) for r in csv.DictReader(f)}
+    totals = {}
+    for (student, assignment, _), (score, _) in expected.items():
+        totals[(student, assignment)] = totals.get((student, assignment), 0.0) + score
+    assert report == totals
+    assert not (tmp_path / "gradebook.db").exists(), "something wrote a SQLite gradebook"

@@ -16,7 +16,7 @@ def test_same_full_score_every_time_with_a_busy_core():
 
 
 def test_benchmark_against_plain_nbgrader():
-    result = benchmark.compare_with_plain([A], copies=2, n_jobs=2)
+    result = benchmark.compare_with_plain([A], copies=1, n_jobs=2)
     assert result["all_graded"] and result["full_marks"], result
     assert result["plain_scores"] == result["scores"], "plain nbgrader and grade disagree on the reference"
     assert 0 < result["busy_cores"] <= 1.05 and result["ratio"] > 0, result
