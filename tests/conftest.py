@@ -33,17 +33,40 @@ def pytest_configure(config):
     config.add_cleanup(lambda: shutil.rmtree(folder, ignore_errors=True))
 
 
+# The longest scopes (a module, or a catalogue class) first, in the order of their measured
+# time on 2 cores, so that no long one starts last and runs alone at the end; bin/test keeps
+# this order with --no-loadscope-reorder (pytest-xdist would otherwise start the scopes with
+# the most tests first). The grading part: the shared graded course first, then what does not
+# read it, then what waits for it.
+LONGEST_FIRST = ["test_browser", "test_site", "TestCatalogue_02_gil", "TestCatalogue_11_profiling_scaling",
+                 "TestCatalogue_09_data_parallel", "test_visible_tests", "TestCatalogue_04_rng_reproducibility",
+                 "test_verify", "TestCatalogue_05_multiprocessing_pools", "TestCatalogue_06_joblib_vectorization",
+                 "test_ranks", "test_lease", "test_hidden_runner", "TestCatalogue_12_collectives_sharding",
+                 "TestCatalogue_03_race_conditions", "test_docs",
+                 "test_grading", "test_grading_trust", "test_exchange", "test_postgres", "test_dask_cluster"]
+
+
+def _scope_rank(item):
+    module = item.module.__name__.rsplit(".", 1)[-1]
+    for name in (getattr(item.cls, "__name__", None), module):
+        if name in LONGEST_FIRST:
+            return LONGEST_FIRST.index(name)
+    return len(LONGEST_FIRST)
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
-    """Mark each test with its part of the run. (bin/test spreads tests over pytest-xdist
-    workers with `--dist loadscope`: a module, or a class, stays on one worker, so that its
-    fixtures are made once; the graded course is shared between workers, see below.)"""
+    """Mark each test with its part of the run, and put the longest scopes first. (bin/test
+    spreads tests over pytest-xdist workers with `--dist loadscope`: a module, or a class,
+    stays on one worker, so that its fixtures are made once; the graded course is shared
+    between workers, see below.)"""
     for item in items:
         module = item.module.__name__.rsplit(".", 1)[-1]
         if module in ALONE_MODULES:
             item.add_marker(pytest.mark.alone)
         elif module in GRADING_MODULES:
             item.add_marker(pytest.mark.grading)
+    items.sort(key=_scope_rank)  # stable: the rest keep their order
 
 
 def pytest_generate_tests(metafunc):
