@@ -330,6 +330,10 @@ def _rank_main(rank, world_size, port, payload, result_path, options):
     """Target of each rank: join the group, count, run fn, save its result, exit cleanly."""
     os.environ.update(RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE=str(world_size),
                       LOCAL_WORLD_SIZE=str(world_size), MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    # Ranks are CPU processes talking gloo. Hidden GPUs keep them so on a machine that has one:
+    # there, FSDP's default device mesh would put rank r on cuda:r (measured on one H100:
+    # rank 1 failed with "invalid device ordinal"), and every rank would open a CUDA context.
+    os.environ["CUDA_VISIBLE_DEVICES"] = ""
     _watch(options["parent"], options["seconds"] + 10)
     import datetime
 
@@ -391,6 +395,8 @@ def _portable(err):
 def launch(fn, world_size, *args, timeout=60.0, init_group=True, threads_per_rank=1, start_method=None,
            **kwargs):
     """Run fn(*args, **kwargs) on each of `world_size` gloo ranks; a Launch with results and counts.
+
+    The ranks run on the CPU: they see no GPU, even where the machine has one.
 
     start_method: "forkserver" (the default where the platform has one) or "spawn".
 

@@ -51,6 +51,18 @@ def test_ranks_come_from_one_warm_forkserver():
     assert len({pid for _, pid, _ in first.results + second.results}) == 5
 
 
+def _what_a_rank_sees():
+    import torch
+    return os.environ.get("CUDA_VISIBLE_DEVICES"), torch.cuda.device_count()
+
+
+def test_ranks_see_no_gpu():
+    """Ranks are gloo CPU processes: a GPU of the machine is hidden from them (with one GPU,
+    FSDP's default mesh would otherwise put rank 1 on a cuda:1 that does not exist)."""
+    run = ranks.launch(_what_a_rank_sees, 2)
+    assert run.results == [("", 0), ("", 0)]
+
+
 def test_results_and_counts_under_spawn_too():
     for method in (None, "spawn"):
         run = ranks.launch(_all_reduce_rank, 3, start_method=method)

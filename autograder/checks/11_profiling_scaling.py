@@ -132,7 +132,9 @@ def _check_hotspots(hotspots, top):
     five tries, each with a fresh workload, all failing: below 0.01**5 = 1e-10. The call runs in the
     student's process; its wall time is taken by the judge's clock around it. The
     spec's wrong answers (cumulative time, whole-call time, unsorted, top ignored, file
-    paths) fail every try.
+    paths) fail every try. Sound where no other thread of the process runs Python while the
+    call is profiled, as in the judge's student process: from Python 3.12, cProfile records
+    every thread (sys.monitoring), and a Jupyter kernel's own threads then enter the profile.
     """
     reasons = []
     for _ in range(5):
