@@ -5,17 +5,21 @@ rank's point-to-point and collective calls and the bytes handed to them: the
 checks rely on those counts and on the results, never on the clock. The ranks
 are launched (by the check or by the answer) in the student's process, through
 `there`; the counts and results come back as plain data. That the ranks ran as
-processes at once the judge sees itself, in /proc (a rank lives for seconds, the
-judge looks every 5 ms).
+processes the judge sees itself: the kernel's count of the processes the student's
+tree created (as root), and /proc (a rank lives for seconds, the judge looks every
+5 ms).
 """
+import contextlib
 import itertools
 import math
 import random
 
+import pytest
 import torch
 from torch import nn
 
-from autograder.checks._support import exact_float, exact_list, observe, raises_value_error, there, timeout
+from autograder.checks._support import (created, exact_float, exact_list, observe, raises_value_error, there,
+                                        timeout)
 from helpers import ranks, sharding
 
 _SENDS = ("send", "isend")
@@ -64,9 +68,8 @@ def _launch_ring(ring, world_size, cases):
 
 
 def _check_ring(ring, world_size, cases):
-    with observe() as seen:
+    with _ranks_watched(world_size):
         results = there(_launch_ring, ring, world_size, cases)
-    _ranks_seen(seen, world_size)
     p = world_size
     for k, (_, shape, dtype) in enumerate(cases):
         inputs = [results[r][k][0] for r in range(p)]
@@ -287,8 +290,24 @@ def _same_weights(weights, expected, hint):
             f"the final weights differ from single-process training on the global batch ({hint})")
 
 
-def _ranks_seen(seen, world_size):
-    """The judge's own evidence (from /proc) that world_size ranks ran at once, as processes."""
+@contextlib.contextmanager
+def _ranks_watched(world_size):
+    """with _ranks_watched(world_size): <the there() call that launches the ranks>
+
+    The judge's own evidence that world_size ranks ran as processes, gathered outside the
+    student's process (whose record of its launches its code can edit): the kernel's count of
+    the processes the student's tree created meanwhile (as root; the forkserver forks the ranks
+    and is part of the tree), and what /proc showed running at once. A serial answer that
+    writes a launch into helpers.ranks' record starts no rank processes and fails here.
+    """
+    with observe() as seen, created() as made:
+        yield
+    if made.available:
+        if made.lost:
+            pytest.skip("the kernel's process events overflowed while the ranks ran")
+        assert made.processes >= world_size, (
+            f"{world_size} ranks should run as {world_size} new processes; the answer started "
+            f"{made.processes}")
     assert seen.max_processes >= world_size + 1, (
         f"{world_size} ranks should run as {world_size} processes at once beside the caller; "
         f"at most {seen.max_processes - 1} ran")
@@ -308,9 +327,8 @@ def _the_launch(runs, world_size, name):
 def _check_accumulate(accumulate_gradients, world_size, micro_batches):
     seed = random.randint(0, 10**6)
     steps = sharding.N_SAMPLES // sharding.GLOBAL_BATCH
-    with observe() as seen:
+    with _ranks_watched(world_size):
         weights, runs = there(_recorded, accumulate_gradients, world_size, micro_batches, seed)
-    _ranks_seen(seen, world_size)
     launched = _the_launch(runs, world_size, "accumulate_gradients")
     _same_weights(weights, _single_process(steps, seed),
                   "is each micro-batch loss divided by micro_batches? each rank on its share?")
@@ -350,9 +368,8 @@ def _linear_bytes(model):
 
 def _check_fsdp(train_fsdp, world_size, steps):
     seed = random.randint(0, 10**6)
-    with observe() as seen:
+    with _ranks_watched(world_size):
         weights, runs = there(_recorded, train_fsdp, world_size, steps, seed)
-    _ranks_seen(seen, world_size)
     launched = _the_launch(runs, world_size, "train_fsdp")
     _same_weights(weights, _single_process(steps, seed),
                   "each rank on its share of the global batch? SGD with sharding.LR?")

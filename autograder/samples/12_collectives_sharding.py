@@ -33,6 +33,35 @@ _ALL_GATHER = '''
     return flat.reshape(tensor.shape)
 '''
 
+
+# Code a student who has read helpers/ranks.py could add to a serial answer: write a launch with
+# the counts the checks look for into the launcher's record, without starting any rank. The
+# forkserver runs already, as the notebook's earlier launches leave it: with its resource tracker,
+# the student's process has two children before the answer runs.
+_FORGE_LAUNCH = """
+import multiprocessing.forkserver
+multiprocessing.forkserver.ensure_running()
+
+def _forge_launch(world_size, result, counts):
+    run = ranks.Launch(world_size, [result] + [None] * (world_size - 1), [counts] * world_size)
+    with ranks._history_lock:
+        for runs in ranks._history:
+            runs.append(run)
+    return result
+"""
+
+_SERIAL_TRAINING = """
+    model = sharding.make_model(seed)
+    X, y = sharding.make_data(seed)
+    opt = torch.optim.SGD(model.parameters(), lr=sharding.LR)
+    for step in range(steps):
+        xb, yb = sharding.global_batch(X, y, step)
+        opt.zero_grad()
+        nn.functional.mse_loss(model(xb), yb).backward()
+        opt.step()
+    state = {k: v.clone() for k, v in model.state_dict().items()}
+"""
+
 # --- accumulate_gradients ---------------------------------------------------------------------
 _ACC_LAUNCH = '''
 def accumulate_gradients(world_size, micro_batches, seed):
@@ -299,6 +328,15 @@ def accumulate_gradients(world_size, micro_batches, seed):
         opt.step()
     return model.state_dict()
 ''',
+        "trains in the calling process, the launcher's record forged": _ACC_IMPORTS + _FORGE_LAUNCH + '''
+def accumulate_gradients(world_size, micro_batches, seed):
+    if world_size < 1 or micro_batches < 1 or sharding.GLOBAL_BATCH % (world_size * micro_batches):
+        raise ValueError("bad arguments")
+    steps = sharding.N_SAMPLES // sharding.GLOBAL_BATCH
+''' + _SERIAL_TRAINING + '''
+    counts = {"ddp_forward": {"calls": steps * micro_batches}, "ddp_gradient_sync": {"calls": steps}}
+    return _forge_launch(world_size, state, counts)
+''',
         "no ValueError": _acc(launch='''
 def accumulate_gradients(world_size, micro_batches, seed):
     steps = sharding.N_SAMPLES // sharding.GLOBAL_BATCH
@@ -319,6 +357,14 @@ def accumulate_gradients(world_size, micro_batches, seed):
     local = {k: v.to_local().clone() for k, v in model.state_dict().items()}
     return local if rank == 0 else None
 '''),
+        "trains in the calling process, the launcher's record forged": _FSDP_IMPORTS + _FORGE_LAUNCH + '''
+def train_fsdp(world_size, steps, seed):
+    if world_size < 1 or sharding.GLOBAL_BATCH % world_size or steps < 0:
+        raise ValueError("bad arguments")
+''' + _SERIAL_TRAINING + '''
+    counts = {"all_gather_into_tensor": {"calls": 100 * (steps + 1), "bytes": 0, "largest": 64}}
+    return _forge_launch(world_size, state, counts)
+''',
         "no ValueError": _fsdp(launch='''
 def train_fsdp(world_size, steps, seed):
     return ranks.launch(fsdp_rank, max(world_size, 1), max(steps, 0), seed, timeout=100).results[0]
