@@ -223,6 +223,19 @@ def _run(loader):
     return torch.cat([batch for batch in loader])
 
 
+def _workers_started(made, num_workers):
+    """The kernel's record (as root) that iterating the loader started its worker processes: the
+    worker-id column is written in the student's process, whose code can fake get_worker_info().
+    A fresh loader starts its workers when it is first iterated, persistent ones included."""
+    if not made.available:
+        return
+    if made.lost:
+        pytest.skip("the kernel's process events overflowed while the loader ran")
+    assert made.processes >= num_workers, (
+        f"with num_workers={num_workers} the loader must start {num_workers} worker processes; "
+        f"{made.processes} were started")
+
+
 @timeout(150)
 def test_seeded_loader_reproducible(seeded_loader):
     """the same seed gives the same order and augmentation; workers draw different numbers
@@ -239,7 +252,9 @@ def test_seeded_loader_reproducible(seeded_loader):
     n, batch_size, seed = random.randint(8, 11), random.choice((1, 2)), random.randrange(2**31)
     data = OwnRngNoise(n)
     there(_scramble)
-    first = _run(seeded_loader(data, batch_size, 2, seed))
+    with created() as made:
+        first = _run(seeded_loader(data, batch_size, 2, seed))
+    _workers_started(made, 2)
     data.rng = np.random.default_rng()  # the main process's copy moves on
     there(_scramble)
     second = _run(seeded_loader(data, batch_size, 2, seed))

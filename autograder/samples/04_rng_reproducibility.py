@@ -190,6 +190,33 @@ def seeded_loader(dataset, batch_size, num_workers, seed):
     return DataLoader(dataset, batch_size=batch_size, shuffle=False, num_workers=num_workers,
                       generator=torch.Generator().manual_seed(seed), **extra)
 ''',
+        "no worker processes: the worker ids faked in the calling process": '''
+import itertools
+import types
+import numpy as np
+import torch
+from torch.utils.data import DataLoader
+import helpers.rng_data as rng_data
+
+class _OneProcessLoader(DataLoader):
+    def __iter__(self):
+        torch.manual_seed(self.seed_)
+        self.dataset.rng = np.random.default_rng(self.seed_)
+        turn = itertools.count()
+        rng_data.get_worker_info = lambda: types.SimpleNamespace(id=next(turn) % 2)
+        try:
+            yield from super().__iter__()
+        finally:
+            rng_data.get_worker_info = torch.utils.data.get_worker_info
+
+def seeded_loader(dataset, batch_size, num_workers, seed):
+    if num_workers < 0 or batch_size < 1:
+        raise ValueError("bad arguments")
+    loader = _OneProcessLoader(dataset, batch_size=batch_size, shuffle=True, num_workers=0,
+                               generator=torch.Generator().manual_seed(seed))
+    loader.seed_ = seed
+    return loader
+''',
         "num_workers ignored": '''
 import torch
 from torch.utils.data import DataLoader
