@@ -13,8 +13,8 @@ import pytest
 from scipy.spatial.distance import cdist as scipy_cdist
 from threadpoolctl import threadpool_info, threadpool_limits
 
-from autograder.checks._support import (arrays_close, exact_list, exclusive, plain_array, raises_value_error, there,
-                                        timeout)
+from autograder.checks._support import (arrays_close, exact_list, exclusive, helped, plain_array, raises_value_error,
+                                        there, timeout)
 from helpers import distances
 
 
@@ -76,6 +76,27 @@ def _spied(fn, *args, whole_of=()):
         whole = any(a.shape == M.shape and np.array_equal(a, M) for a in arrays for M in whole_of)
         tasks.append((len(arrays), whole))
     return result, {"n_jobs": call["n_jobs"], "tasks": tasks, "backend": call["backend"]}
+
+
+def _spied_and_helped(fn, *args, whole_of=()):
+    """_spied in the student's process, and what the judge saw take part beside its calling
+    thread (helped()): the spy's record lives where the student's code can write it."""
+    with helped() as work:
+        result, call = there(_spied, fn, *args, whole_of=whole_of)
+    return result, call, work
+
+
+def _ran_elsewhere(work, what, kind="any"):
+    """The judge's own evidence that the Parallel call's tasks ran in workers of the kind asked for."""
+    if not work.decided:
+        return
+    if kind == "threads":
+        assert work.threads, f"{what}: no thread was started while it ran: the tasks ran in the calling thread"
+    elif kind == "processes":
+        assert work.process_work, (
+            f"{what}: no worker process started or took a task while it ran: the tasks ran in the calling process")
+    else:
+        assert work.any_work, f"{what}: no worker thread or process took part: the tasks ran in the calling thread"
 
 
 def _busiest(calls):
@@ -153,14 +174,17 @@ def test_cdist_joblib_uses_joblib(cdist_joblib):
     """the row chunks run as joblib tasks on n_jobs workers of the kind asked for
 
     False failure of a correct answer: 0 (random sizes; the spy records the
-    Parallel call exactly, nothing depends on timing).
+    Parallel call exactly, nothing depends on timing). That the tasks left the calling
+    thread the judge sees itself, without a clock (helped(): threads or processes started,
+    or a reused worker reading its task).
     """
     there(_send_by_value, cdist_joblib)
     p = random.randint(2, 6)
     X, Y = _points(random.randint(40, 70), p), _points(random.randint(10, 30), p)
     for n_jobs, prefer in ((2, "processes"), (3, "threads"), (5, "processes")):
-        _, call = there(_spied, cdist_joblib, X, Y, n_jobs, prefer)
+        _, call, work = _spied_and_helped(cdist_joblib, X, Y, n_jobs, prefer)
         assert call is not None, "cdist_joblib did not use joblib.Parallel"
+        _ran_elsewhere(work, f"cdist_joblib(..., n_jobs={n_jobs}, prefer={prefer!r})", prefer)
         assert call["n_jobs"] == n_jobs, (
             f"with n_jobs={n_jobs} the Parallel call had n_jobs={call['n_jobs']}")
         assert len(call["tasks"]) >= n_jobs, (
@@ -330,15 +354,17 @@ def test_block_matmul_parallel_blocks(block_matmul):
     """the block products run as joblib tasks on n_jobs workers, each task on blocks only
 
     False failure of a correct answer: 0 (random shapes, exact spy records;
-    rounding as in test_block_matmul_values).
+    rounding as in test_block_matmul_values; the judge's evidence of workers as in
+    test_cdist_joblib_uses_joblib).
     """
     there(_send_by_value, block_matmul)
     for n_blocks, n_jobs in ((2, 2), (3, 3)):
         m, k, n = (random.randint(5 * n_blocks, 40) for _ in range(3))
         A, B = _points(m, k), _points(k, n)
-        C, call = there(_spied, block_matmul, A, B, n_blocks, n_jobs, whole_of=(A, B))
+        C, call, work = _spied_and_helped(block_matmul, A, B, n_blocks, n_jobs, whole_of=(A, B))
         arrays_close(C, A @ B, "block_matmul", rtol=1e-9, atol=1e-9)
         assert call is not None, "block_matmul did not use joblib.Parallel"
+        _ran_elsewhere(work, "block_matmul")
         assert call["n_jobs"] == n_jobs, f"with n_jobs={n_jobs} the Parallel call had n_jobs={call['n_jobs']}"
         assert len(call["tasks"]) >= n_blocks ** 2, (
             f"{n_blocks} x {n_blocks} blocks need at least {n_blocks ** 2} tasks, found {len(call['tasks'])}")
@@ -424,13 +450,15 @@ def test_bootstrap_ci_interval(bootstrap_ci):
 def test_bootstrap_ci_parallel(bootstrap_ci):
     """the resamples are drawn by several joblib tasks on n_jobs workers
 
-    False failure of a correct answer: 0 (exact spy records, no timing).
+    False failure of a correct answer: 0 (exact spy records, no timing; the judge's
+    evidence of workers as in test_cdist_joblib_uses_joblib).
     """
     there(_send_by_value, bootstrap_ci)
     data = _sample(100)
     for n_jobs in (2, 3):
-        _, call = there(_spied, bootstrap_ci, data, 2000, n_jobs, random.randrange(10**6))
+        _, call, work = _spied_and_helped(bootstrap_ci, data, 2000, n_jobs, random.randrange(10**6))
         assert call is not None, "bootstrap_ci did not use joblib.Parallel"
+        _ran_elsewhere(work, "bootstrap_ci")
         assert call["n_jobs"] == n_jobs, f"with n_jobs={n_jobs} the Parallel call had n_jobs={call['n_jobs']}"
         assert len(call["tasks"]) >= 2, "the resamples should be split over several tasks"
 

@@ -1,5 +1,19 @@
 """Wrong and alternative answers of 06_joblib_vectorization (see autograder/samples/__init__.py)."""
 
+# Code a student who has read the checks could add to a serial answer: find the spy's list of
+# Parallel calls in the callers' frames and append a call that never ran. The judge's own
+# evidence (autograder/checks/_support.py: helped) must still fail these answers.
+_FORGE_PARALLEL_RECORD = """
+import sys
+def _forge_parallel_record(n_jobs, tasks, backend):
+    frame = sys._getframe(1)
+    while frame is not None:
+        calls = frame.f_locals.get("calls")
+        if type(calls) is list:
+            calls.append({"n_jobs": n_jobs, "tasks": tasks, "backend": backend})
+        frame = frame.f_back
+"""
+
 WRONG = {
     "cdist_joblib": {
         "serial: the naive loop, no joblib": '''
@@ -8,6 +22,17 @@ from helpers.distances import cdist_naive
 def cdist_joblib(X, Y, n_jobs, prefer="processes"):
     if n_jobs < 1 or prefer not in ("processes", "threads"):
         raise ValueError("bad arguments")
+    return cdist_naive(X, Y)
+''',
+        "serial, the spy's record of a Parallel call forged": _FORGE_PARALLEL_RECORD + '''
+import numpy as np
+from helpers.distances import cdist_naive
+def cdist_joblib(X, Y, n_jobs, prefer="processes"):
+    if n_jobs < 1 or prefer not in ("processes", "threads"):
+        raise ValueError("bad arguments")
+    X = np.asarray(X, float)
+    tasks = [(None, (chunk, Y), {}) for chunk in np.array_split(X, n_jobs)]
+    _forge_parallel_record(n_jobs, tasks, "ThreadingBackend" if prefer == "threads" else "LokyBackend")
     return cdist_naive(X, Y)
 ''',
         "joblib with n_jobs=1 whatever is asked": '''
@@ -132,6 +157,16 @@ def block_matmul(A, B, n_blocks, n_jobs):
         raise ValueError("bad arguments")
     rows = np.array_split(np.asarray(A), n_blocks, axis=0)
     cols = np.array_split(np.asarray(B), n_blocks, axis=1)
+    return np.block([[r @ c for c in cols] for r in rows])
+''',
+        "blocks computed serially, the spy's record forged": _FORGE_PARALLEL_RECORD + '''
+import numpy as np
+def block_matmul(A, B, n_blocks, n_jobs):
+    if n_blocks < 1 or n_jobs < 1 or np.shape(A)[1] != np.shape(B)[0]:
+        raise ValueError("bad arguments")
+    rows = np.array_split(np.asarray(A), n_blocks, axis=0)
+    cols = np.array_split(np.asarray(B), n_blocks, axis=1)
+    _forge_parallel_record(n_jobs, [(None, (r, c), {}) for r in rows for c in cols], "ThreadingBackend")
     return np.block([[r @ c for c in cols] for r in rows])
 ''',
         "only row strips in parallel": '''
@@ -263,6 +298,18 @@ def bootstrap_ci(data, n_boot, n_jobs, seed, alpha=0.05):
         raise ValueError("bad arguments")
     rng = np.random.default_rng(seed)
     means = [data[rng.integers(0, data.size, data.size)].mean() for _ in range(n_boot)]
+    lo, hi = np.percentile(means, [100 * alpha / 2, 100 - 100 * alpha / 2])
+    return float(lo), float(hi)
+''',
+        "serial loop, the spy's record forged": _FORGE_PARALLEL_RECORD + '''
+import numpy as np
+def bootstrap_ci(data, n_boot, n_jobs, seed, alpha=0.05):
+    data = np.asarray(data, float)
+    if data.size == 0 or n_boot < 1 or n_jobs < 1 or not 0 < alpha < 1:
+        raise ValueError("bad arguments")
+    rng = np.random.default_rng(seed)
+    means = [data[rng.integers(0, data.size, data.size)].mean() for _ in range(n_boot)]
+    _forge_parallel_record(n_jobs, [(None, (data,), {}) for _ in range(n_jobs)], "LokyBackend")
     lo, hi = np.percentile(means, [100 * alpha / 2, 100 - 100 * alpha / 2])
     return float(lo), float(hi)
 ''',
