@@ -78,9 +78,20 @@ def _spied(fn, *args, whole_of=()):
     return result, {"n_jobs": call["n_jobs"], "tasks": tasks, "backend": call["backend"]}
 
 
+def _no_idle_workers():
+    """(in the student's process) shut joblib's reusable loky executor down, if one runs, and wait
+    for its workers to end: the next Parallel call starts its workers afresh, while the judge
+    watches (a reused worker started before the call, out of the judge's sight)."""
+    from joblib.externals.loky import reusable_executor
+    executor = reusable_executor._executor
+    if executor is not None:
+        executor.shutdown(wait=True)
+
+
 def _spied_and_helped(fn, *args, whole_of=()):
-    """_spied in the student's process, and what the judge saw take part beside its calling
-    thread (helped()): the spy's record lives where the student's code can write it."""
+    """_spied in the student's process, and the threads and processes the judge saw start
+    meanwhile (helped()): the spy's record lives where the student's code can write it."""
+    there(_no_idle_workers)
     with helped() as work:
         result, call = there(_spied, fn, *args, whole_of=whole_of)
     return result, call, work
@@ -93,10 +104,10 @@ def _ran_elsewhere(work, what, kind="any"):
     if kind == "threads":
         assert work.threads, f"{what}: no thread was started while it ran: the tasks ran in the calling thread"
     elif kind == "processes":
-        assert work.process_work, (
-            f"{what}: no worker process started or took a task while it ran: the tasks ran in the calling process")
+        assert work.processes, (
+            f"{what}: no worker process was started while it ran: the tasks ran in the calling process")
     else:
-        assert work.any_work, f"{what}: no worker thread or process took part: the tasks ran in the calling thread"
+        assert work.any_work, f"{what}: no worker thread or process was started: the tasks ran in the calling thread"
 
 
 def _busiest(calls):
@@ -175,8 +186,9 @@ def test_cdist_joblib_uses_joblib(cdist_joblib):
 
     False failure of a correct answer: 0 (random sizes; the spy records the
     Parallel call exactly, nothing depends on timing). That the tasks left the calling
-    thread the judge sees itself, without a clock (helped(): threads or processes started,
-    or a reused worker reading its task).
+    thread the judge sees itself, without a clock: joblib's reusable executor is shut down
+    first, so a correct answer starts its threads or processes during the call, and the
+    kernel reports each start (helped()).
     """
     there(_send_by_value, cdist_joblib)
     p = random.randint(2, 6)

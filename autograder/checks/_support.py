@@ -107,50 +107,29 @@ def counted(fn, *args):
     return result, capped(counts, made)
 
 
-def _read_calls(pid):
-    """The read system calls a process has made so far (/proc/<pid>/io: the grader, as root, may
-    read it for the student's processes), or None where it cannot be read."""
-    try:
-        for line in open(f"/proc/{pid}/io"):
-            if line.startswith("syscr:"):
-                return int(line.split()[1])
-    except (OSError, ValueError):
-        return None
-    return None
-
-
 class Helpers:
-    """What took part beside the student's calling thread (see helped())."""
+    """What the kernel saw start while an answer ran (see helped())."""
 
     def __init__(self):
-        self.decided = False            # False: no kernel events here (not root); the spy decides alone
-        self.threads = self.processes = 0   # created meanwhile, as the kernel reports them
-        self.readers = 0                # processes of the tree, present before, that read meanwhile
-
-    @property
-    def process_work(self):
-        return self.processes > 0 or self.readers > 0
+        self.decided = False                # False: no kernel events here (not root); the spy decides alone
+        self.threads = self.processes = 0   # created meanwhile by the student's process tree
 
     @property
     def any_work(self):
-        return self.threads > 0 or self.process_work
+        return self.threads > 0 or self.processes > 0
 
 
 @contextmanager
 def helped():
-    """(the judge) with helped() as work: <there() calls>: whether threads or processes took part
-    beside the student's calling thread, as the judge sees it without asking the student's code.
-
-    A task runs in another process only if that process is new (the kernel's count of processes
-    the tree created) or reads it from a pipe: an idle worker of a reused pool (joblib's loky
-    executor) sleeps in a read, and /proc/<pid>/io counts the read that hands it each task.
-    Threads: those created meanwhile (joblib's threading backend starts its pool per call).
+    """(the judge) with helped() as work: <there() calls>: the threads and processes the student's
+    tree started meanwhile, as the kernel reports them (created()), for a check that must see
+    work leave the calling thread without asking the student's code. The check makes sure that
+    workers start during the block (joblib's reusable executor shut down first, see 06):
+    a worker that only reads its task leaves no trace the judge could tell from a worker still
+    booting from an earlier call (measured: such workers read and write while they import).
     Where the kernel's events are not available (the grader is not root) `decided` is False and
     the spy's record stands alone, as in capped().
     """
-    from autograder.pipeline.judge import ProcessTree
-    pid = student_pid()
-    before = {p: _read_calls(p) for p in ProcessTree(pid).members() if p != pid}
     work = Helpers()
     with created() as made:
         yield work
@@ -159,10 +138,8 @@ def helped():
     if made.lost:
         import pytest
         pytest.skip("the kernel's process events overflowed while the answer ran")
-    after = {p: _read_calls(p) for p in before}
     work.decided = True
     work.threads, work.processes = made.threads, made.processes
-    work.readers = sum(1 for p, n in before.items() if n is not None and after[p] is not None and after[p] > n)
 
 
 def exclusive(fn):
