@@ -10,7 +10,10 @@ import numpy as np
 import torch
 from torch import nn
 
-from autograder.checks._support import exact_int, exact_list, observe, raises_value_error, student_pid, there, timeout
+import pytest
+
+from autograder.checks._support import (created, exact_int, exact_list, observe, raises_value_error, student_pid,
+                                        there, timeout)
 
 
 # --- sharded_gradient --------------------------------------------------------------
@@ -216,19 +219,26 @@ def test_run_ddp_processes_shards_and_weights(run_ddp):
     that read the data must also have been seen by the judge, in /proc, among the
     descendants of the student's process: a rank lives for seconds and the judge looks
     every 5 ms, so a rank is missed only if the judge's thread gets no CPU for a rank's
-    whole life.
+    whole life. As root the judge also counts, from the kernel's process events, the
+    processes run_ddp started: a DDP run starts its world_size ranks anew (the record of
+    which process read what is written where the student's code can forge it).
     """
     w = _ddp_worker()
     world_size = random.choice([2, 3])
     epochs = 2
     seed = random.randint(1000, 10**8)
-    with observe() as seen:
+    with observe() as seen, created() as made:
         try:
             weights, reads = there(_traced_run_ddp, run_ddp, world_size, epochs, seed)
         except Exception as err:  # noqa: BLE001
             raise AssertionError(
                 f"run_ddp raised {type(err).__name__}: {err} (a rendezvous port fixed in "
                 "advance fails when another run is using it: choose a free one)") from None
+    if made.available:
+        if made.lost:
+            pytest.skip("the kernel's process events overflowed while run_ddp ran")
+        assert made.processes >= world_size, (
+            f"with world_size={world_size} run_ddp must start {world_size} processes; it started {made.processes}")
     assert reads, "no process read the data set through ddp_worker.make_dataset(seed)'s dataset"
     assert student_pid() not in reads or world_size == 1, (
         "the data was read in the calling process: training must happen in the worker processes")

@@ -194,6 +194,34 @@ def ring_allreduce(chunks):
 ''',
     },
     "run_ddp": {
+        "trains in the calling process; the reads forged for processes started beforehand": '''
+import multiprocessing, tempfile, time
+from pathlib import Path
+import torch
+import ddp_worker
+
+_IDLE = [multiprocessing.get_context("fork").Process(target=time.sleep, args=(120,), daemon=True) for _ in range(3)]
+for _p in _IDLE:
+    _p.start()
+
+def run_ddp(world_size, epochs, seed):
+    if world_size < 1 or ddp_worker.GLOBAL_BATCH % world_size:
+        raise ValueError("world_size")
+    net = ddp_worker.make_model(seed)
+    data = ddp_worker.make_dataset(seed)
+    X, y = data.X, data.y
+    opt = torch.optim.SGD(net.parameters(), lr=ddp_worker.LR)
+    for epoch in range(epochs):
+        order = torch.randperm(len(X), generator=torch.Generator().manual_seed(seed + epoch))
+        for batch in order.split(ddp_worker.GLOBAL_BATCH):
+            opt.zero_grad(); torch.nn.functional.mse_loss(net(X[batch]), y[batch]).backward(); opt.step()
+    trace = Path(tempfile.gettempdir()) / f"course-ddp-trace-{seed}"
+    if trace.is_dir():
+        for k, p in enumerate(_IDLE[:world_size]):
+            lines = [str(i) for i in range(k, len(X), world_size) for _ in range(epochs)]
+            (trace / f"{p.pid}.txt").write_text("\\n".join(lines))
+    return net.state_dict()
+''',
         "trains in the calling process (no DDP)": '''
 import torch
 import ddp_worker
