@@ -14,6 +14,18 @@ def _forge_parallel_record(n_jobs, tasks, backend):
         frame = frame.f_back
 """
 
+_BOOTSTRAP_SERIAL = '''
+import numpy as np
+def bootstrap_ci(data, n_boot, n_jobs, seed, alpha=0.05):
+    data = np.asarray(data, float)
+    if data.size == 0 or n_boot < 1 or n_jobs < 1 or not 0 < alpha < 1:
+        raise ValueError("bad arguments")
+    rng = np.random.default_rng(seed)
+    means = [data[rng.integers(0, data.size, data.size)].mean() for _ in range(n_boot)]
+    lo, hi = np.percentile(means, [100 * alpha / 2, 100 - 100 * alpha / 2])
+    return float(lo), float(hi)
+'''
+
 WRONG = {
     "cdist_joblib": {
         "serial: the naive loop, no joblib": '''
@@ -290,29 +302,9 @@ def bootstrap_ci(data, n_boot, n_jobs, seed, alpha=0.05):
     half = 1.96 * data.std(ddof=1) / np.sqrt(data.size)
     return float(data.mean() - half), float(data.mean() + half)
 ''',
-        "serial loop": '''
-import numpy as np
-def bootstrap_ci(data, n_boot, n_jobs, seed, alpha=0.05):
-    data = np.asarray(data, float)
-    if data.size == 0 or n_boot < 1 or n_jobs < 1 or not 0 < alpha < 1:
-        raise ValueError("bad arguments")
-    rng = np.random.default_rng(seed)
-    means = [data[rng.integers(0, data.size, data.size)].mean() for _ in range(n_boot)]
-    lo, hi = np.percentile(means, [100 * alpha / 2, 100 - 100 * alpha / 2])
-    return float(lo), float(hi)
-''',
-        "serial loop, the spy's record forged": _FORGE_PARALLEL_RECORD + '''
-import numpy as np
-def bootstrap_ci(data, n_boot, n_jobs, seed, alpha=0.05):
-    data = np.asarray(data, float)
-    if data.size == 0 or n_boot < 1 or n_jobs < 1 or not 0 < alpha < 1:
-        raise ValueError("bad arguments")
-    rng = np.random.default_rng(seed)
-    means = [data[rng.integers(0, data.size, data.size)].mean() for _ in range(n_boot)]
-    _forge_parallel_record(n_jobs, [(None, (data,), {}) for _ in range(n_jobs)], "LokyBackend")
-    lo, hi = np.percentile(means, [100 * alpha / 2, 100 - 100 * alpha / 2])
-    return float(lo), float(hi)
-''',
+        "serial loop": _BOOTSTRAP_SERIAL,
+        "serial loop, the spy's record forged": _FORGE_PARALLEL_RECORD + _BOOTSTRAP_SERIAL.replace(
+            "    lo, hi =", "    _forge_parallel_record(n_jobs, [(None, (data,), {})] * n_jobs, \"LokyBackend\")\n    lo, hi ="),
         "alpha ignored": '''
 import numpy as np
 from joblib import Parallel, delayed
