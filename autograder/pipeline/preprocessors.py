@@ -114,6 +114,30 @@ class ResilientExecute(Execute):
             for path in confine.remove_links(own_folder):  # before the grader writes there
                 self.log.warning("removed a link or special file the submission made: %s", path)
 
+    kernel_start_tries = Integer(
+        3, help="Kernel starts to try before the notebook fails: a kernel that dies before its first "
+                "reply ran no student code (it lost a port to another process, see start_new_kernel_client)"
+    ).tag(config=True)
+
+    def start_new_kernel_client(self):
+        """Start the kernel's client, starting a new kernel (new ports) when the first one died
+        before it replied. jupyter_client picks the kernel's TCP ports, frees them and passes
+        them on; when grading in parallel, another process (a kernel, a gloo rendezvous) can take
+        one before the kernel binds it, and the kernel exits with "Address already in use"
+        (jupyter/jupyter_client#154; measured here: 1 of 42 notebooks in one run of bin/test).
+        Before kernel_info no cell has run, so nothing the student wrote can cause this."""
+        for attempt in range(1, self.kernel_start_tries + 1):
+            try:
+                return super().start_new_kernel_client()
+            except RuntimeError as err:
+                if "died before replying" not in str(err) or attempt == self.kernel_start_tries:
+                    raise
+                self.log.warning("the kernel died while starting (%s): starting another one (%d of %d)",
+                                 err, attempt + 1, self.kernel_start_tries)
+                # nbclient has shut the dead kernel down and dropped its manager
+                self.km = self.create_kernel_manager()
+                self.start_new_kernel()
+
     def preprocess_cell(self, cell, resources, index):
         if cell.cell_type != "code":
             return cell, resources

@@ -1,0 +1,70 @@
+"""A kernel that dies while it starts is started again (autograder/pipeline/preprocessors.py).
+
+jupyter_client picks a kernel's TCP ports, frees them and hands them to the kernel;
+when another process binds one first, the kernel exits with "Address already in
+use" before it replies, and nbgrader would fail the whole submission. These tests
+take a port from the kernel on purpose, as a busy grading machine does by chance.
+"""
+import socket
+
+import nbformat
+import pytest
+from traitlets.config import Config
+
+from autograder.pipeline.preprocessors import ResilientExecute, SandboxedKernelManager
+
+
+def _notebook():
+    nb = nbformat.v4.new_notebook()
+    nb.cells.append(nbformat.v4.new_code_cell("print(6 * 7)"))
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    return nb
+
+
+def _port_thief(steal_from_first):
+    """A kernel manager whose first `steal_from_first` kernels find their control port taken."""
+    taken = []
+
+    class PortTakenFirst(SandboxedKernelManager):
+        async def _async_launch_kernel(self, kernel_cmd, **kw):
+            if len(taken) < steal_from_first:
+                thief = socket.socket()
+                thief.bind((self.ip, self.control_port))
+                thief.listen()
+                taken.append(thief)
+            return await super()._async_launch_kernel(kernel_cmd, **kw)
+
+    return PortTakenFirst, taken
+
+
+def _execute(tmp_path, manager, tries=3):
+    config = Config({"GradingLimits": {"enabled": False}, "VerifyHiddenChecks": {"enabled": False}})
+    step = ResilientExecute(config=config, kernel_manager_class=manager, kernel_start_tries=tries, timeout=60)
+    return step.preprocess(_notebook(), {"metadata": {"path": str(tmp_path)}})[0]
+
+
+@pytest.fixture(autouse=True)
+def _new_interpreters(monkeypatch):
+    monkeypatch.setenv("COURSE_WARM_START", "0")  # the retry is the same with or without a zygote
+
+
+def test_a_kernel_that_lost_its_port_is_started_again(tmp_path):
+    manager, taken = _port_thief(steal_from_first=1)
+    try:
+        nb = _execute(tmp_path, manager)
+    finally:
+        for thief in taken:
+            thief.close()
+    assert len(taken) == 1  # the first kernel really lost its port
+    assert nb.cells[0].outputs[0]["text"] == "42\n"
+
+
+def test_kernel_starts_are_bounded(tmp_path):
+    manager, taken = _port_thief(steal_from_first=5)
+    try:
+        with pytest.raises(RuntimeError, match="died before replying"):
+            _execute(tmp_path, manager, tries=2)
+    finally:
+        for thief in taken:
+            thief.close()
+    assert len(taken) == 2
