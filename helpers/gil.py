@@ -29,14 +29,26 @@ def rendezvous(barrier, value, timeout=20.0):
 
     A barrier for n parties only opens when n callers wait on it at the same
     time, so `met` is True only when the calls really ran concurrently.
-    Returns {"value", "met", "pid", "thread"}.
+    Returns {"value", "met", "pid", "thread", "witness"}: "witness" is the
+    kernel's id of a short thread this call started, so that a grader watching
+    the kernel's process events can tell which process really ran the call.
     """
     try:
         barrier.wait(timeout)
         met = True
     except threading.BrokenBarrierError:
         met = False
-    return {"value": value, "met": met, "pid": os.getpid(), "thread": threading.get_ident()}
+    return {"value": value, "met": met, "pid": os.getpid(), "thread": threading.get_ident(),
+            "witness": _witness_thread()}
+
+
+def _witness_thread():
+    """Start a thread that does nothing but learn its kernel id; return that id."""
+    seen = []
+    thread = threading.Thread(target=lambda: seen.append(threading.get_native_id()), name="witness")
+    thread.start()
+    thread.join()
+    return seen[0]
 
 
 def traced_chunks(n_chunks, chunk):

@@ -38,6 +38,21 @@ def test_processes_and_threads_of_the_tree_are_counted(method):
 
 
 @needs_events
+@pytest.mark.parametrize("method", ["fork", "spawn", "forkserver"])
+def test_each_new_thread_is_known_by_its_process(method):
+    # What 05's checks rely on: a task's witness thread names the process that ran the task.
+    from helpers import gil
+    with multiprocessing.get_context(method).Pool(1) as pool:
+        worker = pool.apply(os.getpid)  # started before the block, as a reused pool's worker is
+        with watch_creations(os.getpid(), ProcessTree(os.getpid()).members()) as made:
+            in_worker = pool.apply(gil._witness_thread)
+            here = gil._witness_thread()
+    assert made.available and not made.lost
+    assert made.thread_owners[in_worker] == {worker}, made.thread_owners
+    assert made.thread_owners[here] == {os.getpid()}, made.thread_owners
+
+
+@needs_events
 def test_a_grandchild_counts_and_strangers_do_not():
     # The "student" is a child that, once told, starts a child of its own and exits.
     code = "import os, sys, time; sys.stdin.readline(); pid = os.fork(); os._exit(0) if pid == 0 else os.waitpid(pid, 0)"

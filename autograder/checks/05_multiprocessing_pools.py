@@ -10,8 +10,8 @@ import numpy as np
 
 import pytest
 
-from autograder.checks._support import (counted, exact_float, exact_list, observe, raises_value_error, student_pid,
-                                        there, timeout)
+from autograder.checks._support import (counted, created, exact_float, exact_list, observe, raises_value_error,
+                                        student_pid, there, timeout)
 from helpers import gil, ode, pools, workers
 
 MEET_SECONDS = 30.0  # how long the first of two tasks waits for the second at the barrier
@@ -33,16 +33,36 @@ def _met_in_two_workers(out, what):
 
 def _run_meeting(call):
     """call(fn_of_one_item, items) with two tasks that only finish when they run at once, run in the
-    student's process; the judge also sees, in /proc, that the pids reported were processes of its tree.
+    student's process. The pids the results name are the student's to write, so the judge backs
+    them from outside: it sees, in /proc, that they were processes of its tree, and, from the
+    kernel's process events, that each task's witness thread (helpers.gil.rendezvous) was
+    created in the process its result names. Rewriting the pids of tasks run by threads of the
+    calling process (to those of idle processes started beforehand) therefore fails.
 
-    Not seeing them (a judge starved of CPU for the whole meeting) leaves the check undecided,
-    never passed."""
-    with observe(0.002) as seen:
+    Not seeing the processes (a judge starved of CPU for the whole meeting) or losing events
+    leaves the check undecided, never passed. Without the kernel's events (the grader is not
+    root) the /proc evidence stands alone."""
+    with created() as made, observe(0.002) as seen:
         out = there(_meeting, call)
-    reported = {r["pid"] for r in out if type(r) is dict and type(r.get("pid")) is int} if type(out) is list else set()
+    reports = _reports(out)
+    reported = {r["pid"] for r in reports if type(r.get("pid")) is int}
     if reported and not reported <= seen.pids:
         pytest.skip("the judge did not see the worker processes that the results name (a busy machine?)")
+    if made.available and reports:
+        if made.lost:
+            pytest.skip("the kernel's process events overflowed while the answer ran")
+        assert all(r.get("pid") in made.thread_owners.get(r.get("witness"), ()) for r in reports), (
+            "a task's result names a process that did not run it: results must be what the "
+            "function returned in the worker")
     return out
+
+
+def _reports(out):
+    """The rendezvous reports in an answer's output: its items, or the values of (ok, value) pairs."""
+    if type(out) is not list:
+        return []
+    items = [item[1] if type(item) is tuple and len(item) == 2 else item for item in out]
+    return [item for item in items if type(item) is dict]
 
 
 def _meeting(call):

@@ -36,12 +36,14 @@ PROBE_SECONDS = 2.0
 
 class Creations:
     """What the kernel reported while the block ran: `processes` and `threads` created by the
-    tree, `available` (False: no events here, use the spy alone), `lost` (the socket overflowed:
+    tree, `thread_owners` (each new thread's id -> the id of the process it was created in),
+    `available` (False: no events here, use the spy alone), `lost` (the socket overflowed:
     the counts are a lower bound)."""
 
     def __init__(self):
         self.available, self.lost = False, False
         self.processes, self.threads = 0, 0
+        self.thread_owners = {}
 
 
 class watch_creations:
@@ -122,6 +124,7 @@ class watch_creations:
                 self._heard.set()
             if child_tgid in self.tree:
                 self.made.threads += 1
+                self.made.thread_owners.setdefault(child_pid, set()).add(child_tgid)
         elif parent_tgid in self.tree:
             self.tree.add(child_tgid)  # a new process: its own creations count too
             self.made.processes += 1

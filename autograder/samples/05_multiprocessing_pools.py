@@ -1,6 +1,27 @@
 """Wrong and alternative answers of 05_multiprocessing_pools (see autograder/samples/__init__.py)."""
 from autograder.samples import FORGE_SPY_COUNTS
 
+# What a student who has read the checks could try: run the tasks in threads of the calling
+# process and rewrite the pid each result names to one of idle processes started at import
+# (the judge sees them in its tree). The judge backs each pid with the kernel's record of the
+# thread the task started (helpers.gil.rendezvous's witness), so these answers must fail.
+_FORGED_PIDS = """
+import os, time
+from multiprocessing.pool import ThreadPool
+from helpers.workers import mp_context
+_IDLE = [mp_context().Process(target=time.sleep, args=(600,), daemon=True) for _ in range(16)]
+for _p in _IDLE:
+    _p.start()
+
+def _forged(result, k):
+    fake = _IDLE[k % len(_IDLE)].pid
+    if type(result) is tuple and len(result) == 2 and result[0] == os.getpid():
+        return (fake, result[1])
+    if type(result) is dict and result.get("pid") == os.getpid():
+        return {**result, "pid": fake}
+    return result
+"""
+
 WRONG = {
     "parallel_map": {
         "serial list comprehension": '''
@@ -39,6 +60,15 @@ def parallel_map(fn, items, n_workers, chunksize=None):
     with mp_context().Pool(max(1, n_workers)) as pool:
         return pool.map(fn, list(items), chunksize=max(chunksize, 1) if chunksize is not None else None)
 ''',
+        "threads; the pids forged for processes started beforehand": _FORGED_PIDS + '''
+def parallel_map(fn, items, n_workers, chunksize=None):
+    if n_workers < 1 or (chunksize is not None and chunksize < 1):
+        raise ValueError("bad arguments")
+    size = chunksize or 1
+    with ThreadPool(n_workers) as pool:
+        out = pool.map(fn, list(items), chunksize=size)
+    return [_forged(r, (i // size) % n_workers) for i, r in enumerate(out)]
+''',
     },
     "parallel_starmap": {
         "serial": '''
@@ -69,6 +99,14 @@ from helpers.workers import mp_context
 def parallel_starmap(fn, arg_tuples, n_workers):
     with mp_context().Pool(max(n_workers, 1)) as pool:
         return pool.starmap(fn, list(arg_tuples))
+''',
+        "threads; the pids forged for processes started beforehand": _FORGED_PIDS + '''
+def parallel_starmap(fn, arg_tuples, n_workers):
+    if n_workers < 1:
+        raise ValueError("bad n_workers")
+    with ThreadPool(n_workers) as pool:
+        out = pool.starmap(fn, list(arg_tuples), chunksize=1)
+    return [_forged(r, i % n_workers) for i, r in enumerate(out)]
 ''',
     },
     "robust_map": {
@@ -153,6 +191,21 @@ def robust_map(fn, items, n_workers):
                 out[index[f]] = (True, f.result())
             except Exception as err:
                 out[index[f]] = (False, err)
+    return out
+''',
+        "threads; the pids forged for processes started beforehand": _FORGED_PIDS + '''
+from concurrent.futures import ThreadPoolExecutor
+def robust_map(fn, items, n_workers):
+    if n_workers < 1:
+        raise ValueError("bad n_workers")
+    with ThreadPoolExecutor(n_workers) as ex:
+        futures = [ex.submit(fn, x) for x in items]
+    out = []
+    for i, f in enumerate(futures):
+        try:
+            out.append((True, _forged(f.result(), i % n_workers)))
+        except Exception as err:
+            out.append((False, err))
     return out
 ''',
     },
