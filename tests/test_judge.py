@@ -197,6 +197,40 @@ def test_a_check_that_overruns_stops_the_student_process(monkeypatch):
         assert student.broken and student.process.poll() is not None
 
 
+def test_stopping_the_student_process_ends_what_it_started():
+    # A spinning child and grandchild (as a forged answer starts at import): outside a sandbox
+    # nothing else would end them, and they would take a core for the rest of the test run.
+    with _student('''
+        import os, subprocess, sys
+        def family():
+            child = subprocess.Popen([sys.executable, "-c",
+                "import subprocess, sys, time; subprocess.Popen([sys.executable, '-c', 'while True: pass']); "
+                "time.sleep(600)"])
+            return child.pid
+    ''') as student:
+        child = student.namespace()["family"]()
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and len(_descendants(student.pid)) < 2:
+            time.sleep(0.05)
+        family = _descendants(student.pid)
+        assert child in family and len(family) == 2
+    for pid in family:
+        assert not _alive(pid), f"process {pid} outlived the student's process"
+
+
+def _descendants(pid):
+    from autograder.pipeline.judge import ProcessTree
+    return set(ProcessTree(pid).members()) - {pid}
+
+
+def _alive(pid):
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
 def test_cpu_spent_in_children_is_seen_from_outside():
     """observe() reads /proc: CPU burnt in a child of the student's process is charged to its tree."""
     with _student('''

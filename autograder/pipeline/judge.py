@@ -24,6 +24,7 @@ import builtins
 import contextlib
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -218,6 +219,29 @@ class ProcessTree:
     def cpu_seconds(self):
         """CPU time (user + system) used so far by the tree, reaped children included."""
         return sum(s["cpu"] for s in self.members().values()) / self.ticks
+
+
+def kill_tree(pid):
+    """SIGKILL a process and its descendants. All are stopped (SIGSTOP) first, the root before
+    the rest, so that none can start another process or leave the tree (a child whose parent
+    dies is adopted elsewhere) while the tree is read."""
+    stopped = set()
+    while True:
+        members = set(ProcessTree(pid).members()) - stopped
+        if not members:
+            break
+        for member in sorted(members, key=lambda m: m != pid):
+            _signal(member, signal.SIGSTOP)
+        stopped |= members
+    for member in stopped:
+        _signal(member, signal.SIGKILL)
+
+
+def _signal(pid, signum):
+    try:
+        os.kill(pid, signum)
+    except (ProcessLookupError, PermissionError):
+        pass
 
 
 def _tasks(pid):
@@ -416,6 +440,8 @@ class StudentProcess:
             except OSError:
                 pass
         self.requests_fd = self.replies_fd = -1
+        if self.process.poll() is None:
+            kill_tree(self.process.pid)  # what the student's code started goes too, sandbox or not
         try:
             self.process.kill()
         except ProcessLookupError:
