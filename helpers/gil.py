@@ -8,6 +8,8 @@ import random
 import threading
 import time
 
+from helpers.workers import witness_thread
+
 
 def draw_randoms(n):
     """CPU-bound pure Python: call random.random() n times (holds the GIL throughout)."""
@@ -39,16 +41,8 @@ def rendezvous(barrier, value, timeout=20.0):
     except threading.BrokenBarrierError:
         met = False
     return {"value": value, "met": met, "pid": os.getpid(), "thread": threading.get_ident(),
-            "witness": _witness_thread()}
+            "witness": witness_thread()}
 
-
-def _witness_thread():
-    """Start a thread that does nothing but learn its kernel id; return that id."""
-    seen = []
-    thread = threading.Thread(target=lambda: seen.append(threading.get_native_id()), name="witness")
-    thread.start()
-    thread.join()
-    return seen[0]
 
 
 def traced_chunks(n_chunks, chunk):

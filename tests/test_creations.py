@@ -41,12 +41,12 @@ def test_processes_and_threads_of_the_tree_are_counted(method):
 @pytest.mark.parametrize("method", ["fork", "spawn", "forkserver"])
 def test_each_new_thread_is_known_by_its_process(method):
     # What 05's checks rely on: a task's witness thread names the process that ran the task.
-    from helpers import gil
+    from helpers import workers
     with multiprocessing.get_context(method).Pool(1) as pool:
         worker = pool.apply(os.getpid)  # started before the block, as a reused pool's worker is
         with watch_creations(os.getpid(), ProcessTree(os.getpid()).members()) as made:
-            in_worker = pool.apply(gil._witness_thread)
-            here = gil._witness_thread()
+            in_worker = pool.apply(workers.witness_thread)
+            here = workers.witness_thread()
     assert made.available and not made.lost
     assert made.thread_owners[in_worker] == {worker}, made.thread_owners
     assert made.thread_owners[here] == {os.getpid()}, made.thread_owners

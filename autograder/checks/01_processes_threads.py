@@ -12,8 +12,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from autograder.checks._support import (counted, exact_int, exclusive, observe, raises_value_error, student_pid,
-                                        there, timeout)
+from autograder.checks._support import (counted, created, exact_int, exclusive, observe, raises_value_error,
+                                        student_pid, there, timeout)
 from helpers import workers
 
 
@@ -191,21 +191,34 @@ def test_run_in_child_new_process(run_in_child):
 
     Evidence from outside: fn burns 0.3 s of CPU, which the kernel charges to
     whichever process ran it; the judge reads the charges from /proc, so at
-    least 0.2 s must show up outside the calling process itself.
+    least 0.2 s must show up outside the calling process itself. And fn starts a
+    witness thread (helpers.workers.witness_thread): the kernel's process events
+    must show it created in the process whose pid fn reported. CPU spent by any
+    other process would pass the first test alone (a process spinning since
+    import, with fn called directly and its pid rewritten).
 
     False failure of a correct answer: 0 (CPU time, not wall time: the 0.3 s is
-    charged in full however busy the machine is).
+    charged in full however busy the machine is; the witness thread is created
+    where fn runs). Lost kernel events leave the check undecided, never passed.
     """
     before = _own_cpu()
-    with observe() as seen:
-        pid, (ran_in, parent, _thread) = run_in_child(workers.whoami_after_spin, 0.3)
+    with created() as made, observe() as seen:
+        out = run_in_child(workers.whoami_after_spin, 0.3)
     caller = _own_cpu() - before
+    assert type(out) is tuple and len(out) == 2 and type(out[1]) is tuple and len(out[1]) == 4, (
+        "run_in_child must return (child_pid, fn(*args)), fn's result unchanged")
+    pid, (ran_in, parent, _thread, witness) = out
     assert ran_in != student_pid(), "fn ran in the calling process (a thread, or a direct call?)"
     assert pid == ran_in, (
         f"the pid returned ({pid}) is not the pid of the process that ran fn ({ran_in})")
     assert seen.cpu - caller >= 0.2, (
         f"fn's 0.3 s of CPU work did not happen in another process (other processes used "
         f"{max(0.0, seen.cpu - caller):.2f} s of CPU)")
+    if made.available:
+        if made.lost:
+            pytest.skip("the kernel's process events overflowed while the answer ran")
+        assert ran_in in made.thread_owners.get(witness, ()), (
+            "fn did not run in the process whose pid it reported: the result must be what fn returned")
 
 
 def _own_cpu():
