@@ -193,7 +193,14 @@ def _quick_wait(n):
 def _meet_once(run_processes, n, wait):
     with _TreeWatch() as watch, created() as made:
         out, counts = there(_meet_in_processes, run_processes, n, wait)
-    return exact_list(out, "the result", n), capped(counts, made), watch
+    out = exact_list(out, "the result", n)
+    counts = capped(counts, made)  # undecided if events were lost
+    if made.available:
+        # Each call's witness thread (helpers.workers.witness_thread), as the kernel saw it created,
+        # names the process that ran the call; the pid in the result is the answer's to write.
+        assert all(type(r) is dict and r.get("pid") in made.thread_owners.get(r.get("witness"), ()) for r in out), (
+            "a result names a process that did not run the call: results must be what fn returned")
+    return out, counts, watch
 
 
 @timeout(240)
@@ -212,7 +219,9 @@ def test_run_processes_concurrent(run_processes):
     processes took longer to start than that whole first wait, at least 20 times
     what a process took a moment before: a stall that long between two
     measurements a second apart is beyond what a machine that makes progress
-    shows. The judge also sees the calls from outside: every call stays 0.3 s
+    shows. Each call starts a witness thread, which the kernel's process events
+    must show created in the process the call's result names (where the grader
+    is root). The judge also sees the calls from outside: every call stays 0.3 s
     after the barrier, and in that time one of its /proc readings (every 5 ms)
     must show all n processes that report having run a call alive at once
     in the student's process tree; a call whose readings all miss it is tried

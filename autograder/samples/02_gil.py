@@ -45,6 +45,30 @@ def run_threads(fn, args_list):
 ''',
     },
     "run_processes": {
+        # Read the checks, then forge: threads run the calls while idle processes are started
+        # (the kernel sees them start, the judge sees them alive), and the pids are rewritten.
+        "threads; the pids forged for idle processes started meanwhile": '''
+import os, threading, time
+from helpers.workers import mp_context
+def run_processes(fn, args_list):
+    args_list = list(args_list)
+    idle = [mp_context().Process(target=time.sleep, args=(600,), daemon=True) for _ in args_list]
+    for p in idle:
+        p.start()
+    results = [None] * len(args_list)
+    def call(i, args):
+        results[i] = fn(*args)
+    threads = [threading.Thread(target=call, args=(i, a)) for i, a in enumerate(args_list)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for p in idle:
+        p.kill()
+        p.join()
+    return [{**r, "pid": p.pid} if type(r) is dict and r.get("pid") == os.getpid() else r
+            for r, p in zip(results, idle)]
+''',
         "serial calls": '''
 def run_processes(fn, args_list):
     return [fn(*args) for args in args_list]
