@@ -214,6 +214,9 @@ def test_stopping_the_student_process_ends_what_it_started():
             time.sleep(0.05)
         family = _descendants(student.pid)
         assert child in family and len(family) == 2
+    deadline = time.monotonic() + 10  # SIGKILL ends a process soon after it is sent, not at once
+    while time.monotonic() < deadline and any(_alive(pid) for pid in family):
+        time.sleep(0.05)
     for pid in family:
         assert not _alive(pid), f"process {pid} outlived the student's process"
 

@@ -86,15 +86,30 @@ def created():
               "thread and process starts are counted by the spy in the student's process alone", flush=True)
 
 
-def capped(counts, made):
-    """The spy's counts (made in the student's process, where its code can edit them) with the
-    starts capped by what the kernel saw created: a count the kernel cannot back is not evidence.
-    Events lost to an overflowing socket leave the check unable to decide."""
+def kernel_decides(made):
+    """Whether the kernel's record `made` (created()) can back a check: False where the grader
+    gets no process events (not root: the evidence from the student's process stands alone).
+    Events lost to an overflowing socket leave the check undecided (never passed)."""
     if not made.available:
-        return dict(counts)
+        return False
     if made.lost:
         import pytest
         pytest.skip("the kernel's process events overflowed while the answer ran")
+    return True
+
+
+def witnessed_in(made, pid, witness):
+    """Whether the kernel saw the witness thread `witness` (helpers.workers.witness_thread, its
+    kernel id as the answer reported it) created in process `pid` during created()'s block:
+    then the code that started it ran in `pid`, whatever the answer says of itself."""
+    return type(pid) is int and type(witness) is int and pid in made.thread_owners.get(witness, ())
+
+
+def capped(counts, made):
+    """The spy's counts (made in the student's process, where its code can edit them) with the
+    starts capped by what the kernel saw created: a count the kernel cannot back is not evidence."""
+    if not kernel_decides(made):
+        return dict(counts)
     return {**counts, "thread start": min(counts["thread start"], made.threads),
             "process start": min(counts["process start"], made.processes)}
 
@@ -133,11 +148,8 @@ def helped():
     work = Helpers()
     with created() as made:
         yield work
-    if not made.available:
+    if not kernel_decides(made):
         return
-    if made.lost:
-        import pytest
-        pytest.skip("the kernel's process events overflowed while the answer ran")
     work.decided = True
     work.threads, work.processes = made.threads, made.processes
 

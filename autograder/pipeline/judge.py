@@ -226,7 +226,7 @@ def kill_tree(pid):
     the rest, so that none can start another process or leave the tree (a child whose parent
     dies is adopted elsewhere) while the tree is read."""
     stopped = set()
-    while True:
+    for _ in range(100):  # a process we may not stop (another user's) could go on forking
         members = set(ProcessTree(pid).members()) - stopped
         if not members:
             break
