@@ -434,14 +434,16 @@ class StudentProcess:
 
     def stop(self, why="stopped"):
         self.broken = self.broken or why
+        # What the student's code started goes too, sandbox or not; before the pipes close, at
+        # which the process would exit by itself and its children leave its tree.
+        if self.process.poll() is None:
+            kill_tree(self.process.pid)
         for fd in (self.requests_fd, self.replies_fd):
             try:
                 os.close(fd)
             except OSError:
                 pass
         self.requests_fd = self.replies_fd = -1
-        if self.process.poll() is None:
-            kill_tree(self.process.pid)  # what the student's code started goes too, sandbox or not
         try:
             self.process.kill()
         except ProcessLookupError:
