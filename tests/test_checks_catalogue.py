@@ -49,6 +49,10 @@ def _judge(assignment, exercise, code=None, until_failure=False):
                           until_failure=until_failure)
     finally:
         hidden.STUDENT = None
+        # An answer that replaced what grading relies on (a forged threadpoolctl, say) leaves its
+        # process to no other answer, as in grading, where each submission has its own.
+        if code is not None and not session.broken and session.changed():
+            session.stop("replaced what grading relies on")
 
 
 # The serial and lock-serialised answers (samples.SERIALISED) are graded end to end in the shared

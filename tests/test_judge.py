@@ -255,3 +255,44 @@ def test_cpu_spent_in_children_is_seen_from_outside():
             assert seen.cpu < 0.1
         finally:
             hidden.STUDENT = None
+
+
+def test_thread_runtimes_tell_the_working_thread_from_the_sleeping_one():
+    """ProcessTree.thread_runtimes (06's evidence of which BLAS threads work): a thread that
+    spins gains CPU time, one that sleeps gains next to none, each under its own id."""
+    import threading
+
+    from autograder.pipeline.judge import ProcessTree
+
+    tree = ProcessTree(os.getpid())
+    ids, stop = {}, threading.Event()
+
+    def spin():
+        ids["spinner"] = threading.get_native_id()
+        while not stop.is_set():
+            pass
+
+    def sleep():
+        ids["sleeper"] = threading.get_native_id()
+        stop.wait()
+
+    threads = [threading.Thread(target=spin), threading.Thread(target=sleep)]
+    for thread in threads:
+        thread.start()
+    while len(ids) < 2:
+        time.sleep(0.01)
+    before = tree.thread_runtimes()
+    if before is None:
+        pytest.skip("this kernel keeps no per-thread scheduler statistics")
+    deadline = time.monotonic() + 30  # a busy machine gives the spinner less of each second
+    while True:
+        time.sleep(0.05)
+        after = tree.thread_runtimes()
+        gained = {name: after[tid] - before[tid] for name, tid in ids.items()}
+        if gained["spinner"] >= 100_000_000 or time.monotonic() > deadline:
+            break
+    stop.set()
+    for thread in threads:
+        thread.join()
+    assert gained["spinner"] >= 100_000_000, gained
+    assert gained["sleeper"] < 1_000_000, gained

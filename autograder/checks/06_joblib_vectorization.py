@@ -11,10 +11,10 @@ import joblib.parallel
 import numpy as np
 import pytest
 from scipy.spatial.distance import cdist as scipy_cdist
-from threadpoolctl import threadpool_info, threadpool_limits
+from threadpoolctl import threadpool_info
 
 from autograder.checks._support import (arrays_close, exact_list, exclusive, helped, plain_array, raises_value_error,
-                                        there, timeout)
+                                        student_pid, there, timeout)
 from helpers import distances
 
 
@@ -490,68 +490,199 @@ def test_bootstrap_ci_errors(bootstrap_ci):
 
 
 # --- run_with_blas_threads ------------------------------------------------------------------------------
+# What the student's process says of its BLAS pools (threadpoolctl) is only as trustworthy as that
+# process: its code can rewrite threadpoolctl. The judge also reads which threads do the work.
+# BLAS keeps its worker threads for the life of the process, the calling thread always takes a
+# part of a product, and a limit of n lets a product use n - 1 workers; a worker that is not used
+# sleeps and gets no CPU at all. So the judge reads each thread's CPU time from the kernel
+# (ProcessTree.thread_runtimes) around products run in the student's process: with BLAS at the
+# starting limit (which workers exist), inside fn (at most n - 1 of them may work) and after the
+# call (all of them work again).
+_PRODUCT_SIZE, _PRODUCTS = 600, 4  # far above the size under which BLAS stays in one thread
+_USED_NS = 1_000_000  # a worker's share of the products is several ms; an unused one gets 0 ns
+_QUIET_STEP, _QUIET_MAX = 0.05, 1.0  # BLAS workers spin ~0.1-0.2 s after a product, then sleep
+
+
 def _blas_counts():
     return [info["num_threads"] for info in threadpool_info() if info["user_api"] == "blas"]
 
 
-def test_run_with_blas_threads_limits_and_restores(run_with_blas_threads):
-    """BLAS runs n_threads threads inside fn, and the pools are restored afterwards
+def _blas_set(counts):
+    """(in the student's process) set BLAS's thread counts ({library path: n}, or one n for every
+    library), as a plain call that lasts until the next; the counts before, by library path."""
+    from threadpoolctl import ThreadpoolController
+    libraries = ThreadpoolController().select(user_api="blas").lib_controllers
+    before = {lib.filepath: lib.num_threads for lib in libraries}
+    for lib in libraries:
+        lib.set_num_threads(counts if isinstance(counts, int) else counts.get(lib.filepath, lib.num_threads))
+    return before
 
-    False failure of a correct answer: 0 (random limits, exact thread counts).
+
+def _products():
+    """(in the student's process) products large enough that BLAS spreads them over its threads."""
+    a = np.full((_PRODUCT_SIZE, _PRODUCT_SIZE), 0.5)
+    for _ in range(_PRODUCTS):
+        a @ a
+
+
+def _counts_around_products():
+    """(in the student's process) BLAS's thread counts as threadpoolctl reports them, then products."""
+    counts = _blas_counts()
+    _products()
+    return counts
+
+
+def _calling_thread():
+    """(in the student's process) its pid and the kernel id of the thread that runs there() calls."""
+    import os
+    import threading
+    return os.getpid(), threading.get_native_id()
+
+
+class _BlasWorkers:
+    """(the judge) which BLAS worker threads of the student's process work while a there() call
+    runs, read from the kernel; `decided` is False where it cannot say (no scheduler statistics
+    here, or a BLAS with no worker thread), and the checks then rest on threadpoolctl's report."""
+
+    def __init__(self):
+        from autograder.pipeline.judge import ProcessTree
+        self.tree = ProcessTree(student_pid())
+        pid, tid = there(_calling_thread)
+        # The judge requests run in the main thread, whose id is the process's pid in any pid
+        # namespace; without a judge there() is a plain call in the checking thread.
+        self.caller = student_pid() if tid == pid else tid if pid == student_pid() else None
+        self.workers = set()
+        self.decided = False
+
+    def start(self):
+        """Set the starting limit's workers: the threads other than the caller that the products use."""
+        _, used = self.used(_products)
+        self.workers = (used or set()) - {self.caller}
+        self.decided = used is not None and self.caller is not None and bool(self.workers)
+        if not self.decided:
+            print("[judge] which threads do BLAS work cannot be read here (no scheduler statistics, or "
+                  "BLAS runs no worker thread): run_with_blas_threads is judged by threadpoolctl's report alone",
+                  flush=True)
+
+    def used(self, fn, *args):
+        """there(fn, *args) once the student's threads are quiet: (its result, the threads that
+        got at least _USED_NS of CPU meanwhile, less those busy while the process only slept;
+        None where the kernel keeps no per-thread CPU time)."""
+        start, background = self._quiet()
+        result = there(fn, *args)
+        end = self.tree.thread_runtimes()
+        if start is None or end is None:
+            return result, None
+        return result, {t for t, ns in end.items() if ns - start.get(t, 0) >= _USED_NS} - background
+
+    def _quiet(self):
+        """Let BLAS's workers stop spinning after the last product: (the thread runtimes once no
+        thread but the caller runs, or waits to run, or got CPU while the student's process slept;
+        or after _QUIET_MAX, with the threads still busy then, which are not BLAS's workers)."""
+        before, waited = self.tree.thread_runtimes(), 0.0
+        while before is not None:
+            there(time.sleep, _QUIET_STEP)
+            waited += _QUIET_STEP
+            now, states = self.tree.thread_runtimes(), self.tree.thread_states()
+            if now is None:
+                break
+            # A spinning worker stays runnable ("R") even when a busy machine gives it no CPU.
+            busy = {t for t, ns in now.items() if ns - before.get(t, 0) >= _USED_NS or states.get(t) == "R"}
+            busy.discard(self.caller)
+            if not busy or waited >= _QUIET_MAX:
+                return now, busy
+            before = now
+        return None, set()
+
+    def assert_limited(self, used, n_threads):
+        if self.decided and used is not None:
+            working = len(used & self.workers)
+            assert working <= n_threads - 1, (
+                f"inside fn, {working + 1} threads did BLAS work: the products were not limited to {n_threads}")
+
+    def assert_restored(self, used):
+        if self.decided and used is not None:
+            idle = self.workers - used
+            assert not idle, (
+                f"after the call, {len(idle)} of BLAS's {len(self.workers)} worker threads no longer work: not restored")
+
+
+def test_run_with_blas_threads_limits_and_restores(run_with_blas_threads):
+    """BLAS runs n_threads threads inside fn, and the pools are restored afterwards: as
+    threadpoolctl reports it in the student's process, and as the judge sees the threads work
+
+    False failure of a correct answer: 0 (random limits, exact thread counts; a worker the limit
+    leaves out sleeps and gets no CPU, one it lets in gets milliseconds of products).
     """
     outer = random.choice([3, 5])
-    for n_threads in (1, 2):
-        before, inside, returned, after = there(_blas_case, run_with_blas_threads, outer, n_threads)
+    original = there(_blas_set, outer)
+    try:
+        before = there(_blas_counts)
         assert before, "no BLAS library is loaded (is NumPy installed?)"
-        assert inside is not None, "fn was never called"
-        assert returned, "run_with_blas_threads must return what fn() returns"
-        assert all(c == n_threads for c in inside), (
-            f"inside fn, BLAS ran {inside} threads instead of {n_threads}")
-        assert after == before, f"after the call BLAS runs {after} threads instead of {before}: not restored"
+        judge = _BlasWorkers()
+        judge.start()
+        for n_threads in (1, 2):
+            (inside, returned), used = judge.used(_blas_case, run_with_blas_threads, n_threads)
+            assert inside is not None, "fn was never called"
+            assert returned, "run_with_blas_threads must return what fn() returns"
+            assert all(c == n_threads for c in inside), (
+                f"inside fn, BLAS ran {inside} threads instead of {n_threads}")
+            judge.assert_limited(used, n_threads)
+            after, used = judge.used(_counts_around_products)
+            assert after == before, f"after the call BLAS runs {after} threads instead of {before}: not restored"
+            judge.assert_restored(used)
+    finally:
+        there(_blas_set, original)
 
 
-def _blas_case(run_with_blas_threads, outer, n_threads):
-    """(in the student's process) BLAS thread counts before, inside fn and after the call."""
-    with threadpool_limits(limits=outer, user_api="blas"):
-        before = _blas_counts()
-        seen = {}
-        token = object()
+def _blas_case(run_with_blas_threads, n_threads):
+    """(in the student's process) BLAS thread counts inside fn, which also runs products, and
+    whether fn's value came back."""
+    seen = {}
+    token = object()
 
-        def fn():
-            seen["counts"] = _blas_counts()
-            return token
+    def fn():
+        seen["counts"] = _blas_counts()
+        _products()
+        return token
 
-        result = run_with_blas_threads(fn, n_threads)
-        return before, seen.get("counts"), result is token, _blas_counts()
+    result = run_with_blas_threads(fn, n_threads)
+    return seen.get("counts"), result is token
 
 
 def test_run_with_blas_threads_restores_on_error(run_with_blas_threads):
-    """when fn raises, the exception reaches the caller and the pools are still restored
+    """when fn raises, the exception reaches the caller and the pools are still restored (as
+    threadpoolctl reports them, and as the judge sees the threads work)
 
     False failure of a correct answer: 0 (a random limit, exact thread counts).
     """
-    reached, before, after = there(_blas_error_case, run_with_blas_threads, random.choice([3, 4]))
-    assert reached, "the exception raised by fn did not reach the caller"
-    assert after == before, "after fn raised, the BLAS pools were not restored"
+    original = there(_blas_set, random.choice([3, 4]))
+    try:
+        before = there(_blas_counts)
+        judge = _BlasWorkers()
+        judge.start()
+        reached = there(_blas_error_case, run_with_blas_threads)
+        assert reached, "the exception raised by fn did not reach the caller"
+        after, used = judge.used(_counts_around_products)
+        assert after == before, "after fn raised, the BLAS pools were not restored"
+        judge.assert_restored(used)
+    finally:
+        there(_blas_set, original)
 
 
-def _blas_error_case(run_with_blas_threads, limit):
-    """(in the student's process) whether fn's exception reached the caller; BLAS counts before and after."""
+def _blas_error_case(run_with_blas_threads):
+    """(in the student's process) whether fn's exception reached the caller."""
     class Boom(RuntimeError):
         pass
 
     def fn():
         raise Boom("fn failed")
 
-    with threadpool_limits(limits=limit, user_api="blas"):
-        before = _blas_counts()
-        try:
-            run_with_blas_threads(fn, 1)
-        except Boom:
-            reached = True
-        else:
-            reached = False
-        return reached, before, _blas_counts()
+    try:
+        run_with_blas_threads(fn, 1)
+    except Boom:
+        return True
+    return False
 
 
 def test_run_with_blas_threads_errors(run_with_blas_threads):

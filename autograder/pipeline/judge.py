@@ -220,6 +220,31 @@ class ProcessTree:
         """CPU time (user + system) used so far by the tree, reaped children included."""
         return sum(s["cpu"] for s in self.members().values()) / self.ticks
 
+    def thread_runtimes(self):
+        """{thread id: CPU nanoseconds} of the root process's live threads, from the kernel's
+        scheduler statistics (/proc/<pid>/task/<tid>/schedstat); None where it keeps none."""
+        runtimes = {}
+        for task in _tasks(self.pid):
+            try:
+                runtimes[int(task)] = int(Path(f"/proc/{self.pid}/task/{task}/schedstat").read_text().split()[0])
+            except FileNotFoundError:
+                continue  # the thread ended meanwhile
+            except (OSError, ValueError, IndexError):
+                return None
+        return runtimes or None
+
+    def thread_states(self):
+        """{thread id: state letter} of the root process's live threads ("R": running or waiting for
+        a core, "S": asleep, ...; /proc/<pid>/task/<tid>/stat)."""
+        states = {}
+        for task in _tasks(self.pid):
+            try:
+                text = Path(f"/proc/{self.pid}/task/{task}/stat").read_text()
+            except OSError:
+                continue
+            states[int(task)] = text[text.rindex(")") + 2]
+        return states
+
 
 def kill_tree(pid):
     """SIGKILL a process and its descendants. All are stopped (SIGSTOP) first, the root before

@@ -381,6 +381,48 @@ def run_with_blas_threads(fn, n_threads):
     with threadpool_limits(limits=max(1, n_threads)):
         return fn()
 ''',
+        # Out of the tampering snapshot's sight: an attribute of the library handle that
+        # threadpoolctl caches, not a function of a module.
+        "no limit at all; the BLAS libraries' own thread counts forged while fn runs": '''
+from threadpoolctl import ThreadpoolController
+_shown = []
+def _forged(real):
+    return lambda: _shown[-1] if _shown else real()
+for _lib in ThreadpoolController().select(user_api="blas").lib_controllers:
+    _name = f"{_lib._symbol_prefix}openblas_get_num_threads{_lib._symbol_suffix}"
+    setattr(_lib.dynlib, _name, _forged(getattr(_lib.dynlib, _name)))
+def run_with_blas_threads(fn, n_threads):
+    if n_threads < 1:
+        raise ValueError("n_threads must be at least 1")
+    _shown.append(n_threads)
+    try:
+        return fn()
+    finally:
+        _shown.pop()
+''',
+        "limits and never restores; threadpoolctl's report forged afterwards": '''
+import threadpoolctl
+from threadpoolctl import threadpool_limits
+_real_info, _claimed, _inside = threadpoolctl.threadpool_info, {}, []
+def _forged_info():
+    info = _real_info()
+    for pool in info:
+        if not _inside and pool["filepath"] in _claimed:
+            pool["num_threads"] = _claimed[pool["filepath"]]
+    return info
+threadpoolctl.threadpool_info = _forged_info
+def run_with_blas_threads(fn, n_threads):
+    if n_threads < 1:
+        raise ValueError("n_threads must be at least 1")
+    if not _claimed:
+        _claimed.update({p["filepath"]: p["num_threads"] for p in _real_info() if p["user_api"] == "blas"})
+    threadpool_limits(limits=n_threads, user_api="blas")
+    _inside.append(n_threads)
+    try:
+        return fn()
+    finally:
+        _inside.pop()
+''',
     },
 }
 

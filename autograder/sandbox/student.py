@@ -335,7 +335,8 @@ def serve_reference_main():
     requests_fd, replies_fd, assignment = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
     from .. import notebooks
     module = notebooks.reference_module(assignment)
-    server = Server(requests_fd, replies_fd, vars(module))
+    # The snapshot lets the tests see an answer that replaces what grading relies on.
+    server = Server(requests_fd, replies_fd, vars(module), snapshot())
     server.send(("loaded", {}, []))
     server.serve()
     sys.stdout.flush()
