@@ -62,6 +62,7 @@ class Course:
 
     def api(self, **overrides):
         from nbgrader.apps import NbGraderAPI
+        self.workdir.mkdir(parents=True, exist_ok=True)  # a new COURSE_WORKDIR: nbgrader starts in it
         return NbGraderAPI(config=self.config(**overrides))
 
 

@@ -21,7 +21,7 @@ def generate(assignments=None, release_dir=None, work=None, quiet=True):
     for assignment in assignments or course.assignments():
         result = api.generate_assignment(assignment, force=True, create=True)
         if not result["success"]:
-            raise RuntimeError(f"release of {assignment} failed:\n{result['log']}\n{result.get('error', '')}")
+            raise RuntimeError(f"release of {assignment} failed:\n{result.get('log') or ''}\n{result.get('error') or ''}")
         _drop_build_leftovers(Path(api.coursedir.format_path(api.coursedir.release_directory, ".", assignment)))
     return Path(release_dir) if release_dir else course.RELEASE
 

@@ -16,7 +16,7 @@ ASSIGNMENTS = course.assignments()
 # that grade (side by side too, their timing checks sharing one lease on the machine), then
 # the few that measure the machine and need it to themselves.
 GRADING_MODULES = {"test_grading", "test_timing_exercises", "test_report", "test_postgres", "test_dask_cluster",
-                   "test_grading_trust", "test_exchange"}
+                   "test_grading_trust", "test_exchange", "test_manual_review"}
 ALONE_MODULES = {"test_grading_stability"}
 
 
@@ -43,7 +43,7 @@ LONGEST_FIRST = ["test_browser", "test_site", "TestCatalogue_02_gil", "TestCatal
                  "test_verify", "TestCatalogue_05_multiprocessing_pools", "TestCatalogue_06_joblib_vectorization",
                  "test_ranks", "test_lease", "test_hidden_runner", "TestCatalogue_12_collectives_sharding",
                  "TestCatalogue_03_race_conditions", "test_docs",
-                 "test_grading", "test_grading_trust", "test_exchange", "test_postgres", "test_dask_cluster"]
+                 "test_grading", "test_grading_trust", "test_manual_review", "test_exchange", "test_postgres", "test_dask_cluster"]
 
 
 def _scope_rank(item):

@@ -1,0 +1,83 @@
+"""A hidden check that cannot decide never counts as passed, end to end.
+
+A timing check on a machine too busy to show a speed-up says "cannot decide"
+(pytest.skip in the judge). `python -m autograder grade` then grades that
+submission again alone; if the check still cannot decide, the cell scores zero,
+reports/manual_review.csv lists it for a person, and the student's feedback
+says why. No answer can make a check undecided (an answer's own skip is a
+failure: tests/test_judge.py), so here a copy of the course has one check of
+01 that never decides, and the instructor's commands run on that copy.
+"""
+import csv
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from autograder import course
+
+A = "01_processes_threads"
+STUDENT = "sample_perfect"
+NEVER_DECIDES = '''
+
+def test_cpu_info_shape(cpu_info):
+    """(the course's test of manual review) a check that never decides"""
+    import pytest
+    pytest.skip("this machine cannot decide")
+'''
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    root = tmp_path_factory.mktemp("undecided") / "course"
+    shutil.copytree(course.ROOT, root, ignore=shutil.ignore_patterns(
+        ".git", ".venv", ".whl", ".gpu", "__pycache__", ".pytest_cache", "dist", "submitted", "autograded",
+        "feedback", "reports", "gradebook.db*"))
+    with open(root / "autograder" / "checks" / f"{A}.py", "a") as checks:
+        checks.write(NEVER_DECIDES)
+    work = root.parent / "work"
+    env = {**os.environ, "COURSE_WORKDIR": str(work), "PYTHONPATH": str(root)}
+    env.pop("COURSE_DB_URL", None)
+
+    def run(*args):
+        done = subprocess.run([sys.executable, "-m", "autograder", *args], cwd=root, env=env,
+                              capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, f"autograder {' '.join(args)} failed:\n{done.stdout[-3000:]}{done.stderr[-3000:]}"
+        return done.stdout
+
+    run("release", A)  # also enters the assignment in the copy's gradebook
+    run("samples", A)
+    for other in ("sample_blank", "sample_partial"):
+        shutil.rmtree(work / "submitted" / other)
+    return {"work": work, "grade": run("grade", A, "--students", STUDENT),
+            "feedback": run("feedback", A, "--students", STUDENT), "report": run("report", A)}
+
+
+def test_the_submission_was_graded_again_alone(graded):
+    assert "grading them again, one at a time" in graded["grade"], graded["grade"]
+    assert "need a person" in graded["grade"], graded["grade"]
+
+
+def test_the_undecided_cell_scores_zero_and_the_others_full(graded):
+    from autograder import gradebook
+    rows = gradebook.cell_scores(work=course.Course(graded["work"], f"sqlite:///{graded['work'] / 'gradebook.db'}"))
+    cells = {r["cell"]: (r["score"], r["max_score"]) for r in rows if r["student"] == STUDENT}
+    undecided = [cell for cell in cells if cell.startswith("test_cpu_info")]
+    assert undecided and all(cells[cell][0] == 0 for cell in undecided), cells
+    others = {cell: scored for cell, scored in cells.items() if cell not in undecided}
+    assert others and all(got == top for got, top in others.values()), others
+
+
+def test_the_review_list_names_it(graded):
+    with open(graded["work"] / "reports" / "manual_review.csv") as listed:
+        rows = list(csv.DictReader(listed))
+    assert [(r["student"], r["assignment"]) for r in rows] == [(STUDENT, A)], rows
+    assert rows[0]["cell"].startswith("test_cpu_info"), rows
+    assert "manual_review.csv" in graded["report"], graded["report"]
+
+
+def test_the_feedback_says_why(graded):
+    html = (graded["work"] / "feedback" / STUDENT / A / f"{A}.html").read_text()
+    assert "could not decide" in html and "looked at by a person" in html
