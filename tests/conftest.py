@@ -16,7 +16,8 @@ ASSIGNMENTS = course.assignments()
 # that grade (side by side too, their timing checks sharing one lease on the machine), then
 # the few that measure the machine and need it to themselves.
 GRADING_MODULES = {"test_grading", "test_timing_exercises", "test_report", "test_postgres", "test_dask_cluster",
-                   "test_grading_trust", "test_exchange", "test_manual_review"}
+                   "test_grading_trust", "test_exchange", "test_manual_review",
+                   "test_grading_unprivileged"}
 ALONE_MODULES = {"test_grading_stability"}
 
 
@@ -43,7 +44,7 @@ LONGEST_FIRST = ["test_browser", "test_site", "TestCatalogue_02_gil", "TestCatal
                  "test_verify", "TestCatalogue_05_multiprocessing_pools", "TestCatalogue_06_joblib_vectorization",
                  "test_ranks", "test_lease", "test_hidden_runner", "TestCatalogue_12_collectives_sharding",
                  "TestCatalogue_03_race_conditions", "test_docs",
-                 "test_grading", "test_grading_trust", "test_manual_review", "test_exchange", "test_postgres", "test_dask_cluster"]
+                 "test_grading", "test_grading_trust", "test_manual_review", "test_grading_unprivileged", "test_exchange", "test_postgres", "test_dask_cluster"]
 
 
 def _scope_rank(item):
@@ -331,19 +332,31 @@ def postgres():
 SCALE_ASSIGNMENTS = ("01_processes_threads",)
 
 
-def course_cli(*args, workdir, db_url=None, env=None, timeout=600):
-    """`python -m autograder <args>` with COURSE_WORKDIR (and COURSE_DB_URL); the finished process."""
+def course_cli(*args, workdir, db_url=None, env=None, timeout=600, root=None, prefix=()):
+    """`python -m autograder <args>` with COURSE_WORKDIR (and COURSE_DB_URL); the finished process.
+    `root`: another copy of the course (copy_course) to run; `prefix`: a command to run it under."""
     import subprocess
     import sys
 
-    full_env = {**os.environ, "COURSE_WORKDIR": str(workdir), **(env or {})}
+    full_env = {k: v for k, v in os.environ.items() if k != "COURSE_DB_URL"}
+    full_env.update({"COURSE_WORKDIR": str(workdir), **(env or {})})
     if db_url:
         full_env["COURSE_DB_URL"] = db_url
+    if root is not None:
+        full_env["PYTHONPATH"] = str(root)
     full_env.setdefault("MPLBACKEND", "Agg")
-    done = subprocess.run([sys.executable, "-m", "autograder", *args], cwd=course.ROOT, env=full_env,
-                          capture_output=True, text=True, timeout=timeout)
+    done = subprocess.run([*prefix, sys.executable, "-m", "autograder", *args], cwd=root or course.ROOT,
+                          env=full_env, capture_output=True, text=True, timeout=timeout)
     assert done.returncode == 0, f"python -m autograder {' '.join(args)} failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
     return done
+
+
+def copy_course(dest):
+    """A copy of the course's own files (no environment, history or work) at `dest`, to change."""
+    shutil.copytree(course.ROOT, dest, ignore=shutil.ignore_patterns(
+        ".git", ".venv", ".whl", ".gpu", "__pycache__", ".pytest_cache", "dist", "submitted", "autograded",
+        "feedback", "reports", "gradebook.db*"))
+    return Path(dest)
 
 
 def prepare_course(workdir, assignments, db_url=None, with_samples=True):
@@ -378,5 +391,5 @@ def sqlite_baseline(graded_course):
 def course_tools():
     """The helpers above for test modules (which cannot import conftest)."""
     import types
-    return types.SimpleNamespace(cli=course_cli, prepare=prepare_course, scores=gradebook_scores,
+    return types.SimpleNamespace(cli=course_cli, prepare=prepare_course, scores=gradebook_scores, copy=copy_course,
                                  assignments=SCALE_ASSIGNMENTS, free_port=free_port, apt_install=apt_install)

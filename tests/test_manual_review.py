@@ -9,14 +9,11 @@ failure: tests/test_judge.py), so here a copy of the course has one check of
 01 that never decides, and the instructor's commands run on that copy.
 """
 import csv
-import os
 import shutil
-import subprocess
-import sys
 
 import pytest
 
-from autograder import course
+from autograder import course, gradebook
 
 A = "01_processes_threads"
 STUDENT = "sample_perfect"
@@ -30,22 +27,14 @@ def test_cpu_info_shape(cpu_info):
 
 
 @pytest.fixture(scope="module")
-def graded(tmp_path_factory):
-    root = tmp_path_factory.mktemp("undecided") / "course"
-    shutil.copytree(course.ROOT, root, ignore=shutil.ignore_patterns(
-        ".git", ".venv", ".whl", ".gpu", "__pycache__", ".pytest_cache", "dist", "submitted", "autograded",
-        "feedback", "reports", "gradebook.db*"))
+def graded(tmp_path_factory, course_tools):
+    root = course_tools.copy(tmp_path_factory.mktemp("undecided") / "course")
     with open(root / "autograder" / "checks" / f"{A}.py", "a") as checks:
         checks.write(NEVER_DECIDES)
     work = root.parent / "work"
-    env = {**os.environ, "COURSE_WORKDIR": str(work), "PYTHONPATH": str(root)}
-    env.pop("COURSE_DB_URL", None)
 
     def run(*args):
-        done = subprocess.run([sys.executable, "-m", "autograder", *args], cwd=root, env=env,
-                              capture_output=True, text=True, timeout=600)
-        assert done.returncode == 0, f"autograder {' '.join(args)} failed:\n{done.stdout[-3000:]}{done.stderr[-3000:]}"
-        return done.stdout
+        return course_tools.cli(*args, workdir=work, root=root).stdout
 
     run("release", A)  # also enters the assignment in the copy's gradebook
     run("samples", A)
@@ -61,7 +50,6 @@ def test_the_submission_was_graded_again_alone(graded):
 
 
 def test_the_undecided_cell_scores_zero_and_the_others_full(graded):
-    from autograder import gradebook
     rows = gradebook.cell_scores(work=course.Course(graded["work"], f"sqlite:///{graded['work'] / 'gradebook.db'}"))
     cells = {r["cell"]: (r["score"], r["max_score"]) for r in rows if r["student"] == STUDENT}
     undecided = [cell for cell in cells if cell.startswith("test_cpu_info")]

@@ -1,0 +1,48 @@
+"""Grading where the grader is not root (a laptop, a rootless container).
+
+The sandbox's root-only layers (mount and network namespaces, the student's own
+uid, cgroups, the kernel's process events) cannot all be applied there. Grading
+must still give every sample student the score it gets as root, and the
+grading log must say what could not be applied. The grader runs here in a user
+namespace of its own (`unshare --user`): there it is not root (uid 65534) and
+has none of root's powers outside it, while the course's files stay readable.
+"""
+import shutil
+import subprocess
+
+import pytest
+
+from autograder import samples
+
+A = "01_processes_threads"
+GRADED_ASSIGNMENTS = [A]  # of the shared graded course (the baseline, graded as root)
+
+
+def _can_unshare():
+    if shutil.which("unshare") is None:
+        return False
+    probe = subprocess.run(["unshare", "--user", "id", "-u"], capture_output=True, text=True)
+    return probe.returncode == 0 and probe.stdout.strip() != "0"
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory, course_tools):
+    if not _can_unshare():
+        pytest.skip("`unshare --user` is not available here to grade as a user other than root")
+    work = tmp_path_factory.mktemp("unprivileged")
+    db_url = course_tools.prepare(work, [A])
+    done = course_tools.cli("grade", A, workdir=work, db_url=db_url, prefix=["unshare", "--user"])
+    logs = "\n".join(p.read_text(errors="replace") for p in sorted((work / "reports" / "logs").glob("*.log")))
+    return {"scores": course_tools.scores(work, db_url, [A]), "output": done.stdout, "logs": logs}
+
+
+def test_every_sample_student_scores_as_with_root(graded, sqlite_baseline):
+    """The same cell scores as the shared graded course, graded as root."""
+    expected = {key: value for key, value in sqlite_baseline.items() if key[1] == A}
+    got = {key: value for key, value in graded["scores"].items() if key[0] in samples.STUDENTS}
+    assert got == expected, graded["output"][-3000:]
+
+
+def test_the_log_says_what_could_not_be_applied(graded):
+    assert "[sandbox] grading runs as uid 65534, not root" in graded["logs"], graded["logs"][-3000:]
+    assert "[sandbox] file protection unavailable" in graded["logs"], graded["logs"][-3000:]
