@@ -12,10 +12,10 @@ import subprocess
 
 import pytest
 
-from autograder import samples
 
 A = "01_processes_threads"
 GRADED_ASSIGNMENTS = [A]  # of the shared graded course (the baseline, graded as root)
+STUDENTS = ("sample_perfect", "sample_blank")  # full marks and none: enough to tell
 
 
 def _can_unshare():
@@ -31,15 +31,16 @@ def graded(tmp_path_factory, course_tools):
         pytest.skip("`unshare --user` is not available here to grade as a user other than root")
     work = tmp_path_factory.mktemp("unprivileged")
     db_url = course_tools.prepare(work, [A])
-    done = course_tools.cli("grade", A, workdir=work, db_url=db_url, prefix=["unshare", "--user"])
+    done = course_tools.cli("grade", A, "--students", *STUDENTS, workdir=work, db_url=db_url,
+                            prefix=["unshare", "--user"])
     logs = "\n".join(p.read_text(errors="replace") for p in sorted((work / "reports" / "logs").glob("*.log")))
     return {"scores": course_tools.scores(work, db_url, [A]), "output": done.stdout, "logs": logs}
 
 
-def test_every_sample_student_scores_as_with_root(graded, sqlite_baseline):
+def test_the_sample_students_score_as_with_root(graded, sqlite_baseline):
     """The same cell scores as the shared graded course, graded as root."""
-    expected = {key: value for key, value in sqlite_baseline.items() if key[1] == A}
-    got = {key: value for key, value in graded["scores"].items() if key[0] in samples.STUDENTS}
+    expected = {key: value for key, value in sqlite_baseline.items() if key[1] == A and key[0] in STUDENTS}
+    got = {key: value for key, value in graded["scores"].items() if key[0] in STUDENTS}
     assert got == expected, graded["output"][-3000:]
 
 
