@@ -11,7 +11,7 @@ import torch
 from torch import nn
 
 from autograder.checks._support import (created, exact_int, exact_list, kernel_decides, observe, raises_value_error,
-                                        student_pid, there, timeout)
+                                        student_pid, there, timeout, witnessed_in)
 
 
 # --- sharded_gradient --------------------------------------------------------------
@@ -218,8 +218,10 @@ def test_run_ddp_processes_shards_and_weights(run_ddp):
     descendants of the student's process: a rank lives for seconds and the judge looks
     every 5 ms, so a rank is missed only if the judge's thread gets no CPU for a rank's
     whole life. As root the judge also counts, from the kernel's process events, the
-    processes run_ddp started: a DDP run starts its world_size ranks anew (the record of
-    which process read what is written where the student's code can forge it).
+    processes run_ddp started: a DDP run starts its world_size ranks anew; and the record of
+    which process read what, written where the student's code can forge it, must be backed
+    by the kernel: each reading process's first read starts a witness thread, which the
+    kernel must have seen created in that process.
     """
     w = _ddp_worker()
     world_size = random.choice([2, 3])
@@ -227,12 +229,13 @@ def test_run_ddp_processes_shards_and_weights(run_ddp):
     seed = random.randint(1000, 10**8)
     with observe() as seen, created() as made:
         try:
-            weights, reads = there(_traced_run_ddp, run_ddp, world_size, epochs, seed)
+            weights, reads, witnesses = there(_traced_run_ddp, run_ddp, world_size, epochs, seed)
         except Exception as err:  # noqa: BLE001
             raise AssertionError(
                 f"run_ddp raised {type(err).__name__}: {err} (a rendezvous port fixed in "
                 "advance fails when another run is using it: choose a free one)") from None
-    if kernel_decides(made):
+    decided = kernel_decides(made)
+    if decided:
         assert made.processes >= world_size, (
             f"with world_size={world_size} run_ddp must start {world_size} processes; it started {made.processes}")
     assert reads, "no process read the data set through ddp_worker.make_dataset(seed)'s dataset"
@@ -244,6 +247,11 @@ def test_run_ddp_processes_shards_and_weights(run_ddp):
     unseen = sorted(set(reads) - seen.pids)
     assert not unseen, (
         f"the data was read by process(es) {unseen}, which never ran under the student's process")
+    if decided:
+        unwitnessed = sorted(pid for pid in reads if not witnessed_in(made, pid, witnesses.get(pid)))
+        assert not unwitnessed, (
+            f"the record says process(es) {unwitnessed} read the data, but the reads did not happen there "
+            "(the witness thread each reading process starts was not created in it)")
     total = Counter()
     for counts in reads.values():
         total.update(Counter(counts))
@@ -265,7 +273,8 @@ def test_run_ddp_processes_shards_and_weights(run_ddp):
 def _traced_run_ddp(run_ddp, world_size, epochs, seed):
     """(in the student's process) run_ddp with port 29500 busy and the data set's reads traced.
 
-    (weights, {pid: {sample index: times that process read it}}).
+    (weights, {pid: {sample index: times that process read it}}, {pid: the kernel id of the witness
+    thread its first read started}).
     """
     trace = Path(tempfile.gettempdir()) / f"course-ddp-trace-{seed}"
     shutil.rmtree(trace, ignore_errors=True)
@@ -273,12 +282,15 @@ def _traced_run_ddp(run_ddp, world_size, epochs, seed):
     try:
         with _OccupiedPort():
             weights = run_ddp(world_size, epochs, seed)
-        reads = {}
+        reads, witnesses = {}, {}
         for path in trace.glob("*.txt"):
-            reads[int(path.stem)] = dict(Counter(int(line) for line in path.read_text().split()))
+            lines = path.read_text().splitlines()
+            witnesses[int(path.stem)] = next((int(line.split()[1]) for line in lines if line.startswith("witness ")),
+                                             None)
+            reads[int(path.stem)] = dict(Counter(int(line) for line in lines if line.strip().isdigit()))
     finally:
         shutil.rmtree(trace, ignore_errors=True)
-    return weights, reads
+    return weights, reads, witnesses
 
 
 def test_run_ddp_errors(run_ddp):
