@@ -217,6 +217,42 @@ def seeded_loader(dataset, batch_size, num_workers, seed):
     loader.seed_ = seed
     return loader
 ''',
+        # No patch for the tampering snapshot to see: the rows are rewritten as they pass.
+        "no worker processes: the worker-id column rewritten, idle processes started meanwhile": '''
+import itertools
+import multiprocessing
+import time
+import numpy as np
+import torch
+from torch.utils.data import DataLoader
+
+class _OneProcessLoader(DataLoader):
+    def __iter__(self):
+        torch.manual_seed(self.seed_)
+        self.dataset.rng = np.random.default_rng(self.seed_)
+        idle = [multiprocessing.get_context("fork").Process(target=time.sleep, args=(60,), daemon=True)
+                for _ in range(2)]
+        for p in idle:
+            p.start()
+        turn = itertools.count()
+        try:
+            for batch in super().__iter__():
+                batch = batch.clone()
+                for row in batch:
+                    row[1] = next(turn) % 2
+                yield batch
+        finally:
+            for p in idle:
+                p.kill()
+
+def seeded_loader(dataset, batch_size, num_workers, seed):
+    if num_workers < 0 or batch_size < 1:
+        raise ValueError("bad arguments")
+    loader = _OneProcessLoader(dataset, batch_size=batch_size, shuffle=True, num_workers=0,
+                               generator=torch.Generator().manual_seed(seed))
+    loader.seed_ = seed
+    return loader
+''',
         "num_workers ignored": '''
 import torch
 from torch.utils.data import DataLoader
