@@ -88,11 +88,13 @@ _DDP_FORWARD = "ddp_forward"
 
 @dataclass
 class Launch:
-    """What one launch gave back: per-rank results and counts, and its wall time."""
+    """What one launch gave back: per-rank results and counts, its wall time, and per rank
+    (pid, the kernel id of a witness thread the rank started: see helpers.workers.witness_thread)."""
     world_size: int
     results: list
     counts: list
     seconds: float = 0.0
+    witnesses: list = field(default_factory=list)
 
     def total(self, rank, names):
         """Calls rank `rank` made to any of `names` (e.g. ranks.COLLECTIVES)."""
@@ -341,7 +343,8 @@ def _rank_main(rank, world_size, port, payload, result_path, options):
     import torch.distributed as dist
 
     torch.set_num_threads(options["threads"])
-    record = {"rank": rank, "ok": False}
+    from .workers import witness_thread
+    record = {"rank": rank, "ok": False, "pid": os.getpid(), "witness": witness_thread()}
     try:
         if options["init_group"]:
             dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank,
@@ -430,7 +433,7 @@ def launch(fn, world_size, *args, timeout=60.0, init_group=True, threads_per_ran
         shutil.rmtree(folder, ignore_errors=True)
     _raise_first_error(records, processes)
     run = Launch(world_size, [r["value"] for r in records], [r["counts"] for r in records],
-                 time.perf_counter() - start)
+                 time.perf_counter() - start, [(r.get("pid"), r.get("witness")) for r in records])
     with _history_lock:
         for runs in _history:
             runs.append(run)

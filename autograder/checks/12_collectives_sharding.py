@@ -13,12 +13,13 @@ import contextlib
 import itertools
 import math
 import random
+import types
 
 import torch
 from torch import nn
 
 from autograder.checks._support import (created, exact_float, exact_list, kernel_decides, observe, raises_value_error,
-                                        there, timeout)
+                                        there, timeout, witnessed_in)
 from helpers import ranks, sharding
 
 _SENDS = ("send", "isend")
@@ -258,7 +259,7 @@ def _recorded(train, *args):
 
     (the weights as plain data: a dict of name -> tensor, with the type name instead of any
     value that is not a plain torch.Tensor, or the type name of a result that is not a dict;
-    [(world_size, per-rank counts) of each launch]).
+    [(world_size, per-rank counts, per-rank (pid, witness thread id)) of each launch]).
     """
     import torch
 
@@ -271,7 +272,7 @@ def _recorded(train, *args):
                    for name, value in weights.items()}
     else:
         weights = type(weights).__name__
-    return weights, [(run.world_size, run.counts) for run in runs]
+    return weights, [(run.world_size, run.counts, getattr(run, "witnesses", [])) for run in runs]
 
 
 def _same_weights(weights, expected, hint):
@@ -298,9 +299,12 @@ def _ranks_watched(world_size):
     the processes the student's tree created meanwhile (as root; the forkserver forks the ranks
     and is part of the tree), and what /proc showed running at once. A serial answer that
     writes a launch into helpers.ranks' record starts no rank processes and fails here.
+    Yields what the judge saw: `.made`, the kernel's record, is set once the block ends.
     """
+    watched = types.SimpleNamespace(made=None)
     with observe() as seen, created() as made:
-        yield
+        yield watched
+    watched.made = made
     if kernel_decides(made):
         assert made.processes >= world_size, (
             f"{world_size} ranks should run as {world_size} new processes; the answer started "
@@ -310,13 +314,21 @@ def _ranks_watched(world_size):
         f"at most {seen.max_processes - 1} ran")
 
 
-def _the_launch(runs, world_size, name):
-    """The counts of the last launch in runs [(world_size, counts), ...]."""
+def _the_launch(runs, world_size, name, watched):
+    """The counts of the last launch in runs [(world_size, counts, witnesses), ...], a record kept
+    in the student's process: as root, each rank it names must have started its witness thread
+    (helpers.ranks' _rank_main does, before the rank's function runs) where the kernel saw it."""
     assert runs, (f"{name} must start its ranks with helpers.ranks.launch: the grader reads the "
                   "launcher's counts")
-    started, counts = runs[-1]
+    started, counts, witnesses = runs[-1]
     assert started == world_size, (
         f"{name}(world_size={world_size}, ...) started {started} ranks")
+    if kernel_decides(watched.made):
+        ran = [pair for pair in witnesses if type(pair) in (tuple, list) and len(pair) == 2
+               and witnessed_in(watched.made, *pair)]
+        assert len(ran) == world_size, (
+            f"{name}: the launcher's record names {world_size} ranks, but the kernel saw {len(ran)} of them "
+            "run as processes of this launch")
     return counts
 
 
@@ -324,9 +336,9 @@ def _the_launch(runs, world_size, name):
 def _check_accumulate(accumulate_gradients, world_size, micro_batches):
     seed = random.randint(0, 10**6)
     steps = sharding.N_SAMPLES // sharding.GLOBAL_BATCH
-    with _ranks_watched(world_size):
+    with _ranks_watched(world_size) as watched:
         weights, runs = there(_recorded, accumulate_gradients, world_size, micro_batches, seed)
-    launched = _the_launch(runs, world_size, "accumulate_gradients")
+    launched = _the_launch(runs, world_size, "accumulate_gradients", watched)
     _same_weights(weights, _single_process(steps, seed),
                   "is each micro-batch loss divided by micro_batches? each rank on its share?")
     for rank, counts in enumerate(launched):
@@ -365,9 +377,9 @@ def _linear_bytes(model):
 
 def _check_fsdp(train_fsdp, world_size, steps):
     seed = random.randint(0, 10**6)
-    with _ranks_watched(world_size):
+    with _ranks_watched(world_size) as watched:
         weights, runs = there(_recorded, train_fsdp, world_size, steps, seed)
-    launched = _the_launch(runs, world_size, "train_fsdp")
+    launched = _the_launch(runs, world_size, "train_fsdp", watched)
     _same_weights(weights, _single_process(steps, seed),
                   "each rank on its share of the global batch? SGD with sharding.LR?")
     layers = _linear_bytes(sharding.make_model(0))

@@ -50,6 +50,26 @@ def _forge_launch(world_size, result, counts):
     return result
 """
 
+# The same, with as many idle processes as ranks started meanwhile (the kernel's count of new
+# processes and the judge's view of the tree are then met): each rank's witness thread is not.
+_FORGE_LAUNCH_IDLE = """
+import multiprocessing, time
+
+def _forge_launch(world_size, result, counts):
+    idle = [multiprocessing.get_context("fork").Process(target=time.sleep, args=(60,), daemon=True)
+            for _ in range(world_size)]
+    for p in idle:
+        p.start()
+    time.sleep(0.3)  # long enough for the judge's /proc view of the tree to see them at once
+    run = ranks.Launch(world_size, [result] + [None] * (world_size - 1), [counts] * world_size)
+    with ranks._history_lock:
+        for runs in ranks._history:
+            runs.append(run)
+    for p in idle:
+        p.kill()
+    return result
+"""
+
 _SERIAL_TRAINING = """
     model = sharding.make_model(seed)
     X, y = sharding.make_data(seed)
@@ -337,6 +357,16 @@ def accumulate_gradients(world_size, micro_batches, seed):
     counts = {"ddp_forward": {"calls": steps * micro_batches}, "ddp_gradient_sync": {"calls": steps}}
     return _forge_launch(world_size, state, counts)
 ''',
+        "trains in the calling process, the launcher's record forged, idle processes started meanwhile": (
+            _ACC_IMPORTS + _FORGE_LAUNCH_IDLE + '''
+def accumulate_gradients(world_size, micro_batches, seed):
+    if world_size < 1 or micro_batches < 1 or sharding.GLOBAL_BATCH % (world_size * micro_batches):
+        raise ValueError("bad arguments")
+    steps = sharding.N_SAMPLES // sharding.GLOBAL_BATCH
+''' + _SERIAL_TRAINING + '''
+    counts = {"ddp_forward": {"calls": steps * micro_batches}, "ddp_gradient_sync": {"calls": steps}}
+    return _forge_launch(world_size, state, counts)
+'''),
         "no ValueError": _acc(launch='''
 def accumulate_gradients(world_size, micro_batches, seed):
     steps = sharding.N_SAMPLES // sharding.GLOBAL_BATCH
