@@ -1,5 +1,7 @@
 """Hidden checks of 06_joblib_vectorization (joblib, vectorising, blocks, bootstrap, BLAS threads)."""
+import functools
 import math
+import os
 import random
 import sys
 import time
@@ -14,7 +16,7 @@ from scipy.spatial.distance import cdist as scipy_cdist
 from threadpoolctl import threadpool_info
 
 from autograder.checks._support import (arrays_close, exact_list, exclusive, helped, plain_array, raises_value_error,
-                                        student_pid, there, timeout)
+                                        student_pid, there, timeout, witnessed_in)
 from helpers import distances
 
 
@@ -40,17 +42,24 @@ def _send_by_value(*functions):
 
 
 @contextmanager
-def spy_parallel():
-    """Record every joblib.Parallel call made while the block runs: n_jobs, backend, tasks."""
+def spy_parallel(notes=None):
+    """Record every joblib.Parallel call made while the block runs: n_jobs, backend, tasks. With
+    `notes` (a folder), each task runs through helpers.workers.noted_call, which notes there where
+    it ran; the judge reads in the kernel's record whether those threads were created during the
+    call, and where (_ran_elsewhere)."""
+    from helpers.workers import noted_call
     calls = []
     original = joblib.parallel.Parallel.__call__
+    caller = os.getpid()
 
     def spying_call(self, iterable):
         tasks = list(iterable)
         record = {"n_jobs": self.n_jobs, "tasks": tasks, "backend": None}
         calls.append(record)
+        run = tasks if notes is None else [(functools.partial(noted_call, notes, caller, fn), args, kwargs)
+                                           for fn, args, kwargs in tasks]
         try:
-            return original(self, tasks)
+            return original(self, run)
         finally:
             record["backend"] = type(self._backend).__name__
 
@@ -61,11 +70,33 @@ def spy_parallel():
         joblib.parallel.Parallel.__call__ = original
 
 
-def _spied(fn, *args, whole_of=()):
-    """(in the student's process) fn(*args) under spy_parallel(); (result, summary of the busiest
+def _notes_folder():
+    """(in the student's process) a fresh folder for helpers.workers.noted_call's notes."""
+    import tempfile
+    return tempfile.mkdtemp(prefix="course-joblib-tasks-")
+
+
+def _read_notes(folder):
+    """(in the student's process) [(pid, thread id, witness thread id or None)] noted in `folder`,
+    which is then removed."""
+    import shutil
+    notes = []
+    for path in Path(folder).iterdir():
+        try:
+            pid, tid = (int(part) for part in path.name.split("-"))
+            text = path.read_text().strip()
+            notes.append((pid, tid, int(text) if text else None))
+        except ValueError:
+            continue
+    shutil.rmtree(folder, ignore_errors=True)
+    return notes
+
+
+def _spied(fn, *args, whole_of=(), notes=None):
+    """(in the student's process) fn(*args) under spy_parallel(notes); (result, summary of the busiest
     Parallel call: n_jobs, number of tasks, backend class name, and for each task whether it
     received one of the arrays in `whole_of` whole, and how many arrays it received)."""
-    with spy_parallel() as calls:
+    with spy_parallel(notes) as calls:
         result = fn(*args)
     call = _busiest(calls)
     if call is None:
@@ -89,25 +120,37 @@ def _no_idle_workers():
 
 
 def _spied_and_helped(fn, *args, whole_of=()):
-    """_spied in the student's process, and the threads and processes the judge saw start
-    meanwhile (helped()): the spy's record lives where the student's code can write it."""
+    """_spied in the student's process, the tasks noting where they ran, and the kernel's record
+    of what started meanwhile (helped()): the spy's record and the notes live where the student's
+    code can write them, the kernel's record does not."""
     there(_no_idle_workers)
+    notes = there(_notes_folder)
     with helped() as work:
-        result, call = there(_spied, fn, *args, whole_of=whole_of)
+        result, call = there(_spied, fn, *args, whole_of=whole_of, notes=notes)
+    work.notes = there(_read_notes, notes)
     return result, call, work
 
 
 def _ran_elsewhere(work, what, kind="any"):
-    """The judge's own evidence that the Parallel call's tasks ran in workers of the kind asked for."""
+    """The judge's own evidence that tasks of the Parallel call ran in workers of the kind asked
+    for: a task noted a process other than the caller's, where the kernel saw its witness thread
+    created during the call; or a thread of the caller's process that the kernel saw created
+    during the call. A record the student's code writes (a forged spy record, idle workers)
+    names no such thread."""
     if not work.decided:
         return
+    caller = student_pid()
+    in_processes = [pid for pid, _, witness in work.notes if pid != caller and witnessed_in(work.made, pid, witness)]
+    in_threads = [tid for pid, tid, _ in work.notes if pid == caller and caller in work.made.thread_owners.get(tid, ())]
     if kind == "threads":
-        assert work.threads, f"{what}: no thread was started while it ran: the tasks ran in the calling thread"
+        assert in_threads, f"{what}: no task ran in a thread started for the call: the tasks ran in the calling thread"
     elif kind == "processes":
-        assert work.processes, (
-            f"{what}: no worker process was started while it ran: the tasks ran in the calling process")
+        assert in_processes, (
+            f"{what}: no task ran in a worker process started for the call: the tasks ran in the calling process")
     else:
-        assert work.any_work, f"{what}: no worker thread or process was started: the tasks ran in the calling thread"
+        assert in_threads or in_processes, (
+            f"{what}: no task ran in a worker thread or process started for the call: "
+            "the tasks ran in the calling thread")
 
 
 def _busiest(calls):

@@ -126,20 +126,16 @@ class Helpers:
     """What the kernel saw start while an answer ran (see helped())."""
 
     def __init__(self):
-        self.decided = False                # False: no kernel events here (not root); the spy decides alone
-        self.threads = self.processes = 0   # created meanwhile by the student's process tree
-
-    @property
-    def any_work(self):
-        return self.threads > 0 or self.processes > 0
+        self.decided = False  # False: no kernel events here (not root); the spy decides alone
+        self.made = None      # the kernel's record (created()) once decided
 
 
 @contextmanager
 def helped():
-    """(the judge) with helped() as work: <there() calls>: the threads and processes the student's
-    tree started meanwhile, as the kernel reports them (created()), for a check that must see
-    work leave the calling thread without asking the student's code. The check makes sure that
-    workers start during the block (joblib's reusable executor shut down first, see 06):
+    """(the judge) with helped() as work: <there() calls>: the kernel's record of the threads and
+    processes the student's tree started meanwhile (`work.made`, see created()), for a check that
+    must see work leave the calling thread without asking the student's code. The check makes
+    sure that workers start during the block (joblib's reusable executor shut down first, see 06):
     a worker that only reads its task leaves no trace the judge could tell from a worker still
     booting from an earlier call (measured: such workers read and write while they import).
     Where the kernel's events are not available (the grader is not root) `decided` is False and
@@ -150,8 +146,7 @@ def helped():
         yield work
     if not kernel_decides(made):
         return
-    work.decided = True
-    work.threads, work.processes = made.threads, made.processes
+    work.decided, work.made = True, made
 
 
 def exclusive(fn):

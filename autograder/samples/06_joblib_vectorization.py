@@ -47,6 +47,23 @@ def cdist_joblib(X, Y, n_jobs, prefer="processes"):
     _forge_parallel_record(n_jobs, tasks, "ThreadingBackend" if prefer == "threads" else "LokyBackend")
     return cdist_naive(X, Y)
 ''',
+        "serial, the spy's record forged, an idle thread and process started meanwhile": _FORGE_PARALLEL_RECORD + '''
+import multiprocessing, threading, time
+import numpy as np
+from helpers.distances import cdist_naive
+def cdist_joblib(X, Y, n_jobs, prefer="processes"):
+    if n_jobs < 1 or prefer not in ("processes", "threads"):
+        raise ValueError("bad arguments")
+    idle = multiprocessing.get_context("fork").Process(target=time.sleep, args=(30,), daemon=True)
+    idle.start()
+    threading.Thread(target=time.sleep, args=(0.05,), daemon=True).start()
+    X = np.asarray(X, float)
+    tasks = [(None, (chunk, Y), {}) for chunk in np.array_split(X, n_jobs)]
+    _forge_parallel_record(n_jobs, tasks, "ThreadingBackend" if prefer == "threads" else "LokyBackend")
+    result = cdist_naive(X, Y)
+    idle.kill()
+    return result
+''',
         "joblib with n_jobs=1 whatever is asked": '''
 import numpy as np
 from joblib import Parallel, delayed
@@ -428,6 +445,18 @@ def run_with_blas_threads(fn, n_threads):
 
 ALTERNATIVE = {
     "cdist_joblib": {
+        "joblib's multiprocessing and threading backends (tasks sent with plain pickle)": '''
+import numpy as np
+from joblib import Parallel, delayed, parallel_config
+from helpers.distances import cdist_naive
+def cdist_joblib(X, Y, n_jobs, prefer="processes"):
+    if n_jobs < 1 or prefer not in ("processes", "threads"):
+        raise ValueError("bad arguments")
+    chunks = np.array_split(np.asarray(X, float), n_jobs)
+    backend = "multiprocessing" if prefer == "processes" else "threading"
+    with parallel_config(backend=backend, n_jobs=n_jobs):
+        return np.vstack(Parallel()(delayed(cdist_naive)(chunk, Y) for chunk in chunks))
+''',
         "a notebook function per chunk, parallel_config for the backend": '''
 import numpy as np
 from joblib import Parallel, delayed, parallel_config
