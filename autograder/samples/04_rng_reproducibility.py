@@ -1,5 +1,17 @@
 """Wrong and alternative answers of 04_rng_reproducibility (see autograder/samples/__init__.py)."""
 
+# The seeded_loader of the catalogue's one-process answers: their _OneProcessLoader (defined
+# before it) reads every item in the calling process.
+_ONE_PROCESS_LOADER = '''
+def seeded_loader(dataset, batch_size, num_workers, seed):
+    if num_workers < 0 or batch_size < 1:
+        raise ValueError("bad arguments")
+    loader = _OneProcessLoader(dataset, batch_size=batch_size, shuffle=True, num_workers=0,
+                               generator=torch.Generator().manual_seed(seed))
+    loader.seed_ = seed
+    return loader
+'''
+
 WRONG = {
     "forked_draws": {
         "spawned children": '''
@@ -208,15 +220,7 @@ class _OneProcessLoader(DataLoader):
             yield from super().__iter__()
         finally:
             rng_data.get_worker_info = torch.utils.data.get_worker_info
-
-def seeded_loader(dataset, batch_size, num_workers, seed):
-    if num_workers < 0 or batch_size < 1:
-        raise ValueError("bad arguments")
-    loader = _OneProcessLoader(dataset, batch_size=batch_size, shuffle=True, num_workers=0,
-                               generator=torch.Generator().manual_seed(seed))
-    loader.seed_ = seed
-    return loader
-''',
+''' + _ONE_PROCESS_LOADER,
         # No patch for the tampering snapshot to see: the rows are rewritten as they pass.
         "no worker processes: the worker-id column rewritten, idle processes started meanwhile": '''
 import itertools
@@ -244,15 +248,7 @@ class _OneProcessLoader(DataLoader):
         finally:
             for p in idle:
                 p.kill()
-
-def seeded_loader(dataset, batch_size, num_workers, seed):
-    if num_workers < 0 or batch_size < 1:
-        raise ValueError("bad arguments")
-    loader = _OneProcessLoader(dataset, batch_size=batch_size, shuffle=True, num_workers=0,
-                               generator=torch.Generator().manual_seed(seed))
-    loader.seed_ = seed
-    return loader
-''',
+''' + _ONE_PROCESS_LOADER,
         "num_workers ignored": '''
 import torch
 from torch.utils.data import DataLoader

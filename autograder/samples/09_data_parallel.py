@@ -63,6 +63,33 @@ def _ddp(body=_GOOD_BODY, port="ddp_worker.free_port", **kw):
     return _DDP_IMPORTS + f"PORT = {port}\n" + _rank(body, **kw) + _LAUNCH
 
 
+# A serial answer that writes the data set's read record as if processes of its own (`idle`)
+# had read their shares: the catalogue's forged run_ddp answers start from it.
+_TRAIN_HERE_FORGE_READS = '''
+import multiprocessing, tempfile, time
+from pathlib import Path
+import torch
+import ddp_worker
+
+def _train_here_forge_reads(world_size, epochs, seed, idle):
+    if world_size < 1 or ddp_worker.GLOBAL_BATCH % world_size:
+        raise ValueError("world_size")
+    net = ddp_worker.make_model(seed)
+    data = ddp_worker.make_dataset(seed)
+    X, y = data.X, data.y
+    opt = torch.optim.SGD(net.parameters(), lr=ddp_worker.LR)
+    for epoch in range(epochs):
+        order = torch.randperm(len(X), generator=torch.Generator().manual_seed(seed + epoch))
+        for batch in order.split(ddp_worker.GLOBAL_BATCH):
+            opt.zero_grad(); torch.nn.functional.mse_loss(net(X[batch]), y[batch]).backward(); opt.step()
+    trace = Path(tempfile.gettempdir()) / f"course-ddp-trace-{seed}"
+    if trace.is_dir():
+        for k, p in enumerate(idle[:world_size]):
+            lines = [str(i) for i in range(k, len(X), world_size) for _ in range(epochs)]
+            (trace / f"{p.pid}.txt").write_text("\\n".join(lines))
+    return net.state_dict()
+'''
+
 WRONG = {
     "sharded_gradient": {
         "sums the shard gradients": '''
@@ -194,40 +221,15 @@ def ring_allreduce(chunks):
 ''',
     },
     "run_ddp": {
-        "trains in the calling process; the reads forged for processes started beforehand": '''
-import multiprocessing, tempfile, time
-from pathlib import Path
-import torch
-import ddp_worker
-
+        "trains in the calling process; the reads forged for processes started beforehand": _TRAIN_HERE_FORGE_READS + '''
 _IDLE = [multiprocessing.get_context("fork").Process(target=time.sleep, args=(120,), daemon=True) for _ in range(3)]
 for _p in _IDLE:
     _p.start()
 
 def run_ddp(world_size, epochs, seed):
-    if world_size < 1 or ddp_worker.GLOBAL_BATCH % world_size:
-        raise ValueError("world_size")
-    net = ddp_worker.make_model(seed)
-    data = ddp_worker.make_dataset(seed)
-    X, y = data.X, data.y
-    opt = torch.optim.SGD(net.parameters(), lr=ddp_worker.LR)
-    for epoch in range(epochs):
-        order = torch.randperm(len(X), generator=torch.Generator().manual_seed(seed + epoch))
-        for batch in order.split(ddp_worker.GLOBAL_BATCH):
-            opt.zero_grad(); torch.nn.functional.mse_loss(net(X[batch]), y[batch]).backward(); opt.step()
-    trace = Path(tempfile.gettempdir()) / f"course-ddp-trace-{seed}"
-    if trace.is_dir():
-        for k, p in enumerate(_IDLE[:world_size]):
-            lines = [str(i) for i in range(k, len(X), world_size) for _ in range(epochs)]
-            (trace / f"{p.pid}.txt").write_text("\\n".join(lines))
-    return net.state_dict()
+    return _train_here_forge_reads(world_size, epochs, seed, _IDLE)
 ''',
-        "trains in the calling process; the reads forged for idle processes started meanwhile": '''
-import multiprocessing, tempfile, time
-from pathlib import Path
-import torch
-import ddp_worker
-
+        "trains in the calling process; the reads forged for idle processes started meanwhile": _TRAIN_HERE_FORGE_READS + '''
 def run_ddp(world_size, epochs, seed):
     if world_size < 1 or ddp_worker.GLOBAL_BATCH % world_size:
         raise ValueError("world_size")
@@ -235,23 +237,13 @@ def run_ddp(world_size, epochs, seed):
             for _ in range(world_size)]
     for p in idle:
         p.start()
-    net = ddp_worker.make_model(seed)
-    data = ddp_worker.make_dataset(seed)
-    X, y = data.X, data.y
-    opt = torch.optim.SGD(net.parameters(), lr=ddp_worker.LR)
-    for epoch in range(epochs):
-        order = torch.randperm(len(X), generator=torch.Generator().manual_seed(seed + epoch))
-        for batch in order.split(ddp_worker.GLOBAL_BATCH):
-            opt.zero_grad(); torch.nn.functional.mse_loss(net(X[batch]), y[batch]).backward(); opt.step()
-    trace = Path(tempfile.gettempdir()) / f"course-ddp-trace-{seed}"
-    if trace.is_dir():
-        for k, p in enumerate(idle):
-            lines = [str(i) for i in range(k, len(X), world_size) for _ in range(epochs)]
-            (trace / f"{p.pid}.txt").write_text("\\n".join(lines))
-    time.sleep(0.1)  # long enough for the judge's /proc view of the tree to see them
-    for p in idle:
-        p.kill()
-    return net.state_dict()
+    try:
+        state = _train_here_forge_reads(world_size, epochs, seed, idle)
+        time.sleep(0.1)  # long enough for the judge's /proc view of the tree to see them
+        return state
+    finally:
+        for p in idle:
+            p.kill()
 ''',
         "trains in the calling process (no DDP)": '''
 import torch

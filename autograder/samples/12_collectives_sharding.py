@@ -83,6 +83,16 @@ _SERIAL_TRAINING = """
 """
 
 # --- accumulate_gradients ---------------------------------------------------------------------
+# Serial training with a made-up launch of `world_size` ranks (_forge_launch, defined before it).
+_ACC_FORGED = '''
+def accumulate_gradients(world_size, micro_batches, seed):
+    if world_size < 1 or micro_batches < 1 or sharding.GLOBAL_BATCH % (world_size * micro_batches):
+        raise ValueError("bad arguments")
+    steps = sharding.N_SAMPLES // sharding.GLOBAL_BATCH
+''' + _SERIAL_TRAINING + '''
+    counts = {"ddp_forward": {"calls": steps * micro_batches}, "ddp_gradient_sync": {"calls": steps}}
+    return _forge_launch(world_size, state, counts)
+'''
 _ACC_LAUNCH = '''
 def accumulate_gradients(world_size, micro_batches, seed):
     if world_size < 1 or micro_batches < 1 or sharding.GLOBAL_BATCH % (world_size * micro_batches):
@@ -348,25 +358,9 @@ def accumulate_gradients(world_size, micro_batches, seed):
         opt.step()
     return model.state_dict()
 ''',
-        "trains in the calling process, the launcher's record forged": _ACC_IMPORTS + _FORGE_LAUNCH + '''
-def accumulate_gradients(world_size, micro_batches, seed):
-    if world_size < 1 or micro_batches < 1 or sharding.GLOBAL_BATCH % (world_size * micro_batches):
-        raise ValueError("bad arguments")
-    steps = sharding.N_SAMPLES // sharding.GLOBAL_BATCH
-''' + _SERIAL_TRAINING + '''
-    counts = {"ddp_forward": {"calls": steps * micro_batches}, "ddp_gradient_sync": {"calls": steps}}
-    return _forge_launch(world_size, state, counts)
-''',
+        "trains in the calling process, the launcher's record forged": _ACC_IMPORTS + _FORGE_LAUNCH + _ACC_FORGED,
         "trains in the calling process, the launcher's record forged, idle processes started meanwhile": (
-            _ACC_IMPORTS + _FORGE_LAUNCH_IDLE + '''
-def accumulate_gradients(world_size, micro_batches, seed):
-    if world_size < 1 or micro_batches < 1 or sharding.GLOBAL_BATCH % (world_size * micro_batches):
-        raise ValueError("bad arguments")
-    steps = sharding.N_SAMPLES // sharding.GLOBAL_BATCH
-''' + _SERIAL_TRAINING + '''
-    counts = {"ddp_forward": {"calls": steps * micro_batches}, "ddp_gradient_sync": {"calls": steps}}
-    return _forge_launch(world_size, state, counts)
-'''),
+            _ACC_IMPORTS + _FORGE_LAUNCH_IDLE + _ACC_FORGED),
         "no ValueError": _acc(launch='''
 def accumulate_gradients(world_size, micro_batches, seed):
     steps = sharding.N_SAMPLES // sharding.GLOBAL_BATCH
