@@ -16,8 +16,7 @@ ASSIGNMENTS = course.assignments()
 # that grade (side by side too, their timing checks sharing one lease on the machine), then
 # the few that measure the machine and need it to themselves.
 GRADING_MODULES = {"test_grading", "test_timing_exercises", "test_report", "test_postgres", "test_dask_cluster",
-                   "test_grading_trust", "test_exchange", "test_manual_review",
-                   "test_grading_unprivileged"}
+                   "test_grading_trust", "test_exchange"}
 ALONE_MODULES = {"test_grading_stability"}
 
 
@@ -39,12 +38,12 @@ def pytest_configure(config):
 # this order with --no-loadscope-reorder (pytest-xdist would otherwise start the scopes with
 # the most tests first). The grading part: the shared graded course first, then what does not
 # read it, then what waits for it.
-LONGEST_FIRST = ["test_browser", "test_site", "TestCatalogue_02_gil", "TestCatalogue_11_profiling_scaling",
+LONGEST_FIRST = ["test_browser", "test_site", "test_grading_unprivileged", "test_manual_review", "TestCatalogue_02_gil", "TestCatalogue_11_profiling_scaling",
                  "TestCatalogue_09_data_parallel", "test_visible_tests", "TestCatalogue_04_rng_reproducibility",
                  "test_verify", "TestCatalogue_05_multiprocessing_pools", "TestCatalogue_06_joblib_vectorization",
                  "test_ranks", "test_lease", "test_hidden_runner", "TestCatalogue_12_collectives_sharding",
                  "TestCatalogue_03_race_conditions", "test_docs",
-                 "test_grading", "test_grading_trust", "test_manual_review", "test_grading_unprivileged", "test_exchange", "test_postgres", "test_dask_cluster"]
+                 "test_grading", "test_grading_trust", "test_exchange", "test_postgres", "test_dask_cluster"]
 
 
 def _scope_rank(item):

@@ -14,8 +14,10 @@ import pytest
 
 
 A = "01_processes_threads"
-GRADED_ASSIGNMENTS = [A]  # of the shared graded course (the baseline, graded as root)
-STUDENTS = ("sample_perfect", "sample_blank")  # full marks and none: enough to tell
+STUDENTS = {"sample_perfect": "full", "sample_blank": "zero"}  # as graded as root (tests/test_grading.py)
+# The one cell whose check times the machine: on a busy machine it may not decide, and then it
+# goes to a person (reports/manual_review.csv) instead of counting; never a plain failure.
+TIMED = "test_creation_cost"
 
 
 def _can_unshare():
@@ -34,14 +36,19 @@ def graded(tmp_path_factory, course_tools):
     done = course_tools.cli("grade", A, "--students", *STUDENTS, workdir=work, db_url=db_url,
                             prefix=["unshare", "--user"])
     logs = "\n".join(p.read_text(errors="replace") for p in sorted((work / "reports" / "logs").glob("*.log")))
-    return {"scores": course_tools.scores(work, db_url, [A]), "output": done.stdout, "logs": logs}
+    review = (work / "reports" / "manual_review.csv").read_text()
+    return {"scores": course_tools.scores(work, db_url, [A]), "output": done.stdout, "logs": logs, "review": review}
 
 
-def test_the_sample_students_score_as_with_root(graded, sqlite_baseline):
-    """The same cell scores as the shared graded course, graded as root."""
-    expected = {key: value for key, value in sqlite_baseline.items() if key[1] == A and key[0] in STUDENTS}
-    got = {key: value for key, value in graded["scores"].items() if key[0] in STUDENTS}
-    assert got == expected, graded["output"][-3000:]
+def test_the_sample_students_score_as_with_root(graded):
+    """Full marks in every cell for the reference answers, none for the blank notebook."""
+    for student, expected in STUDENTS.items():
+        cells = {key[2]: value for key, value in graded["scores"].items() if key[0] == student}
+        assert cells, f"{student} was not graded:\n{graded['output'][-3000:]}"
+        wrong = {cell: f"{got:g}/{top:g}" for cell, (got, top) in cells.items()
+                 if got != (top if expected == "full" else 0)
+                 and not (cell == TIMED and f"{student},{A},{TIMED}" in graded["review"])}
+        assert not wrong, f"{student} should score {expected}: {wrong}\n{graded['output'][-3000:]}"
 
 
 def test_the_log_says_what_could_not_be_applied(graded):
