@@ -43,9 +43,7 @@ class OwnRngNoise(Dataset):
     `self.rng` in each worker, all workers draw the same noise.
 
     `readers`: a folder the course's checks may set; each process that reads an
-    item then notes there, once, its pid and the kernel id of a short thread it
-    starts (helpers.workers.witness_thread), which the grader's view of the
-    kernel ties to that process.
+    item then notes there, once, where it ran (helpers.workers.note_where).
     """
 
     readers = None
@@ -59,22 +57,10 @@ class OwnRngNoise(Dataset):
 
     def __getitem__(self, i):
         if self.readers is not None:
-            _note_reader(self.readers)
+            from .workers import note_where
+            note_where(self.readers)
         return torch.tensor([i, _worker_id(), self.rng.random(), torch.rand(()).item()],
                             dtype=torch.float64)
-
-
-_NOTED = set()  # the processes that have noted themselves as readers
-
-
-def _note_reader(folder):
-    pid = os.getpid()
-    if pid in _NOTED or not os.path.isdir(folder):
-        return
-    from .workers import witness_thread
-    _NOTED.add(pid)
-    with open(os.path.join(folder, f"{pid}.txt"), "w") as note:
-        note.write(str(witness_thread()))
 
 
 def seed_worker(worker_id):

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from autograder.checks._support import (capped, counted, count_starts_and_joins, created, exact_list, kernel_decides,
-                                        plain_array, raises_value_error, student_pid, there, timeout, witnessed_in)
+                                        notes_folder, plain_array, raises_value_error, read_notes, there, timeout,
+                                        witnessed_processes)
 
 
 def _arrays(value, n, size, what):
@@ -226,39 +227,19 @@ def _run(loader):
 def _workers_started(made, num_workers, readers):
     """The kernel's record (as root) that iterating the loader started its worker processes and
     that the items were read in them: the worker-id column is written in the student's process,
-    whose code can fake get_worker_info() or rewrite the rows. `readers` ({pid: witness}, from
-    the dataset's notes) names the processes that read items; each noted the witness thread it
-    started, which the kernel must have seen created there. A fresh loader starts its workers
+    whose code can fake get_worker_info() or rewrite the rows. `readers` (read_notes) are the
+    dataset's notes of where items were read (helpers.workers.note_where); each reading worker's
+    witness thread must be one the kernel saw created there. A fresh loader starts its workers
     when it is first iterated, persistent ones included."""
     if not kernel_decides(made):
         return
     assert made.processes >= num_workers, (
         f"with num_workers={num_workers} the loader must start {num_workers} worker processes; "
         f"{made.processes} were started")
-    in_workers = [pid for pid, witness in readers.items() if pid != student_pid() and witnessed_in(made, pid, witness)]
+    in_workers = witnessed_processes(made, readers)
     assert len(in_workers) >= num_workers, (
         f"with num_workers={num_workers} the items must be read in {num_workers} worker processes; "
         f"the kernel saw them read in {len(in_workers)}")
-
-
-def _readers_folder():
-    """(in the student's process) a fresh folder for the dataset's reader notes."""
-    import tempfile
-    return tempfile.mkdtemp(prefix="course-loader-readers-")
-
-
-def _readers(folder):
-    """(in the student's process) {pid: witness thread id} noted in `folder`, which is then removed."""
-    import shutil
-    from pathlib import Path
-    notes = {}
-    for path in Path(folder).glob("*.txt"):
-        try:
-            notes[int(path.stem)] = int(path.read_text())
-        except ValueError:
-            continue
-    shutil.rmtree(folder, ignore_errors=True)
-    return notes
 
 
 @timeout(150)
@@ -276,11 +257,11 @@ def test_seeded_loader_reproducible(seeded_loader):
     from helpers.rng_data import OwnRngNoise
     n, batch_size, seed = random.randint(8, 11), random.choice((1, 2)), random.randrange(2**31)
     data = OwnRngNoise(n)
-    data.readers = there(_readers_folder)
+    data.readers = there(notes_folder)
     there(_scramble)
     with created() as made:
         first = _run(seeded_loader(data, batch_size, 2, seed))
-    _workers_started(made, 2, there(_readers, data.readers))
+    _workers_started(made, 2, there(read_notes, data.readers))
     data.readers = None
     data.rng = np.random.default_rng()  # the main process's copy moves on
     there(_scramble)

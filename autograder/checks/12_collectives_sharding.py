@@ -324,8 +324,8 @@ def _the_launch(runs, world_size, name, watched):
     assert started == world_size, (
         f"{name}(world_size={world_size}, ...) started {started} ranks")
     if kernel_decides(watched.made):
-        ran = [pair for pair in witnesses if type(pair) in (tuple, list) and len(pair) == 2
-               and witnessed_in(watched.made, *pair)]
+        ran = {pair[0] for pair in witnesses if type(pair) in (tuple, list) and len(pair) == 2
+               and witnessed_in(watched.made, *pair)}  # distinct pids: one rank named twice counts once
         assert len(ran) == world_size, (
             f"{name}: the launcher's record names {world_size} ranks, but the kernel saw {len(ran)} of them "
             "run as processes of this launch")

@@ -105,6 +105,36 @@ def witnessed_in(made, pid, witness):
     return type(pid) is int and type(witness) is int and pid in made.thread_owners.get(witness, ())
 
 
+def notes_folder():
+    """(in the student's process, through there()) a fresh folder for helpers.workers.note_where."""
+    import tempfile
+    return tempfile.mkdtemp(prefix="course-notes-")
+
+
+def read_notes(folder):
+    """(in the student's process, through there()) [(pid, thread id, witness thread id or None)]
+    noted in `folder` by helpers.workers.note_where; the folder is then removed."""
+    import shutil
+    from pathlib import Path
+    notes = []
+    for path in Path(folder).iterdir():
+        try:
+            pid, tid = (int(part) for part in path.name.split("-"))
+            text = path.read_text().strip()
+            notes.append((pid, tid, int(text) if text else None))
+        except ValueError:
+            continue
+    shutil.rmtree(folder, ignore_errors=True)
+    return notes
+
+
+def witnessed_processes(made, notes):
+    """The pids, other than the student's process, whose note (read_notes) names a witness thread
+    that the kernel saw created in them during created()'s block."""
+    caller = student_pid()
+    return {pid for pid, _, witness in notes if pid != caller and witnessed_in(made, pid, witness)}
+
+
 def capped(counts, made):
     """The spy's counts (made in the student's process, where its code can edit them) with the
     starts capped by what the kernel saw created: a count the kernel cannot back is not evidence."""
