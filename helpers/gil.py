@@ -8,7 +8,7 @@ import random
 import threading
 import time
 
-from helpers.workers import witness_thread
+from helpers.workers import solve_puzzle, witness_thread
 
 
 def draw_randoms(n):
@@ -26,22 +26,26 @@ def wait(seconds):
     return seconds
 
 
-def rendezvous(barrier, value, timeout=20.0):
+def rendezvous(barrier, value, timeout=20.0, puzzle=None):
     """Wait at `barrier`, then report who ran this and whether everyone met there.
 
     A barrier for n parties only opens when n callers wait on it at the same
     time, so `met` is True only when the calls really ran concurrently.
-    Returns {"value", "met", "pid", "thread", "witness"}: "witness" is the
-    kernel's id of a short thread this call started, so that a grader watching
-    the kernel's process events can tell which process really ran the call.
+    Returns {"value", "met", "pid", "thread", "witness", "proof"}: "witness" is
+    the kernel's id of a short thread this call started, so that a grader
+    watching the kernel's process events can tell which process really ran the
+    call; "proof" is the answer to `puzzle` (helpers.workers.solve_puzzle,
+    solved before the wait; None without one), CPU work that a grader can see
+    was not spent by the process that handed out the calls.
     """
+    proof = solve_puzzle(puzzle)
     try:
         barrier.wait(timeout)
         met = True
     except threading.BrokenBarrierError:
         met = False
     return {"value": value, "met": met, "pid": os.getpid(), "thread": threading.get_ident(),
-            "witness": witness_thread()}
+            "witness": witness_thread(), "proof": proof}
 
 
 

@@ -43,10 +43,14 @@ class OwnRngNoise(Dataset):
     `self.rng` in each worker, all workers draw the same noise.
 
     `readers`: a folder the course's checks may set; each process that reads an
-    item then notes there, once, where it ran (helpers.workers.note_where).
+    item then notes there, once, where it ran (helpers.workers.note_where), and,
+    where `puzzles` ({index: puzzle}) names the item, the answer to its puzzle
+    (helpers.workers.note_answer): CPU work the checks can see was not done by
+    the process that iterates the loader.
     """
 
     readers = None
+    puzzles = None
 
     def __init__(self, n=8, seed=None):
         self.n = n
@@ -57,8 +61,10 @@ class OwnRngNoise(Dataset):
 
     def __getitem__(self, i):
         if self.readers is not None:
-            from .workers import note_where
+            from .workers import note_answer, note_where
             note_where(self.readers)
+            if self.puzzles and i in self.puzzles:
+                note_answer(self.readers, i, self.puzzles[i])
         return torch.tensor([i, _worker_id(), self.rng.random(), torch.rand(()).item()],
                             dtype=torch.float64)
 

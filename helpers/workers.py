@@ -80,11 +80,26 @@ def whoami(_=None):
     return os.getpid(), os.getppid(), threading.get_ident()
 
 
-def whoami_after_spin(cpu_seconds=0.2):
-    """whoami() after burning some CPU, and a witness thread's kernel id (witness_thread()): the
-    CPU time and the thread show, from outside, which process ran it. (pid, ppid, ident, witness)."""
-    spin(cpu_seconds)
-    return (*whoami(), witness_thread())
+def whoami_solving(puzzle):
+    """whoami(), a witness thread's kernel id (witness_thread()) and the puzzle's answer
+    (solve_puzzle()): the thread shows, from outside, which process ran this, and the puzzle's CPU
+    was spent wherever the answer was computed. (pid, ppid, ident, witness, answer)."""
+    answer = solve_puzzle(puzzle)
+    return (*whoami(), witness_thread(), answer)
+
+
+def solve_puzzle(puzzle):
+    """For the course's checks: base ** (2 ** squarings) % modulus, one squaring after another.
+
+    `puzzle` is (base, modulus, squarings), or None (then None). Without the modulus's factors
+    there is no shortcut (a time-lock puzzle), so the answer costs a known amount of CPU time
+    wherever it is computed; the grader, who knows the factors, checks it at once."""
+    if puzzle is None:
+        return None
+    value, modulus, squarings = puzzle
+    for _ in range(squarings):
+        value = value * value % modulus
+    return value
 
 
 def witness_thread():
@@ -115,10 +130,28 @@ def note_where(folder, caller=None):
         pass
 
 
+def note_answer(folder, key, puzzle):
+    """For the course's checks: solve_puzzle(puzzle) here and note the answer in `folder`, in a
+    file answer-<key>."""
+    answer = solve_puzzle(puzzle)
+    try:
+        with open(os.path.join(folder, f"answer-{key}"), "w") as note:
+            note.write(str(answer))
+    except OSError:
+        pass
+
+
 def noted_call(folder, caller, fn, *args, **kwargs):
     """fn(*args, **kwargs) after note_where(folder, caller): a module function, so that any joblib
     backend can send it to its workers (the course's checks of joblib answers run each task so)."""
     note_where(folder, caller)
+    return fn(*args, **kwargs)
+
+
+def noted_solving_call(folder, caller, key, puzzle, fn, *args, **kwargs):
+    """noted_call(folder, caller, fn, *args, **kwargs) after note_answer(folder, key, puzzle)."""
+    note_where(folder, caller)
+    note_answer(folder, key, puzzle)
     return fn(*args, **kwargs)
 
 
@@ -137,13 +170,22 @@ def traced(fn, *args):
 
 
 # --- for 02_gil's checks
-def meet_and_hold(barrier, value, timeout, hold):
-    """helpers.gil.rendezvous(barrier, value, timeout), then stay alive `hold` more seconds.
+def meet_and_hold(barrier, value, timeout, hold, puzzle=None):
+    """helpers.gil.rendezvous(barrier, value, timeout, puzzle), then stay alive `hold` more seconds.
 
     Every caller is still running for `hold` seconds after the barrier opens,
     so whoever watches from outside can see them all alive at once.
     """
     from helpers.gil import rendezvous
-    met = rendezvous(barrier, value, timeout)
+    met = rendezvous(barrier, value, timeout, puzzle)
     time.sleep(hold)
     return met
+
+
+# --- for 05_multiprocessing_pools's checks
+def meet_solving(barrier, item, timeout=20.0):
+    """helpers.gil.rendezvous(barrier, value, timeout, puzzle) for item = (value, puzzle): a
+    function of one item, as a pool's map hands it out."""
+    from helpers.gil import rendezvous
+    value, puzzle = item
+    return rendezvous(barrier, value, timeout, puzzle)

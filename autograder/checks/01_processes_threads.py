@@ -7,13 +7,13 @@ import random
 import sys
 import threading
 import time
-from pathlib import Path
 
 import psutil
 import pytest
 
-from autograder.checks._support import (counted, created, exact_int, exclusive, kernel_decides, observe,
-                                        raises_value_error, student_pid, there, timeout, witnessed_in)
+from autograder.checks._support import (assert_worked_outside, caller_cpu, counted, created, exact_int, exclusive,
+                                        kernel_decides, raises_value_error, student_pid, there, timeout,
+                                        witnessed_in, work_for_workers)
 from helpers import workers
 
 
@@ -189,43 +189,33 @@ def test_run_in_child_result(run_in_child):
 def test_run_in_child_new_process(run_in_child):
     """fn runs in a new process, and the pid returned is the one that ran it
 
-    Evidence from outside: fn burns 0.3 s of CPU, which the kernel charges to
-    whichever process ran it; the judge reads the charges from /proc, so at
-    least 0.2 s must show up outside the calling process itself. And fn starts a
-    witness thread (helpers.workers.witness_thread): the kernel's process events
-    must show it created in the process whose pid fn reported. CPU spent by any
-    other process would pass the first test alone (a process spinning since
-    import, with fn called directly and its pid rewritten).
+    Evidence from outside: fn solves a puzzle (autograder/checks/_puzzles.py),
+    CPU work that cannot be skipped, and the calling process may spend only half
+    of it meanwhile, as the judge reads from /proc: so fn's work ran elsewhere.
+    And fn starts a witness thread (helpers.workers.witness_thread): the
+    kernel's process events must show it created in the process whose pid fn
+    reported. Either alone can be forged (fn called directly beside a process
+    that spins, or that starts a thread on request and reports its id).
 
-    False failure of a correct answer: 0 (CPU time, not wall time: the 0.3 s is
-    charged in full however busy the machine is; the witness thread is created
-    where fn runs). Lost kernel events leave the check undecided, never passed.
+    False failure of a correct answer: 0 (CPU time, not wall time: starting one
+    process costs the caller a fixed amount, measured at most a fifth of its
+    allowance, however busy the machine is; the puzzle's answer is exact; the
+    witness thread is created where fn runs). Lost kernel events leave the check
+    undecided, never passed.
     """
-    before = _own_cpu()
-    with created() as made, observe() as seen:
-        out = run_in_child(workers.whoami_after_spin, 0.3)
-    caller = _own_cpu() - before
-    assert type(out) is tuple and len(out) == 2 and type(out[1]) is tuple and len(out[1]) == 4, (
+    (puzzle,), allowance = work_for_workers(1, 1)
+    with created() as made, caller_cpu() as spent:
+        out = run_in_child(workers.whoami_solving, puzzle.task)
+    assert type(out) is tuple and len(out) == 2 and type(out[1]) is tuple and len(out[1]) == 5, (
         "run_in_child must return (child_pid, fn(*args)), fn's result unchanged")
-    pid, (ran_in, parent, _thread, witness) = out
+    pid, (ran_in, parent, _thread, witness, answer) = out
     assert ran_in != student_pid(), "fn ran in the calling process (a thread, or a direct call?)"
     assert pid == ran_in, (
         f"the pid returned ({pid}) is not the pid of the process that ran fn ({ran_in})")
-    assert seen.cpu - caller >= 0.2, (
-        f"fn's 0.3 s of CPU work did not happen in another process (other processes used "
-        f"{max(0.0, seen.cpu - caller):.2f} s of CPU)")
+    assert_worked_outside([puzzle], [answer], spent, allowance, "run_in_child")
     if kernel_decides(made):
         assert witnessed_in(made, ran_in, witness), (
             "fn did not run in the process whose pid it reported: the result must be what fn returned")
-
-
-def _own_cpu():
-    """CPU seconds the student's process itself (without its children) has used, read from /proc."""
-    from autograder.pipeline.judge import ProcessTree
-    tree = ProcessTree(student_pid())
-    stat = Path(f"/proc/{student_pid()}/stat").read_text()
-    fields = stat[stat.rindex(")") + 2:].split()
-    return (int(fields[11]) + int(fields[12])) / tree.ticks
 
 
 # --- visible_appends -----------------------------------------------------------------

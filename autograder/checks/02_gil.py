@@ -22,9 +22,10 @@ import time
 
 import pytest
 
-from autograder.checks._support import (capped, counted, count_starts_and_joins, created, exact_float, exact_list, exclusive,
-                                        kernel_decides, observe, raises_value_error, student_pid, there, timeout,
-                                        witnessed_in)
+from autograder.checks._support import (assert_worked_outside, caller_cpu, capped, counted, count_starts_and_joins,
+                                        created, exact_float, exact_list, exclusive, kernel_decides, observe,
+                                        raises_value_error, student_pid, there, timeout, witnessed_in,
+                                        work_for_workers)
 from helpers import gil, workers
 from helpers.system import usable_cores
 
@@ -191,8 +192,9 @@ def _quick_wait(n):
 
 
 def _meet_once(run_processes, n, wait):
-    with _TreeWatch() as watch, created() as made:
-        out, counts = there(_meet_in_processes, run_processes, n, wait)
+    puzzles, allowance = work_for_workers(n, n)
+    with _TreeWatch() as watch, created() as made, caller_cpu() as spent:
+        out, counts = there(_meet_in_processes, run_processes, wait, [p.task for p in puzzles])
     out = exact_list(out, "the result", n)
     counts = capped(counts, made)
     if kernel_decides(made):
@@ -200,6 +202,10 @@ def _meet_once(run_processes, n, wait):
         # the call; the pid in the result is the answer's to write.
         assert all(type(r) is dict and witnessed_in(made, r.get("pid"), r.get("witness")) for r in out), (
             "a result names a process that did not run the call: results must be what fn returned")
+    # A witness can be forged by a process that starts a thread on request; the calls' puzzles
+    # cannot be solved without their CPU time, which the calling process must not have spent.
+    assert_worked_outside(puzzles, [r.get("proof") if type(r) is dict else None for r in out], spent, allowance,
+                          "run_processes")
     return out, counts, watch
 
 
@@ -221,8 +227,11 @@ def test_run_processes_concurrent(run_processes):
     measurements a second apart is beyond what a machine that makes progress
     shows. Each call starts a witness thread, which the kernel's process events
     must show created in the process the call's result names (where the grader
-    is root). The judge also sees the calls from outside: every call stays 0.3 s
-    after the barrier, and in that time one of its /proc readings (every 5 ms)
+    is root), and first solves a puzzle (autograder/checks/_puzzles.py), CPU
+    work of which the calling process may spend only half meanwhile (read from
+    /proc; a correct answer spends a fixed cost per process it starts, a fifth
+    of that or less, however busy the machine). The judge also sees the calls
+    from outside: every call stays 0.3 s after the barrier, and in that time one of its /proc readings (every 5 ms)
     must show all n processes that report having run a call alive at once
     in the student's process tree; a call whose readings all miss it is tried
     again, up to 3 times, then the check is undecided (never passed; regraded
@@ -246,12 +255,13 @@ def test_run_processes_concurrent(run_processes):
                                  "among the processes this one started")
 
 
-def _meet_in_processes(run_processes, n, wait):
-    """(in the student's process) run_processes on n calls that wait for each other at a barrier."""
+def _meet_in_processes(run_processes, wait, tasks):
+    """(in the student's process) run_processes on one call per puzzle task, calls that solve their
+    puzzle, then wait for each other at a barrier."""
     with workers.mp_context().Manager() as manager:
-        barrier = manager.Barrier(n)
+        barrier = manager.Barrier(len(tasks))
         with count_starts_and_joins() as counts:
-            out = run_processes(workers.meet_and_hold, [(barrier, i, wait, HOLD) for i in range(n)])
+            out = run_processes(workers.meet_and_hold, [(barrier, i, wait, HOLD, task) for i, task in enumerate(tasks)])
     return out, counts
 
 

@@ -7,9 +7,10 @@ from contextlib import contextmanager
 import numpy as np
 import pytest
 
-from autograder.checks._support import (capped, counted, count_starts_and_joins, created, exact_list, kernel_decides,
-                                        notes_folder, plain_array, raises_value_error, read_notes, there, timeout,
-                                        witnessed_processes)
+from autograder.checks._support import (assert_worked_outside, caller_cpu, capped, counted, count_starts_and_joins,
+                                        created, exact_list, kernel_decides, notes_folder, plain_array,
+                                        raises_value_error, read_answers, read_notes, there, timeout,
+                                        witnessed_processes, work_for_workers)
 
 
 def _arrays(value, n, size, what):
@@ -258,11 +259,17 @@ def test_seeded_loader_reproducible(seeded_loader):
     n, batch_size, seed = random.randint(8, 11), random.choice((1, 2)), random.randrange(2**31)
     data = OwnRngNoise(n)
     data.readers = there(notes_folder)
+    puzzles, allowance = work_for_workers(n, 2)
+    data.puzzles = dict(enumerate(p.task for p in puzzles))
     there(_scramble)
-    with created() as made:
+    with created() as made, caller_cpu() as spent:
         first = _run(seeded_loader(data, batch_size, 2, seed))
+    answers = there(read_answers, data.readers)
     _workers_started(made, 2, there(read_notes, data.readers))
-    data.readers = None
+    # A worker's note and witness can be forged by a process that starts a thread on request;
+    # the items' puzzles cannot be solved without their CPU time, which the caller must not spend.
+    assert_worked_outside(puzzles, [answers.get(i) for i in range(n)], spent, allowance, "seeded_loader")
+    data.readers = data.puzzles = None
     data.rng = np.random.default_rng()  # the main process's copy moves on
     there(_scramble)
     second = _run(seeded_loader(data, batch_size, 2, seed))

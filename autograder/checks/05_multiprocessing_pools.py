@@ -9,9 +9,10 @@ import numpy as np
 
 import pytest
 
-from autograder.checks._support import (counted, created, exact_float, exact_list, kernel_decides, observe,
-                                        raises_value_error, student_pid, there, timeout, witnessed_in)
-from helpers import gil, ode, pools, workers
+from autograder.checks._support import (assert_worked_outside, caller_cpu, counted, created, exact_float, exact_list,
+                                        kernel_decides, observe, raises_value_error, student_pid, there, timeout,
+                                        witnessed_in, work_for_workers)
+from helpers import ode, pools, workers
 
 MEET_SECONDS = 30.0  # how long the first of two tasks waits for the second at the barrier
 
@@ -30,19 +31,24 @@ def _met_in_two_workers(out, what):
         "are the tasks shared among n_workers processes?")
 
 
-def _run_meeting(call):
-    """call(fn_of_one_item, items) with two tasks that only finish when they run at once, run in the
-    student's process. The pids the results name are the student's to write, so the judge backs
-    them from outside: it sees, in /proc, that they were processes of its tree, and, from the
-    kernel's process events, that each task's witness thread (helpers.gil.rendezvous) was
-    created in the process its result names. Rewriting the pids of tasks run by threads of the
-    calling process (to those of idle processes started beforehand) therefore fails.
+def _run_meeting(call, n_workers, what):
+    """call(fn_of_one_item, items, barrier) with two tasks that only finish when they run at once,
+    run in the student's process by an answer given n_workers. The pids the results name are the
+    student's to write, so the judge backs them from outside: it sees, in /proc, that they were
+    processes of its tree, and, from the kernel's process events, that each task's witness
+    thread (helpers.gil.rendezvous) was created in the process its result names. Rewriting the
+    pids of tasks run by threads of the calling process (to those of idle processes started
+    beforehand) therefore fails. So does naming the witness of a thread that a cooperating
+    process starts on request: each task first solves a puzzle (_puzzles; helpers.workers.
+    meet_solving), and the calling process may spend only half the puzzles' CPU time meanwhile
+    (assert_worked_outside), so the work itself must run in other processes.
 
     Not seeing the processes (a judge starved of CPU for the whole meeting) or losing events
     leaves the check undecided, never passed. Without the kernel's events (the grader is not
-    root) the /proc evidence stands alone."""
-    with created() as made, observe(0.002) as seen:
-        out = there(_meeting, call)
+    root) the /proc evidence and the puzzles stand alone."""
+    puzzles, allowance = work_for_workers(2, n_workers)
+    with created() as made, observe(0.002) as seen, caller_cpu() as spent:
+        out = there(_meeting, call, [p.task for p in puzzles])
     reports = _reports(out)
     reported = {r["pid"] for r in reports if type(r.get("pid")) is int}
     if reported and not reported <= seen.pids:
@@ -51,6 +57,8 @@ def _run_meeting(call):
         assert all(witnessed_in(made, r.get("pid"), r.get("witness")) for r in reports), (
             "a task's result names a process that did not run it: results must be what the "
             "function returned in the worker")
+    proofs = {r.get("value"): r.get("proof") for r in reports}
+    assert_worked_outside(puzzles, [proofs.get(i) for i in range(2)], spent, allowance, what)
     return out
 
 
@@ -62,11 +70,12 @@ def _reports(out):
     return [item for item in items if type(item) is dict]
 
 
-def _meeting(call):
-    """(in the student's process) the barrier's manager and the call."""
+def _meeting(call, tasks):
+    """(in the student's process) the barrier's manager and the call, on items (i, puzzle i)."""
     with workers.mp_context().Manager() as manager:
         barrier = manager.Barrier(2)
-        return call(functools.partial(gil.rendezvous, barrier, timeout=MEET_SECONDS), [0, 1], barrier)
+        return call(functools.partial(workers.meet_solving, barrier, timeout=MEET_SECONDS),
+                    list(enumerate(tasks)), barrier)
 
 
 # --- parallel_map ------------------------------------------------------------------
@@ -77,7 +86,9 @@ def test_parallel_map_values_and_workers(parallel_map):
     False failure of a correct answer: 0 while the machine makes progress. The
     values are exact; that two workers share the tasks is shown without a
     clock: two tasks wait for each other at a barrier, so they return only when
-    both run at once (the second worker has 30 s to start).
+    both run at once (the second worker has 30 s to start); the CPU time the
+    calling process spends meanwhile is a fixed cost per worker, which a busy
+    machine does not stretch, at most a third of what it may spend.
     """
     for n_workers in (2, multiprocessing.cpu_count() + 2):
         items = random.sample(range(-50, 50), random.randint(8, 12))
@@ -85,8 +96,8 @@ def test_parallel_map_values_and_workers(parallel_map):
                          "parallel_map(...)", len(items))
         assert [v for _, v in out] == [x * x for x in items], "the results are wrong or out of input order"
         _not_in_caller({pid for pid, _ in out}, "parallel_map")
-        _met_in_two_workers(_run_meeting(lambda fn, items, _: parallel_map(fn, items, n_workers, chunksize=1)),
-                            "parallel_map")
+        _met_in_two_workers(_run_meeting(lambda fn, items, _: parallel_map(fn, items, n_workers, chunksize=1),
+                                         n_workers, "parallel_map"), "parallel_map")
 
 
 @timeout(60)
@@ -128,7 +139,8 @@ def test_parallel_starmap_values_and_workers(parallel_starmap):
     """results equal [fn(*args) ...] in order, computed by several worker processes
 
     False failure of a correct answer: 0 while the machine makes progress
-    (exact values; two workers shown by a barrier, as for parallel_map).
+    (exact values; two workers shown by a barrier and the caller's CPU, as for
+    parallel_map).
     """
     for n_workers in (2, multiprocessing.cpu_count() + 1):
         args = [(random.randint(-99, 99), random.randint(-99, 99)) for _ in range(random.randint(8, 12))]
@@ -136,7 +148,8 @@ def test_parallel_starmap_values_and_workers(parallel_starmap):
         assert [v for _, v in out] == [a + b for a, b in args], "the results are wrong or out of input order"
         _not_in_caller({pid for pid, _ in out}, "parallel_starmap")
         _met_in_two_workers(_run_meeting(lambda fn, items, barrier: parallel_starmap(
-            gil.rendezvous, [(barrier, i, MEET_SECONDS) for i in items], n_workers)), "parallel_starmap")
+            workers.meet_solving, [(barrier, item, MEET_SECONDS) for item in items], n_workers),
+            n_workers, "parallel_starmap"), "parallel_starmap")
 
 
 @timeout(60)
@@ -174,7 +187,7 @@ def _robust_case(robust_map, n_workers):
                 "a failed item must carry the exception object the task raised")
             assert f"task {i} " in str(value), "a failed item carries another item's exception (order?)"
     _not_in_caller(pids, "robust_map")
-    met = _run_meeting(lambda fn, items, _: robust_map(fn, items, n_workers))
+    met = _run_meeting(lambda fn, items, _: robust_map(fn, items, n_workers), n_workers, "robust_map")
     assert all(type(item) is tuple and len(item) == 2 and item[0] is True for item in met), (
         "robust_map: tasks that succeed must come back as (True, value)")
     _met_in_two_workers([value for _, value in met], "robust_map")
@@ -185,7 +198,8 @@ def test_robust_map_keeps_other_results(robust_map):
     """failing items become (False, exception) and every other result is kept, in input order
 
     False failure of a correct answer: 0 while the machine makes progress
-    (exact values and order; two workers shown by a barrier, as for parallel_map).
+    (exact values and order; two workers shown by a barrier and the caller's
+    CPU, as for parallel_map).
     """
     _robust_case(robust_map, 2)
     _robust_case(robust_map, multiprocessing.cpu_count() + 1)

@@ -15,9 +15,9 @@ import pytest
 from scipy.spatial.distance import cdist as scipy_cdist
 from threadpoolctl import threadpool_info
 
-from autograder.checks._support import (arrays_close, exact_list, exclusive, helped, notes_folder, plain_array,
-                                        raises_value_error, read_notes, student_pid, there, timeout,
-                                        witnessed_processes)
+from autograder.checks._support import (arrays_close, assert_worked_outside, caller_cpu, exact_list, exclusive, helped,
+                                        notes_folder, plain_array, raises_value_error, read_answers, read_notes,
+                                        student_pid, there, timeout, witnessed_processes, work_for_workers)
 from helpers import distances
 
 
@@ -43,22 +43,27 @@ def _send_by_value(*functions):
 
 
 @contextmanager
-def spy_parallel(notes=None):
+def spy_parallel(notes=None, puzzles=()):
     """Record every joblib.Parallel call made while the block runs: n_jobs, backend, tasks. With
     `notes` (a folder), each task runs through helpers.workers.noted_call, which notes there where
     it ran; the judge reads in the kernel's record whether those threads were created during the
-    call, and where (_ran_elsewhere)."""
-    from helpers.workers import noted_call
+    call, and where (_ran_elsewhere). Task j < len(puzzles) also solves puzzles[j] first and notes
+    the answer (helpers.workers.noted_solving_call), CPU work the judge sees not spent by the caller."""
+    from helpers.workers import noted_call, noted_solving_call
     calls = []
     original = joblib.parallel.Parallel.__call__
     caller = os.getpid()
+
+    def noting(j, fn):
+        if j < len(puzzles):
+            return functools.partial(noted_solving_call, notes, caller, j, puzzles[j], fn)
+        return functools.partial(noted_call, notes, caller, fn)
 
     def spying_call(self, iterable):
         tasks = list(iterable)
         record = {"n_jobs": self.n_jobs, "tasks": tasks, "backend": None}
         calls.append(record)
-        run = tasks if notes is None else [(functools.partial(noted_call, notes, caller, fn), args, kwargs)
-                                           for fn, args, kwargs in tasks]
+        run = tasks if notes is None else [(noting(j, fn), args, kwargs) for j, (fn, args, kwargs) in enumerate(tasks)]
         try:
             return original(self, run)
         finally:
@@ -71,11 +76,11 @@ def spy_parallel(notes=None):
         joblib.parallel.Parallel.__call__ = original
 
 
-def _spied(fn, *args, whole_of=(), notes=None):
-    """(in the student's process) fn(*args) under spy_parallel(notes); (result, summary of the busiest
-    Parallel call: n_jobs, number of tasks, backend class name, and for each task whether it
-    received one of the arrays in `whole_of` whole, and how many arrays it received)."""
-    with spy_parallel(notes) as calls:
+def _spied(fn, *args, whole_of=(), notes=None, puzzles=()):
+    """(in the student's process) fn(*args) under spy_parallel(notes, puzzles); (result, summary of
+    the busiest Parallel call: n_jobs, number of tasks, backend class name, and for each task
+    whether it received one of the arrays in `whole_of` whole, and how many arrays it received)."""
+    with spy_parallel(notes, puzzles) as calls:
         result = fn(*args)
     call = _busiest(calls)
     if call is None:
@@ -98,14 +103,17 @@ def _no_idle_workers():
         executor.shutdown(wait=True)
 
 
-def _spied_and_helped(fn, *args, whole_of=()):
-    """_spied in the student's process, the tasks noting where they ran, and the kernel's record
-    of what started meanwhile (helped()): the spy's record and the notes live where the student's
-    code can write them, the kernel's record does not."""
+def _spied_and_helped(fn, *args, whole_of=(), puzzles=()):
+    """_spied in the student's process, the tasks noting where they ran (the first ones solving
+    `puzzles`), and the kernel's record of what started meanwhile (helped()), with the CPU time
+    the calling process spent (work.spent, caller_cpu()) and the puzzles' answers (work.answers):
+    the spy's record and the notes live where the student's code can write them, the kernel's
+    record and /proc do not."""
     there(_no_idle_workers)
     notes = there(notes_folder)
-    with helped() as work:
-        result, call = there(_spied, fn, *args, whole_of=whole_of, notes=notes)
+    with helped() as work, caller_cpu() as spent:
+        result, call = there(_spied, fn, *args, whole_of=whole_of, notes=notes, puzzles=[p.task for p in puzzles])
+    work.spent, work.answers = spent, there(read_answers, notes)
     work.notes = there(read_notes, notes)
     return result, call, work
 
@@ -210,13 +218,17 @@ def test_cdist_joblib_uses_joblib(cdist_joblib):
     Parallel call exactly, nothing depends on timing). That the tasks left the calling
     thread the judge sees itself, without a clock: joblib's reusable executor is shut down
     first, so a correct answer starts its threads or processes during the call, and the
-    kernel reports each start (helped()).
+    kernel reports each start (helped()). With processes, the first n_jobs tasks also
+    solve a puzzle each (autograder/checks/_puzzles.py), of whose CPU time the calling
+    process may spend only half meanwhile: a correct answer's process spends a fixed cost
+    per worker (measured 0.02 s for 5 loky workers), which a busy machine does not stretch.
     """
     there(_send_by_value, cdist_joblib)
     p = random.randint(2, 6)
     X, Y = _points(random.randint(40, 70), p), _points(random.randint(10, 30), p)
     for n_jobs, prefer in ((2, "processes"), (3, "threads"), (5, "processes")):
-        _, call, work = _spied_and_helped(cdist_joblib, X, Y, n_jobs, prefer)
+        puzzles, allowance = work_for_workers(n_jobs, n_jobs) if prefer == "processes" else ([], 0.0)
+        _, call, work = _spied_and_helped(cdist_joblib, X, Y, n_jobs, prefer, puzzles=puzzles)
         assert call is not None, "cdist_joblib did not use joblib.Parallel"
         _ran_elsewhere(work, f"cdist_joblib(..., n_jobs={n_jobs}, prefer={prefer!r})", prefer)
         assert call["n_jobs"] == n_jobs, (
@@ -229,6 +241,10 @@ def test_cdist_joblib_uses_joblib(cdist_joblib):
         else:
             assert "Threading" not in backend and "Sequential" not in backend, (
                 "prefer='processes' should run the chunks in worker processes")
+            # Notes and witnesses can be forged by processes that start a thread on request; the
+            # first n_jobs tasks' puzzles cannot be solved without CPU the caller must not spend.
+            assert_worked_outside(puzzles, [work.answers.get(j) for j in range(n_jobs)], work.spent, allowance,
+                                  f"cdist_joblib(..., n_jobs={n_jobs}, prefer='processes')")
 
 
 def test_cdist_joblib_errors(cdist_joblib):

@@ -7,6 +7,7 @@ import math
 import os
 import multiprocessing.process
 import threading
+import time
 from contextlib import contextmanager
 
 import numpy as np
@@ -49,6 +50,62 @@ def observe(interval=0.005):
     from autograder.pipeline.judge import ProcessTree, _Observer
     session = _student()
     return _Observer(ProcessTree(student_pid() if session else os.getpid()), interval)
+
+
+class Spent:
+    seconds = 0.0
+
+
+@contextmanager
+def caller_cpu():
+    """(the judge) with caller_cpu() as spent: <there() calls> -> spent.seconds, the CPU time the
+    student's process itself used meanwhile (all its threads, those that ended included; not its
+    children), read from /proc. Without a judge (the checks run beside the answers, in this
+    process, beside the judge's own threads) it is the calling thread's CPU time."""
+    spent = Spent()
+    pid = student_pid()
+    alone = pid == os.getpid()
+    start = time.thread_time() if alone else _process_cpu(pid)
+    yield spent
+    spent.seconds = time.thread_time() - start if alone else _process_cpu(pid) - start
+
+
+def _process_cpu(pid):
+    with open(f"/proc/{pid}/stat") as stat:
+        text = stat.read()
+    fields = text[text.rindex(")") + 2:].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
+
+
+def work_for_workers(tasks, processes):
+    """(puzzles, allowance) for `tasks` calls that must run in `processes` worker processes.
+
+    The student's process may spend `allowance` CPU seconds, 0.15 s + 0.02 s per process, while
+    the calls run. Measured with torch loaded, under fork, spawn and forkserver, and with six
+    processes spinning on the two cores: a pool, a process per call, an executor or loky spend at
+    most 0.03 s (0.008 s per fork); joblib's multiprocessing backend 0.1 s, nearly all of it the
+    gc.collect() it runs before starting its pool. The puzzles (autograder/checks/_puzzles.py),
+    one per call, take twice the allowance in all, so an answer that solved them in its own
+    process spent at least that there."""
+    from autograder.checks import _puzzles
+    allowance = 0.15 + 0.02 * processes
+    return [_puzzles.make(2 * allowance / tasks) for _ in range(tasks)], allowance
+
+
+def assert_worked_outside(puzzles, answers, spent, allowance, what):
+    """The calls solved their puzzles (answers in the calls' order), and the student's process
+    spent less than `allowance` CPU seconds meanwhile (caller_cpu): the work was done elsewhere.
+
+    False failure of a correct answer: 0: the puzzles' answers are exact (see _puzzles for the
+    chance, about 1e-24, that the judge's own primes are not), and a correct answer's process
+    spends a fixed cost per worker, in CPU time, which a busy machine does not stretch."""
+    assert len(answers) == len(puzzles) and all(p.solved_by(a) for p, a in zip(puzzles, answers)), (
+        f"{what}: the work handed to the workers (the checks' puzzles) did not come back done: "
+        "results must be what the workers computed")
+    assert spent.seconds < allowance, (
+        f"{what}: the calling process itself spent {spent.seconds:.2f} s of CPU while the calls ran, "
+        f"where the calls' own work took {sum(p.seconds for p in puzzles):.2f} s: the work ran in the "
+        "calling process (threads, or direct calls), not in worker processes")
 
 
 def timeout(seconds):
@@ -111,6 +168,19 @@ def notes_folder():
     return tempfile.mkdtemp(prefix="course-notes-")
 
 
+def read_answers(folder):
+    """(in the student's process, through there()) {key: answer} noted in `folder` by
+    helpers.workers.note_answer (read before read_notes, which removes the folder)."""
+    from pathlib import Path
+    answers = {}
+    for path in Path(folder).glob("answer-*"):
+        try:
+            answers[int(path.name[len("answer-"):])] = int(path.read_text())
+        except ValueError:
+            continue
+    return answers
+
+
 def read_notes(folder):
     """(in the student's process, through there()) [(pid, thread id, witness thread id or None)]
     noted in `folder` by helpers.workers.note_where; the folder is then removed."""
@@ -118,6 +188,8 @@ def read_notes(folder):
     from pathlib import Path
     notes = []
     for path in Path(folder).iterdir():
+        if path.name.startswith("answer-"):
+            continue
         try:
             pid, tid = (int(part) for part in path.name.split("-"))
             text = path.read_text().strip()

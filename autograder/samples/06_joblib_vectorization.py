@@ -64,6 +64,42 @@ def cdist_joblib(X, Y, n_jobs, prefer="processes"):
     idle.kill()
     return result
 ''',
+        # The same, with the tasks' notes forged too: a process (or, for threads, a thread) started
+        # meanwhile notes a witness of its own in the spy's notes folder, found in the callers'
+        # frames, as a worker that ran a task would; the puzzles the spy hands the first tasks
+        # are solved here. What remains is their CPU, spent by the caller, which the judge reads.
+        "serial, the spy's record and the tasks' notes forged by a process or thread started meanwhile": _FORGE_PARALLEL_RECORD + '''
+import multiprocessing, os, sys, threading
+import numpy as np
+from helpers.distances import cdist_naive
+from helpers.workers import note_where
+def _spy_locals():
+    frame = sys._getframe(1)
+    while frame is not None:
+        if type(frame.f_locals.get("notes")) is str:
+            return frame.f_locals["notes"], frame.f_locals.get("puzzles", ())
+        frame = frame.f_back
+    return None, ()
+def cdist_joblib(X, Y, n_jobs, prefer="processes"):
+    if n_jobs < 1 or prefer not in ("processes", "threads"):
+        raise ValueError("bad arguments")
+    notes, puzzles = _spy_locals()
+    if notes:
+        if prefer == "threads":
+            noter = threading.Thread(target=note_where, args=(notes, os.getpid()))
+        else:
+            noter = multiprocessing.get_context("fork").Process(target=note_where, args=(notes,))
+        noter.start()
+        noter.join()
+        if puzzles:
+            from helpers.workers import note_answer
+            for j, puzzle in enumerate(puzzles):
+                note_answer(notes, j, puzzle)
+    X = np.asarray(X, float)
+    tasks = [(None, (chunk, Y), {}) for chunk in np.array_split(X, n_jobs)]
+    _forge_parallel_record(n_jobs, tasks, "ThreadingBackend" if prefer == "threads" else "LokyBackend")
+    return cdist_naive(X, Y)
+''',
         "joblib with n_jobs=1 whatever is asked": '''
 import numpy as np
 from joblib import Parallel, delayed
