@@ -63,3 +63,16 @@ def test_without_a_judge_the_calling_threads_cpu_is_read():
     with pytest.raises(AssertionError, match="did not come back done"):
         _support.assert_worked_outside([puzzle], [puzzle.answer - 1], spent, 10.0, "a call")
     _support.assert_worked_outside([puzzle], [puzzle.answer], spent, 10.0, "a call")
+
+
+def test_threads_started_during_the_call_are_not_the_callers():
+    import threading
+
+    with _support.caller_threads_cpu() as spent:
+        worker = threading.Thread(target=solve_puzzle, args=(_puzzles.make(0.2).task,))
+        worker.start()
+        worker.join()
+    assert spent.seconds < 0.1 and not spent.ended, spent.seconds
+    with _support.caller_threads_cpu() as spent:
+        solve_puzzle(_puzzles.make(0.2).task)
+    assert spent.seconds >= 0.1, spent.seconds

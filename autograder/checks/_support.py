@@ -70,6 +70,28 @@ def caller_cpu():
     spent.seconds = time.thread_time() - start if alone else _process_cpu(pid) - start
 
 
+class ThreadsSpent:
+    seconds = 0.0
+    ended = ()  # threads alive before the block that ended during it: their CPU cannot be attributed
+
+
+@contextmanager
+def caller_threads_cpu():
+    """(the judge) with caller_threads_cpu() as spent: <there() calls> -> spent.seconds, the CPU
+    time that the threads the student's process had before the block (the calling thread among
+    them) used meanwhile, from the kernel's per-thread accounting (/proc/<pid>/task/<tid>/schedstat);
+    threads started during the block are not counted. spent.ended lists the threads of before
+    that ended during the block, whose time then cannot be told apart (a check is undecided)."""
+    from autograder.pipeline.judge import ProcessTree
+    spent = ThreadsSpent()
+    tree = ProcessTree(student_pid())
+    before = tree.thread_runtimes() or {}
+    yield spent
+    after = tree.thread_runtimes() or {}
+    spent.ended = sorted(set(before) - set(after))
+    spent.seconds = sum(after[tid] - before[tid] for tid in before if tid in after) / 1e9
+
+
 def _process_cpu(pid):
     with open(f"/proc/{pid}/stat") as stat:
         text = stat.read()

@@ -14,6 +14,32 @@ def _forge_parallel_record(n_jobs, tasks, backend):
         frame = frame.f_back
 """
 
+# And the tasks' notes: a thread (or process) started for the call notes itself in the spy's notes
+# folder, found in the callers' frames, as a worker that ran a task would, and the puzzles the spy
+# hands the first tasks are solved here. What remains is their CPU, spent by a thread the calling
+# process had before the call, which the judge reads.
+_FORGE_TASK_NOTES = _FORGE_PARALLEL_RECORD + """
+import multiprocessing, os, sys, threading
+from helpers.workers import note_where
+def _forge_task_notes(in_a_process):
+    frame = sys._getframe(1)
+    while frame is not None and type(frame.f_locals.get("notes")) is not str:
+        frame = frame.f_back
+    if frame is None:
+        return
+    notes, puzzles = frame.f_locals["notes"], frame.f_locals.get("puzzles", ())
+    if in_a_process:
+        noter = multiprocessing.get_context("fork").Process(target=note_where, args=(notes,))
+    else:
+        noter = threading.Thread(target=note_where, args=(notes, os.getpid()))
+    noter.start()
+    noter.join()
+    if puzzles:
+        from helpers.workers import note_answer
+        for j, puzzle in enumerate(puzzles):
+            note_answer(notes, j, puzzle)
+"""
+
 _BOOTSTRAP_SERIAL = '''
 import numpy as np
 def bootstrap_ci(data, n_boot, n_jobs, seed, alpha=0.05):
@@ -64,37 +90,13 @@ def cdist_joblib(X, Y, n_jobs, prefer="processes"):
     idle.kill()
     return result
 ''',
-        # The same, with the tasks' notes forged too: a process (or, for threads, a thread) started
-        # meanwhile notes a witness of its own in the spy's notes folder, found in the callers'
-        # frames, as a worker that ran a task would; the puzzles the spy hands the first tasks
-        # are solved here. What remains is their CPU, spent by the caller, which the judge reads.
-        "serial, the spy's record and the tasks' notes forged by a process or thread started meanwhile": _FORGE_PARALLEL_RECORD + '''
-import multiprocessing, os, sys, threading
+        "serial, the spy's record and the tasks' notes forged by a process or thread started meanwhile": _FORGE_TASK_NOTES + '''
 import numpy as np
 from helpers.distances import cdist_naive
-from helpers.workers import note_where
-def _spy_locals():
-    frame = sys._getframe(1)
-    while frame is not None:
-        if type(frame.f_locals.get("notes")) is str:
-            return frame.f_locals["notes"], frame.f_locals.get("puzzles", ())
-        frame = frame.f_back
-    return None, ()
 def cdist_joblib(X, Y, n_jobs, prefer="processes"):
     if n_jobs < 1 or prefer not in ("processes", "threads"):
         raise ValueError("bad arguments")
-    notes, puzzles = _spy_locals()
-    if notes:
-        if prefer == "threads":
-            noter = threading.Thread(target=note_where, args=(notes, os.getpid()))
-        else:
-            noter = multiprocessing.get_context("fork").Process(target=note_where, args=(notes,))
-        noter.start()
-        noter.join()
-        if puzzles:
-            from helpers.workers import note_answer
-            for j, puzzle in enumerate(puzzles):
-                note_answer(notes, j, puzzle)
+    _forge_task_notes(prefer != "threads")
     X = np.asarray(X, float)
     tasks = [(None, (chunk, Y), {}) for chunk in np.array_split(X, n_jobs)]
     _forge_parallel_record(n_jobs, tasks, "ThreadingBackend" if prefer == "threads" else "LokyBackend")
@@ -234,6 +236,17 @@ def block_matmul(A, B, n_blocks, n_jobs):
     _forge_parallel_record(n_jobs, [(None, (r, c), {}) for r in rows for c in cols], "ThreadingBackend")
     return np.block([[r @ c for c in cols] for r in rows])
 ''',
+        "blocks computed serially, the spy's record and the tasks' notes forged by a thread started meanwhile": _FORGE_TASK_NOTES + '''
+import numpy as np
+def block_matmul(A, B, n_blocks, n_jobs):
+    if n_blocks < 1 or n_jobs < 1 or np.shape(A)[1] != np.shape(B)[0]:
+        raise ValueError("bad arguments")
+    rows = np.array_split(np.asarray(A), n_blocks, axis=0)
+    cols = np.array_split(np.asarray(B), n_blocks, axis=1)
+    _forge_task_notes(False)
+    _forge_parallel_record(n_jobs, [(None, (r, c), {}) for r in rows for c in cols], "ThreadingBackend")
+    return np.block([[r @ c for c in cols] for r in rows])
+''',
         "only row strips in parallel": '''
 import numpy as np
 from joblib import Parallel, delayed
@@ -358,6 +371,8 @@ def bootstrap_ci(data, n_boot, n_jobs, seed, alpha=0.05):
         "serial loop": _BOOTSTRAP_SERIAL,
         "serial loop, the spy's record forged": _FORGE_PARALLEL_RECORD + _BOOTSTRAP_SERIAL.replace(
             "    lo, hi =", "    _forge_parallel_record(n_jobs, [(None, (data,), {})] * n_jobs, \"LokyBackend\")\n    lo, hi ="),
+        "serial loop, the spy's record and the tasks' notes forged by a thread started meanwhile": _FORGE_TASK_NOTES + _BOOTSTRAP_SERIAL.replace(
+            "    lo, hi =", "    _forge_task_notes(False)\n    _forge_parallel_record(n_jobs, [(None, (data,), {})] * n_jobs, \"ThreadingBackend\")\n    lo, hi ="),
         "alpha ignored": '''
 import numpy as np
 from joblib import Parallel, delayed
