@@ -95,6 +95,7 @@ class Launch:
     counts: list
     seconds: float = 0.0
     witnesses: list = field(default_factory=list)
+    proofs: list = field(default_factory=list)  # per rank: its answer to recording()'s puzzle, or None
 
     def total(self, rank, names):
         """Calls rank `rank` made to any of `names` (e.g. ranks.COLLECTIVES)."""
@@ -109,17 +110,25 @@ _history = []
 _history_lock = threading.Lock()
 
 
+_puzzles = []
+
+
 @contextlib.contextmanager
-def recording():
-    """with recording() as runs: ...  -> runs lists every Launch made inside the block."""
+def recording(puzzles=()):
+    """with recording() as runs: ...  -> runs lists every Launch made inside the block.
+
+    For the course's checks: with `puzzles` (helpers.workers.solve_puzzle's), rank r of each
+    launch made inside the block solves puzzles[r] before its function runs (Launch.proofs)."""
     runs = []
     with _history_lock:
         _history.append(runs)
+        _puzzles.append(list(puzzles))
     try:
         yield runs
     finally:
         with _history_lock:
             _history.remove(runs)
+            _puzzles.pop()
 
 
 def free_port():
@@ -343,8 +352,10 @@ def _rank_main(rank, world_size, port, payload, result_path, options):
     import torch.distributed as dist
 
     torch.set_num_threads(options["threads"])
-    from .workers import witness_thread
+    from .workers import solve_puzzle, witness_thread
     record = {"rank": rank, "ok": False, "pid": os.getpid(), "witness": witness_thread()}
+    puzzles = options.get("puzzles") or ()
+    record["proof"] = solve_puzzle(puzzles[rank]) if rank < len(puzzles) else None
     try:
         if options["init_group"]:
             dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank,
@@ -413,8 +424,10 @@ def launch(fn, world_size, *args, timeout=60.0, init_group=True, threads_per_ran
     if not callable(fn):
         raise ValueError(f"fn must be callable, got {type(fn).__name__}")
     payload = by_value((fn, args, kwargs))
+    with _history_lock:
+        puzzles = next((p for p in reversed(_puzzles) if p), [])
     options = {"parent": os.getpid(), "seconds": float(timeout), "init_group": init_group,
-               "threads": int(threads_per_rank)}
+               "threads": int(threads_per_rank), "puzzles": puzzles}
     context = _context(start_method)
     folder = tempfile.mkdtemp(prefix="course-ranks-")
     paths = [os.path.join(folder, f"rank{r}.pt") for r in range(world_size)]
@@ -433,7 +446,8 @@ def launch(fn, world_size, *args, timeout=60.0, init_group=True, threads_per_ran
         shutil.rmtree(folder, ignore_errors=True)
     _raise_first_error(records, processes)
     run = Launch(world_size, [r["value"] for r in records], [r["counts"] for r in records],
-                 time.perf_counter() - start, [(r.get("pid"), r.get("witness")) for r in records])
+                 time.perf_counter() - start, [(r.get("pid"), r.get("witness")) for r in records],
+                 [r.get("proof") for r in records])
     with _history_lock:
         for runs in _history:
             runs.append(run)

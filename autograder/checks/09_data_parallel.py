@@ -10,8 +10,9 @@ import numpy as np
 import torch
 from torch import nn
 
-from autograder.checks._support import (created, exact_int, exact_list, kernel_decides, observe, raises_value_error,
-                                        student_pid, there, timeout, witnessed_in)
+from autograder.checks._support import (assert_worked_outside, caller_cpu, created, exact_int, exact_list,
+                                        kernel_decides, observe, raises_value_error, student_pid, there, timeout,
+                                        witnessed_in, work_for_workers)
 
 
 # --- sharded_gradient --------------------------------------------------------------
@@ -221,15 +222,20 @@ def test_run_ddp_processes_shards_and_weights(run_ddp):
     processes run_ddp started: a DDP run starts its world_size ranks anew; and the record of
     which process read what, written where the student's code can forge it, must be backed
     by the kernel: each reading process's first read starts a witness thread, which the
-    kernel must have seen created in that process.
+    kernel must have seen created in that process. And the first reads of samples 0 to 3
+    solve a puzzle each (autograder/checks/_puzzles.py), of whose CPU time the calling
+    process may spend only half: starting the ranks costs it a fixed amount (measured
+    0.05 s at most), which a busy machine does not stretch.
     """
     w = _ddp_worker()
     world_size = random.choice([2, 3])
     epochs = 2
     seed = random.randint(1000, 10**8)
-    with observe() as seen, created() as made:
+    puzzles, allowance = work_for_workers(PRICED_SAMPLES, world_size)
+    with observe() as seen, created() as made, caller_cpu() as spent:
         try:
-            weights, reads, witnesses = there(_traced_run_ddp, run_ddp, world_size, epochs, seed)
+            weights, reads, witnesses, answers = there(_traced_run_ddp, run_ddp, world_size, epochs, seed,
+                                                       [p.task for p in puzzles])
         except Exception as err:  # noqa: BLE001
             raise AssertionError(
                 f"run_ddp raised {type(err).__name__}: {err} (a rendezvous port fixed in "
@@ -258,6 +264,9 @@ def test_run_ddp_processes_shards_and_weights(run_ddp):
     assert set(total) == set(range(w.N_SAMPLES)) and set(total.values()) == {epochs}, (
         "every sample should be read exactly once per epoch in all: each rank reads only its own "
         "share (DistributedSampler)")
+    # A witness can be forged by a process started to do only that; the samples' puzzles cannot be
+    # solved without their CPU time, which the process that started the ranks must not spend.
+    assert_worked_outside(puzzles, [answers.get(i) for i in range(PRICED_SAMPLES)], spent, allowance, "run_ddp")
     assert type(weights) is dict or isinstance(weights, dict), "run_ddp must return a state dict (a dict)"
     expected = _single_process(seed, epochs)
     assert set(weights) == set(expected), (
@@ -270,27 +279,36 @@ def test_run_ddp_processes_shards_and_weights(run_ddp):
             "(gradients averaged? per-rank batch GLOBAL_BATCH // world_size? set_epoch? lr?)")
 
 
-def _traced_run_ddp(run_ddp, world_size, epochs, seed):
-    """(in the student's process) run_ddp with port 29500 busy and the data set's reads traced.
+PRICED_SAMPLES = 4  # samples 0..3: their first read in a process solves a puzzle
+
+
+def _traced_run_ddp(run_ddp, world_size, epochs, seed, puzzles=()):
+    """(in the student's process) run_ddp with port 29500 busy and the data set's reads traced;
+    sample i's first read in each process solves puzzles[i] (ddp_worker.RegressionData).
 
     (weights, {pid: {sample index: times that process read it}}, {pid: the kernel id of the witness
-    thread its first read started}).
+    thread its first read started}, {sample index: an answer to its puzzle}).
     """
     trace = Path(tempfile.gettempdir()) / f"course-ddp-trace-{seed}"
     shutil.rmtree(trace, ignore_errors=True)
     trace.mkdir()
+    (trace / "puzzles").write_text("".join(f"{i} {b} {m} {t}\n" for i, (b, m, t) in enumerate(puzzles)))
     try:
         with _OccupiedPort():
             weights = run_ddp(world_size, epochs, seed)
-        reads, witnesses = {}, {}
+        reads, witnesses, answers = {}, {}, {}
         for path in trace.glob("*.txt"):
             lines = path.read_text().splitlines()
             witnesses[int(path.stem)] = next((int(line.split()[1]) for line in lines if line.startswith("witness ")),
                                              None)
             reads[int(path.stem)] = dict(Counter(int(line) for line in lines if line.strip().isdigit()))
+            for line in lines:
+                parts = line.split()
+                if len(parts) == 3 and parts[0] == "answer" and parts[1].isdigit() and parts[2].isdigit():
+                    answers[int(parts[1])] = int(parts[2])
     finally:
         shutil.rmtree(trace, ignore_errors=True)
-    return weights, reads, witnesses
+    return weights, reads, witnesses, answers
 
 
 def test_run_ddp_errors(run_ddp):

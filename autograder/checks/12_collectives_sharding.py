@@ -18,8 +18,9 @@ import types
 import torch
 from torch import nn
 
-from autograder.checks._support import (created, exact_float, exact_list, kernel_decides, observe, raises_value_error,
-                                        there, timeout, witnessed_in)
+from autograder.checks._support import (assert_worked_outside, caller_cpu, created, exact_float, exact_list,
+                                        kernel_decides, observe, raises_value_error, there, timeout, witnessed_in,
+                                        work_for_workers)
 from helpers import ranks, sharding
 
 _SENDS = ("send", "isend")
@@ -254,25 +255,27 @@ def _single_process(steps, seed):
     return model.state_dict()
 
 
-def _recorded(train, *args):
+def _recorded(train, *args, puzzles=()):
     """(in the student's process) train(*args) with every ranks.launch it makes recorded.
 
     (the weights as plain data: a dict of name -> tensor, with the type name instead of any
     value that is not a plain torch.Tensor, or the type name of a result that is not a dict;
-    [(world_size, per-rank counts, per-rank (pid, witness thread id)) of each launch]).
+    [(world_size, per-rank counts, per-rank (pid, witness thread id), per-rank answers to
+    `puzzles`) of each launch]).
     """
     import torch
 
     from helpers import ranks
 
-    with ranks.recording() as runs:
+    with ranks.recording(puzzles) as runs:
         weights = train(*args)
     if isinstance(weights, dict):
         weights = {str(name): value if type(value) is torch.Tensor else type(value).__name__
                    for name, value in weights.items()}
     else:
         weights = type(weights).__name__
-    return weights, [(run.world_size, run.counts, getattr(run, "witnesses", [])) for run in runs]
+    return weights, [(run.world_size, run.counts, getattr(run, "witnesses", []), getattr(run, "proofs", []))
+                     for run in runs]
 
 
 def _same_weights(weights, expected, hint):
@@ -314,13 +317,15 @@ def _ranks_watched(world_size):
         f"at most {seen.max_processes - 1} ran")
 
 
-def _the_launch(runs, world_size, name, watched):
-    """The counts of the last launch in runs [(world_size, counts, witnesses), ...], a record kept
-    in the student's process: as root, each rank it names must have started its witness thread
-    (helpers.ranks' _rank_main does, before the rank's function runs) where the kernel saw it."""
+def _the_launch(runs, world_size, name, watched, work):
+    """The counts of the last launch in runs [(world_size, counts, witnesses, proofs), ...], a
+    record kept in the student's process: as root, each rank it names must have started its
+    witness thread (helpers.ranks' _rank_main does, before the rank's function runs) where the
+    kernel saw it. And each rank solved its puzzle while the calling process spent less than half
+    their CPU (`work`: puzzles, caller_cpu(), allowance): a witness can be forged by a process started to do only that."""
     assert runs, (f"{name} must start its ranks with helpers.ranks.launch: the grader reads the "
                   "launcher's counts")
-    started, counts, witnesses = runs[-1]
+    started, counts, witnesses, proofs = runs[-1]
     assert started == world_size, (
         f"{name}(world_size={world_size}, ...) started {started} ranks")
     if kernel_decides(watched.made):
@@ -329,6 +334,8 @@ def _the_launch(runs, world_size, name, watched):
         assert len(ran) == world_size, (
             f"{name}: the launcher's record names {world_size} ranks, but the kernel saw {len(ran)} of them "
             "run as processes of this launch")
+    puzzles, spent, allowance = work
+    assert_worked_outside(puzzles, list(proofs)[:world_size], spent, allowance, name)
     return counts
 
 
@@ -336,9 +343,11 @@ def _the_launch(runs, world_size, name, watched):
 def _check_accumulate(accumulate_gradients, world_size, micro_batches):
     seed = random.randint(0, 10**6)
     steps = sharding.N_SAMPLES // sharding.GLOBAL_BATCH
-    with _ranks_watched(world_size) as watched:
-        weights, runs = there(_recorded, accumulate_gradients, world_size, micro_batches, seed)
-    launched = _the_launch(runs, world_size, "accumulate_gradients", watched)
+    puzzles, allowance = work_for_workers(world_size, world_size)  # one per rank
+    with _ranks_watched(world_size) as watched, caller_cpu() as spent:
+        weights, runs = there(_recorded, accumulate_gradients, world_size, micro_batches, seed,
+                              puzzles=[p.task for p in puzzles])
+    launched = _the_launch(runs, world_size, "accumulate_gradients", watched, (puzzles, spent, allowance))
     _same_weights(weights, _single_process(steps, seed),
                   "is each micro-batch loss divided by micro_batches? each rank on its share?")
     for rank, counts in enumerate(launched):
@@ -377,9 +386,10 @@ def _linear_bytes(model):
 
 def _check_fsdp(train_fsdp, world_size, steps):
     seed = random.randint(0, 10**6)
-    with _ranks_watched(world_size) as watched:
-        weights, runs = there(_recorded, train_fsdp, world_size, steps, seed)
-    launched = _the_launch(runs, world_size, "train_fsdp", watched)
+    puzzles, allowance = work_for_workers(world_size, world_size)  # one per rank
+    with _ranks_watched(world_size) as watched, caller_cpu() as spent:
+        weights, runs = there(_recorded, train_fsdp, world_size, steps, seed, puzzles=[p.task for p in puzzles])
+    launched = _the_launch(runs, world_size, "train_fsdp", watched, (puzzles, spent, allowance))
     _same_weights(weights, _single_process(steps, seed),
                   "each rank on its share of the global batch? SGD with sharding.LR?")
     layers = _linear_bytes(sharding.make_model(0))

@@ -245,6 +245,55 @@ def run_ddp(world_size, epochs, seed):
         for p in idle:
             p.kill()
 ''',
+        # The same, with the witnesses forged too: each process started meanwhile starts a thread on
+        # request and reports its kernel id, written into its forged trace; the puzzles the checks
+        # left in the trace folder are solved here. What remains is their CPU, spent by the
+        # calling process, which the judge reads.
+        "trains in the calling process; the reads and witnesses forged by processes started meanwhile": _TRAIN_HERE_FORGE_READS + '''
+_SERVE = """
+import threading
+conn.recv()
+seen = []
+thread = threading.Thread(target=lambda: seen.append(threading.get_native_id()))
+thread.start()
+thread.join()
+conn.send(seen[0])
+conn.recv()
+"""
+
+def run_ddp(world_size, epochs, seed):
+    if world_size < 1 or ddp_worker.GLOBAL_BATCH % world_size:
+        raise ValueError("world_size")
+    context = multiprocessing.get_context("fork")
+    helpers = []
+    for _ in range(world_size):
+        mine, theirs = context.Pipe()
+        helper = context.Process(target=exec, args=(_SERVE, {"conn": theirs}), daemon=True)
+        helper.start()
+        helpers.append((helper, mine))
+    try:
+        state = _train_here_forge_reads(world_size, epochs, seed, [h for h, _ in helpers])
+        trace = Path(tempfile.gettempdir()) / f"course-ddp-trace-{seed}"
+        if trace.is_dir():
+            answers = []
+            if (trace / "puzzles").exists():
+                from helpers.workers import solve_puzzle
+                for line in (trace / "puzzles").read_text().split("\\n"):
+                    if line.strip():
+                        i, base, modulus, squarings = (int(part) for part in line.split())
+                        answers.append(f"answer {i} {solve_puzzle((base, modulus, squarings))}")
+            for k, (helper, conn) in enumerate(helpers):
+                conn.send(None)
+                path = trace / f"{helper.pid}.txt"
+                lines = [f"witness {conn.recv()}"] + (answers if k == 0 else []) + [path.read_text()]
+                path.write_text("\\n".join(lines))
+        time.sleep(0.1)  # long enough for the judge's /proc view of the tree to see them
+        return state
+    finally:
+        for helper, conn in helpers:
+            conn.send(None)
+            helper.join()
+''',
         "trains in the calling process (no DDP)": '''
 import torch
 import ddp_worker

@@ -70,6 +70,51 @@ def _forge_launch(world_size, result, counts):
     return result
 """
 
+# The same, with each rank's witness forged too: processes started meanwhile each start a thread on
+# request and report its kernel id, which the forged record names; the puzzles the ranks should
+# solve (the record's proofs) are solved here. What remains is their CPU, spent by the calling
+# process, which the judge reads.
+_FORGE_LAUNCH_WITNESSED = """
+import multiprocessing, time
+
+_SERVE = '''
+import threading
+conn.recv()
+seen = []
+thread = threading.Thread(target=lambda: seen.append(threading.get_native_id()))
+thread.start()
+thread.join()
+conn.send(seen[0])
+conn.recv()
+'''
+
+def _forge_launch(world_size, result, counts):
+    context = multiprocessing.get_context("fork")
+    helpers = []
+    for _ in range(world_size):
+        mine, theirs = context.Pipe()
+        helper = context.Process(target=exec, args=(_SERVE, {"conn": theirs}), daemon=True)
+        helper.start()
+        helpers.append((helper, mine))
+    witnesses = []
+    for helper, conn in helpers:
+        conn.send(None)
+        witnesses.append((helper.pid, conn.recv()))
+    time.sleep(0.3)  # long enough for the judge's /proc view of the tree to see them at once
+    puzzles = next((p for p in reversed(getattr(ranks, "_puzzles", [])) if p), [])
+    run = ranks.Launch(world_size, [result] + [None] * (world_size - 1), [counts] * world_size, 0.0, witnesses)
+    if puzzles:
+        from helpers.workers import solve_puzzle
+        run.proofs = [solve_puzzle(puzzles[r]) for r in range(world_size)]
+    with ranks._history_lock:
+        for runs in ranks._history:
+            runs.append(run)
+    for helper, conn in helpers:
+        conn.send(None)
+        helper.join()
+    return result
+"""
+
 _SERIAL_TRAINING = """
     model = sharding.make_model(seed)
     X, y = sharding.make_data(seed)
@@ -361,6 +406,8 @@ def accumulate_gradients(world_size, micro_batches, seed):
         "trains in the calling process, the launcher's record forged": _ACC_IMPORTS + _FORGE_LAUNCH + _ACC_FORGED,
         "trains in the calling process, the launcher's record forged, idle processes started meanwhile": (
             _ACC_IMPORTS + _FORGE_LAUNCH_IDLE + _ACC_FORGED),
+        "trains in the calling process, the launcher's record and the ranks' witnesses forged": (
+            _ACC_IMPORTS + _FORGE_LAUNCH_WITNESSED + _ACC_FORGED),
         "no ValueError": _acc(launch='''
 def accumulate_gradients(world_size, micro_batches, seed):
     steps = sharding.N_SAMPLES // sharding.GLOBAL_BATCH
@@ -389,6 +436,15 @@ def train_fsdp(world_size, steps, seed):
     counts = {"all_gather_into_tensor": {"calls": 100 * (steps + 1), "bytes": 0, "largest": 64}}
     return _forge_launch(world_size, state, counts)
 ''',
+        "trains in the calling process, the launcher's record and the ranks' witnesses forged": (
+            _FSDP_IMPORTS + _FORGE_LAUNCH_WITNESSED + '''
+def train_fsdp(world_size, steps, seed):
+    if world_size < 1 or sharding.GLOBAL_BATCH % world_size or steps < 0:
+        raise ValueError("bad arguments")
+''' + _SERIAL_TRAINING + '''
+    counts = {"all_gather_into_tensor": {"calls": 100 * (steps + 1), "bytes": 0, "largest": 64}}
+    return _forge_launch(world_size, state, counts)
+'''),
         "no ValueError": _fsdp(launch='''
 def train_fsdp(world_size, steps, seed):
     return ranks.launch(fsdp_rank, max(world_size, 1), max(steps, 0), seed, timeout=100).results[0]

@@ -43,7 +43,9 @@ class RegressionData(torch.utils.data.Dataset):
     process's id, so they can see which process read which samples; a process's
     first read also notes the kernel id of a short thread it starts there
     (helpers.workers.witness_thread), which the grader's view of the kernel ties
-    to that process.
+    to that process, and a process's first read of a sample the checks handed a
+    puzzle solves it and notes the answer (helpers.workers.solve_puzzle): CPU
+    work the grader can see was not done by the process that started the ranks.
     """
 
     def __init__(self, seed):
@@ -64,11 +66,27 @@ class RegressionData(torch.utils.data.Dataset):
                     from helpers.workers import witness_thread
                     _WITNESSED.add(os.getpid())
                     f.write(f"witness {witness_thread()}\n")
+                puzzle = _puzzles(self._trace).get(index)
+                if puzzle is not None and (os.getpid(), index) not in _SOLVED:
+                    from helpers.workers import solve_puzzle
+                    _SOLVED.add((os.getpid(), index))
+                    f.write(f"answer {index} {solve_puzzle(puzzle)}\n")
                 f.write(f"{index}\n")
         return self.X[index], self.y[index]
 
 
 _WITNESSED = set()  # the processes whose first traced read noted a witness thread
+_SOLVED = set()     # (process, sample) pairs whose puzzle was solved
+
+
+def _puzzles(trace):
+    """{sample index: puzzle} the checks left in the trace folder (a file of lines "index base modulus squarings")."""
+    try:
+        with open(os.path.join(trace, "puzzles")) as f:
+            rows = [line.split() for line in f if line.strip()]
+    except OSError:
+        return {}
+    return {int(i): (int(base), int(modulus), int(squarings)) for i, base, modulus, squarings in rows}
 
 
 def make_dataset(seed):
