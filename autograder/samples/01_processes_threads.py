@@ -1,5 +1,5 @@
 """Wrong and alternative answers of 01_processes_threads (see autograder/samples/__init__.py)."""
-from autograder.samples import FORGE_SPY_COUNTS
+from autograder.samples import FORGE_SPY_COUNTS, WITNESS_HELPER
 
 WRONG = {
     "cpu_info": {
@@ -110,30 +110,14 @@ def run_in_child(fn, *args):
         # The same, with the witness forged too: the process started at import, on request, spins
         # for as long as fn's work took and starts a thread, whose kernel id the result then names.
         # What remains is fn's own work, a puzzle solved in the caller, whose CPU the judge reads.
-        "runs fn in the caller; the pid and witness forged by a process started at import": '''
+        "runs fn in the caller; the pid and witness forged by a process started at import": WITNESS_HELPER + '''
 import os, time
-from helpers.workers import mp_context
-_SERVE = """
-import threading, time
-while True:
-    seconds = conn.recv()
-    start = time.thread_time()
-    while time.thread_time() - start < seconds:
-        pass
-    seen = []
-    thread = threading.Thread(target=lambda: seen.append(threading.get_native_id()))
-    thread.start()
-    thread.join()
-    conn.send(seen[0])
-"""
-_MINE, _THEIRS = mp_context().Pipe()
-_HELPER = mp_context().Process(target=exec, args=(_SERVE, {"conn": _THEIRS}), daemon=True)
-_HELPER.start()
+from helpers.workers import start_method
+_HELPER = _WitnessHelper(start_method())
 def run_in_child(fn, *args):
     start = time.thread_time()
     result = fn(*args)
-    _MINE.send(time.thread_time() - start + 0.05)
-    witness = _MINE.recv()
+    witness = _HELPER.witness(spin=time.thread_time() - start + 0.05)
     if type(result) is tuple and len(result) >= 4 and result[0] == os.getpid():
         result = (_HELPER.pid, os.getpid(), result[2], witness, *result[4:])
     return _HELPER.pid, result

@@ -1,4 +1,20 @@
 """Wrong and alternative answers of 02_gil (see autograder/samples/__init__.py)."""
+from autograder.samples import WITNESS_HELPER
+
+# Threads of the calling process run the calls, results in order: what the forged answers start from.
+_IN_THREADS = """
+import threading
+def _in_threads(fn, args_list):
+    results = [None] * len(args_list)
+    def call(i, args):
+        results[i] = fn(*args)
+    threads = [threading.Thread(target=call, args=(i, a)) for i, a in enumerate(args_list)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return results
+"""
 
 WRONG = {
     "run_threads": {
@@ -47,22 +63,15 @@ def run_threads(fn, args_list):
     "run_processes": {
         # Read the checks, then forge: threads run the calls while idle processes are started
         # (the kernel sees them start, the judge sees them alive), and the pids are rewritten.
-        "threads; the pids forged for idle processes started meanwhile": '''
-import os, threading, time
+        "threads; the pids forged for idle processes started meanwhile": _IN_THREADS + '''
+import os, time
 from helpers.workers import mp_context
 def run_processes(fn, args_list):
     args_list = list(args_list)
     idle = [mp_context().Process(target=time.sleep, args=(600,), daemon=True) for _ in args_list]
     for p in idle:
         p.start()
-    results = [None] * len(args_list)
-    def call(i, args):
-        results[i] = fn(*args)
-    threads = [threading.Thread(target=call, args=(i, a)) for i, a in enumerate(args_list)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    results = _in_threads(fn, args_list)
     for p in idle:
         p.kill()
         p.join()
@@ -72,44 +81,17 @@ def run_processes(fn, args_list):
         # The same, with the witnesses forged too: each process started meanwhile starts a thread on
         # request and reports its kernel id, which the result then names. What remains is the
         # calls' work (a puzzle each), done by threads of the caller, whose CPU the judge reads.
-        "threads; the pids and witnesses forged by processes started meanwhile": '''
-import os, threading, time
-from helpers.workers import mp_context
-_SERVE = """
-import threading
-while True:
-    conn.recv()
-    seen = []
-    thread = threading.Thread(target=lambda: seen.append(threading.get_native_id()))
-    thread.start()
-    thread.join()
-    conn.send(seen[0])
-"""
+        "threads; the pids and witnesses forged by processes started meanwhile": _IN_THREADS + WITNESS_HELPER + '''
+import os
+from helpers.workers import start_method
 def run_processes(fn, args_list):
     args_list = list(args_list)
-    helpers = []
-    for _ in args_list:
-        mine, theirs = mp_context().Pipe()
-        helper = mp_context().Process(target=exec, args=(_SERVE, {"conn": theirs}), daemon=True)
-        helper.start()
-        helpers.append((helper, mine))
-    results = [None] * len(args_list)
-    def call(i, args):
-        results[i] = fn(*args)
-    threads = [threading.Thread(target=call, args=(i, a)) for i, a in enumerate(args_list)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    forged = []
-    for r, (helper, conn) in zip(results, helpers):
-        if type(r) is dict and r.get("pid") == os.getpid():
-            conn.send(None)
-            r = {**r, "pid": helper.pid, "witness": conn.recv()}
-        forged.append(r)
-    for helper, _ in helpers:
-        helper.kill()
-        helper.join()
+    helpers = [_WitnessHelper(start_method()) for _ in args_list]
+    results = _in_threads(fn, args_list)
+    forged = [{**r, "pid": h.pid, "witness": h.witness()} if type(r) is dict and r.get("pid") == os.getpid() else r
+              for r, h in zip(results, helpers)]
+    for h in helpers:
+        h.stop()
     return forged
 ''',
         "serial calls": '''

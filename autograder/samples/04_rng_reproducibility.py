@@ -12,6 +12,31 @@ def seeded_loader(dataset, batch_size, num_workers, seed):
     return loader
 '''
 
+# A loader that reads every item in the calling process and writes worker ids 0, 1, 0, ... into
+# the rows as they pass, while the processes _start_helpers(dataset) starts stand by: what the
+# forged seeded_loader answers share.
+_ROWS_REWRITTEN = '''
+import itertools
+import numpy as np
+import torch
+from torch.utils.data import DataLoader
+
+class _OneProcessLoader(DataLoader):
+    def __iter__(self):
+        torch.manual_seed(self.seed_)
+        self.dataset.rng = np.random.default_rng(self.seed_)
+        stop = _start_helpers(self.dataset)
+        turn = itertools.count()
+        try:
+            for batch in super().__iter__():
+                batch = batch.clone()
+                for row in batch:
+                    row[1] = next(turn) % 2
+                yield batch
+        finally:
+            stop()
+''' + _ONE_PROCESS_LOADER
+
 WRONG = {
     "forked_draws": {
         "spawned children": '''
@@ -223,77 +248,31 @@ class _OneProcessLoader(DataLoader):
 ''' + _ONE_PROCESS_LOADER,
         # No patch for the tampering snapshot to see: the rows are rewritten as they pass.
         "no worker processes: the worker-id column rewritten, idle processes started meanwhile": '''
-import itertools
 import multiprocessing
 import time
-import numpy as np
-import torch
-from torch.utils.data import DataLoader
-
-class _OneProcessLoader(DataLoader):
-    def __iter__(self):
-        torch.manual_seed(self.seed_)
-        self.dataset.rng = np.random.default_rng(self.seed_)
-        idle = [multiprocessing.get_context("fork").Process(target=time.sleep, args=(60,), daemon=True)
-                for _ in range(2)]
-        for p in idle:
-            p.start()
-        turn = itertools.count()
-        try:
-            for batch in super().__iter__():
-                batch = batch.clone()
-                for row in batch:
-                    row[1] = next(turn) % 2
-                yield batch
-        finally:
-            for p in idle:
-                p.kill()
-''' + _ONE_PROCESS_LOADER,
+def _start_helpers(dataset):
+    idle = [multiprocessing.get_context("fork").Process(target=time.sleep, args=(60,), daemon=True)
+            for _ in range(2)]
+    for p in idle:
+        p.start()
+    return lambda: [p.kill() for p in idle]
+''' + _ROWS_REWRITTEN,
         # The same, with the readers' notes forged too: the processes started meanwhile note, in
         # the dataset's readers folder, a witness thread of their own, as a worker that read an
         # item would. What remains is the items' puzzles, solved in the caller, whose CPU the
         # judge reads.
         "no worker processes: the rows rewritten, the readers' notes forged by processes started meanwhile": '''
-import itertools
 import multiprocessing
-import numpy as np
-import torch
-from torch.utils.data import DataLoader
-
-_SERVE = """
 from helpers.workers import note_where
-folder = conn.recv()
-if folder:
-    note_where(folder)
-conn.send(True)
-conn.recv()
-"""
-
-class _OneProcessLoader(DataLoader):
-    def __iter__(self):
-        torch.manual_seed(self.seed_)
-        self.dataset.rng = np.random.default_rng(self.seed_)
-        helpers = []
+def _start_helpers(dataset):
+    folder = getattr(dataset, "readers", None)
+    if folder:
         for _ in range(2):
-            mine, theirs = multiprocessing.get_context("fork").Pipe()
-            helper = multiprocessing.get_context("fork").Process(target=exec, args=(_SERVE, {"conn": theirs}),
-                                                                 daemon=True)
-            helper.start()
-            mine.send(getattr(self.dataset, "readers", None))
-            mine.recv()
-            helpers.append((helper, mine))
-        turn = itertools.count()
-        try:
-            for batch in super().__iter__():
-                batch = batch.clone()
-                for row in batch:
-                    row[1] = next(turn) % 2
-                yield batch
-        finally:
-            for helper, conn in helpers:
-                conn.send(None)
-                helper.join()
-''' + _ONE_PROCESS_LOADER,
+            noter = multiprocessing.get_context("fork").Process(target=note_where, args=(folder,))
+            noter.start()
+            noter.join()
+    return lambda: None
+''' + _ROWS_REWRITTEN,
         "num_workers ignored": '''
 import torch
 from torch.utils.data import DataLoader

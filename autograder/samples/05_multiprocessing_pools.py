@@ -1,5 +1,5 @@
 """Wrong and alternative answers of 05_multiprocessing_pools (see autograder/samples/__init__.py)."""
-from autograder.samples import FORGE_SPY_COUNTS
+from autograder.samples import FORGE_SPY_COUNTS, WITNESS_HELPER
 
 # What a student who has read the checks could try: run the tasks in threads of the calling
 # process and rewrite the pid each result names to one of idle processes started at import
@@ -22,44 +22,61 @@ def _forged(result, k):
     return result
 """
 
-# The same, with the witnesses forged too: processes started at import run a loop (builtin exec,
-# so that every start method can send it) that starts a thread on request and reports its kernel
-# id. Each result then names a helper and a thread the kernel did see created in it during the
-# call. What remains is the work: the tasks' puzzles were solved by threads of the calling
-# process, whose CPU time the judge reads, so these answers must fail.
-_FORGED_WITNESSES = """
-import os, threading
+# The same, with the witnesses forged too: processes started at import (samples.WITNESS_HELPER) each
+# start a thread on request and report its kernel id. Each result then names a helper and a thread
+# the kernel did see created in it during the call. What remains is the work: the tasks' puzzles
+# were solved by threads of the calling process, whose CPU time the judge reads, so these answers
+# must fail.
+_FORGED_WITNESSES = WITNESS_HELPER + """
+import os
 from multiprocessing.pool import ThreadPool
-from helpers.workers import mp_context
-_SERVE = '''
-import threading
-while True:
-    conn.recv()
-    seen = []
-    thread = threading.Thread(target=lambda: seen.append(threading.get_native_id()))
-    thread.start()
-    thread.join()
-    conn.send(seen[0])
-'''
-_HELPERS = []
-for _ in range(16):
-    _mine, _theirs = mp_context().Pipe()
-    _helper = mp_context().Process(target=exec, args=(_SERVE, {"conn": _theirs}), daemon=True)
-    _helper.start()
-    _HELPERS.append((_helper, _mine))
-_ASK = threading.Lock()
+from helpers.workers import start_method
+_HELPERS = [_WitnessHelper(start_method()) for _ in range(16)]
 
 def _forged(result, k):
-    helper, conn = _HELPERS[k % len(_HELPERS)]
+    helper = _HELPERS[k % len(_HELPERS)]
     if type(result) is tuple and len(result) == 2 and result[0] == os.getpid():
         return (helper.pid, result[1])
     if type(result) is dict and result.get("pid") == os.getpid():
-        with _ASK:
-            conn.send(None)
-            witness = conn.recv()
-        return {**result, "pid": helper.pid, "witness": witness}
+        return {**result, "pid": helper.pid, "witness": helper.witness()}
     return result
 """
+
+# The answers both forgeries complete: threads run the tasks, _forged rewrites each result.
+_IN_THREADS = {
+    "parallel_map": '''
+def parallel_map(fn, items, n_workers, chunksize=None):
+    if n_workers < 1 or (chunksize is not None and chunksize < 1):
+        raise ValueError("bad arguments")
+    size = chunksize or 1
+    with ThreadPool(n_workers) as pool:
+        out = pool.map(fn, list(items), chunksize=size)
+    return [_forged(r, (i // size) % n_workers) for i, r in enumerate(out)]
+''',
+    "parallel_starmap": '''
+def parallel_starmap(fn, arg_tuples, n_workers):
+    if n_workers < 1:
+        raise ValueError("bad n_workers")
+    with ThreadPool(n_workers) as pool:
+        out = pool.starmap(fn, list(arg_tuples), chunksize=1)
+    return [_forged(r, i % n_workers) for i, r in enumerate(out)]
+''',
+    "robust_map": '''
+from concurrent.futures import ThreadPoolExecutor
+def robust_map(fn, items, n_workers):
+    if n_workers < 1:
+        raise ValueError("bad n_workers")
+    with ThreadPoolExecutor(n_workers) as ex:
+        futures = [ex.submit(fn, x) for x in items]
+    out = []
+    for i, f in enumerate(futures):
+        try:
+            out.append((True, _forged(f.result(), i % n_workers)))
+        except Exception as err:
+            out.append((False, err))
+    return out
+''',
+}
 
 WRONG = {
     "parallel_map": {
@@ -99,24 +116,8 @@ def parallel_map(fn, items, n_workers, chunksize=None):
     with mp_context().Pool(max(1, n_workers)) as pool:
         return pool.map(fn, list(items), chunksize=max(chunksize, 1) if chunksize is not None else None)
 ''',
-        "threads; the pids forged for processes started beforehand": _FORGED_PIDS + '''
-def parallel_map(fn, items, n_workers, chunksize=None):
-    if n_workers < 1 or (chunksize is not None and chunksize < 1):
-        raise ValueError("bad arguments")
-    size = chunksize or 1
-    with ThreadPool(n_workers) as pool:
-        out = pool.map(fn, list(items), chunksize=size)
-    return [_forged(r, (i // size) % n_workers) for i, r in enumerate(out)]
-''',
-        "threads; the pids and witnesses forged by processes started beforehand": _FORGED_WITNESSES + '''
-def parallel_map(fn, items, n_workers, chunksize=None):
-    if n_workers < 1 or (chunksize is not None and chunksize < 1):
-        raise ValueError("bad arguments")
-    size = chunksize or 1
-    with ThreadPool(n_workers) as pool:
-        out = pool.map(fn, list(items), chunksize=size)
-    return [_forged(r, (i // size) % n_workers) for i, r in enumerate(out)]
-''',
+        "threads; the pids forged for processes started beforehand": _FORGED_PIDS + _IN_THREADS["parallel_map"],
+        "threads; the pids and witnesses forged by processes started beforehand": _FORGED_WITNESSES + _IN_THREADS["parallel_map"],
     },
     "parallel_starmap": {
         "serial": '''
@@ -148,22 +149,8 @@ def parallel_starmap(fn, arg_tuples, n_workers):
     with mp_context().Pool(max(n_workers, 1)) as pool:
         return pool.starmap(fn, list(arg_tuples))
 ''',
-        "threads; the pids forged for processes started beforehand": _FORGED_PIDS + '''
-def parallel_starmap(fn, arg_tuples, n_workers):
-    if n_workers < 1:
-        raise ValueError("bad n_workers")
-    with ThreadPool(n_workers) as pool:
-        out = pool.starmap(fn, list(arg_tuples), chunksize=1)
-    return [_forged(r, i % n_workers) for i, r in enumerate(out)]
-''',
-        "threads; the pids and witnesses forged by processes started beforehand": _FORGED_WITNESSES + '''
-def parallel_starmap(fn, arg_tuples, n_workers):
-    if n_workers < 1:
-        raise ValueError("bad n_workers")
-    with ThreadPool(n_workers) as pool:
-        out = pool.starmap(fn, list(arg_tuples), chunksize=1)
-    return [_forged(r, i % n_workers) for i, r in enumerate(out)]
-''',
+        "threads; the pids forged for processes started beforehand": _FORGED_PIDS + _IN_THREADS["parallel_starmap"],
+        "threads; the pids and witnesses forged by processes started beforehand": _FORGED_WITNESSES + _IN_THREADS["parallel_starmap"],
     },
     "robust_map": {
         "serial loop with try/except": '''
@@ -249,36 +236,8 @@ def robust_map(fn, items, n_workers):
                 out[index[f]] = (False, err)
     return out
 ''',
-        "threads; the pids forged for processes started beforehand": _FORGED_PIDS + '''
-from concurrent.futures import ThreadPoolExecutor
-def robust_map(fn, items, n_workers):
-    if n_workers < 1:
-        raise ValueError("bad n_workers")
-    with ThreadPoolExecutor(n_workers) as ex:
-        futures = [ex.submit(fn, x) for x in items]
-    out = []
-    for i, f in enumerate(futures):
-        try:
-            out.append((True, _forged(f.result(), i % n_workers)))
-        except Exception as err:
-            out.append((False, err))
-    return out
-''',
-        "threads; the pids and witnesses forged by processes started beforehand": _FORGED_WITNESSES + '''
-from concurrent.futures import ThreadPoolExecutor
-def robust_map(fn, items, n_workers):
-    if n_workers < 1:
-        raise ValueError("bad n_workers")
-    with ThreadPoolExecutor(n_workers) as ex:
-        futures = [ex.submit(fn, x) for x in items]
-    out = []
-    for i, f in enumerate(futures):
-        try:
-            out.append((True, _forged(f.result(), i % n_workers)))
-        except Exception as err:
-            out.append((False, err))
-    return out
-''',
+        "threads; the pids forged for processes started beforehand": _FORGED_PIDS + _IN_THREADS["robust_map"],
+        "threads; the pids and witnesses forged by processes started beforehand": _FORGED_WITNESSES + _IN_THREADS["robust_map"],
     },
     "monte_carlo_pi": {
         "hard-coded pi": '''

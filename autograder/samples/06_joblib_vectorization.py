@@ -40,6 +40,18 @@ def _forge_task_notes(in_a_process):
             note_answer(notes, j, puzzle)
 """
 
+# Blocks multiplied one after another in the calling process, a Parallel call written into the spy's record.
+_BLOCKS_RECORD_FORGED = '''
+import numpy as np
+def block_matmul(A, B, n_blocks, n_jobs):
+    if n_blocks < 1 or n_jobs < 1 or np.shape(A)[1] != np.shape(B)[0]:
+        raise ValueError("bad arguments")
+    rows = np.array_split(np.asarray(A), n_blocks, axis=0)
+    cols = np.array_split(np.asarray(B), n_blocks, axis=1)
+    _forge_parallel_record(n_jobs, [(None, (r, c), {}) for r in rows for c in cols], "ThreadingBackend")
+    return np.block([[r @ c for c in cols] for r in rows])
+'''
+
 _BOOTSTRAP_SERIAL = '''
 import numpy as np
 def bootstrap_ci(data, n_boot, n_jobs, seed, alpha=0.05):
@@ -226,27 +238,10 @@ def block_matmul(A, B, n_blocks, n_jobs):
     cols = np.array_split(np.asarray(B), n_blocks, axis=1)
     return np.block([[r @ c for c in cols] for r in rows])
 ''',
-        "blocks computed serially, the spy's record forged": _FORGE_PARALLEL_RECORD + '''
-import numpy as np
-def block_matmul(A, B, n_blocks, n_jobs):
-    if n_blocks < 1 or n_jobs < 1 or np.shape(A)[1] != np.shape(B)[0]:
-        raise ValueError("bad arguments")
-    rows = np.array_split(np.asarray(A), n_blocks, axis=0)
-    cols = np.array_split(np.asarray(B), n_blocks, axis=1)
-    _forge_parallel_record(n_jobs, [(None, (r, c), {}) for r in rows for c in cols], "ThreadingBackend")
-    return np.block([[r @ c for c in cols] for r in rows])
-''',
-        "blocks computed serially, the spy's record and the tasks' notes forged by a thread started meanwhile": _FORGE_TASK_NOTES + '''
-import numpy as np
-def block_matmul(A, B, n_blocks, n_jobs):
-    if n_blocks < 1 or n_jobs < 1 or np.shape(A)[1] != np.shape(B)[0]:
-        raise ValueError("bad arguments")
-    rows = np.array_split(np.asarray(A), n_blocks, axis=0)
-    cols = np.array_split(np.asarray(B), n_blocks, axis=1)
-    _forge_task_notes(False)
-    _forge_parallel_record(n_jobs, [(None, (r, c), {}) for r in rows for c in cols], "ThreadingBackend")
-    return np.block([[r @ c for c in cols] for r in rows])
-''',
+        "blocks computed serially, the spy's record forged": _FORGE_PARALLEL_RECORD + _BLOCKS_RECORD_FORGED,
+        "blocks computed serially, the spy's record and the tasks' notes forged by a thread started meanwhile": (
+            _FORGE_TASK_NOTES + _BLOCKS_RECORD_FORGED.replace(
+                "    _forge_parallel_record(", "    _forge_task_notes(False)\n    _forge_parallel_record(")),
         "only row strips in parallel": '''
 import numpy as np
 from joblib import Parallel, delayed

@@ -1,4 +1,5 @@
 """Wrong and alternative answers of 09_data_parallel (see autograder/samples/__init__.py)."""
+from autograder.samples import WITNESS_HELPER
 
 _DDP_IMPORTS = '''
 import os, shutil, tempfile, time
@@ -249,30 +250,13 @@ def run_ddp(world_size, epochs, seed):
         # request and reports its kernel id, written into its forged trace; the puzzles the checks
         # left in the trace folder are solved here. What remains is their CPU, spent by the
         # calling process, which the judge reads.
-        "trains in the calling process; the reads and witnesses forged by processes started meanwhile": _TRAIN_HERE_FORGE_READS + '''
-_SERVE = """
-import threading
-conn.recv()
-seen = []
-thread = threading.Thread(target=lambda: seen.append(threading.get_native_id()))
-thread.start()
-thread.join()
-conn.send(seen[0])
-conn.recv()
-"""
-
+        "trains in the calling process; the reads and witnesses forged by processes started meanwhile": WITNESS_HELPER + _TRAIN_HERE_FORGE_READS + '''
 def run_ddp(world_size, epochs, seed):
     if world_size < 1 or ddp_worker.GLOBAL_BATCH % world_size:
         raise ValueError("world_size")
-    context = multiprocessing.get_context("fork")
-    helpers = []
-    for _ in range(world_size):
-        mine, theirs = context.Pipe()
-        helper = context.Process(target=exec, args=(_SERVE, {"conn": theirs}), daemon=True)
-        helper.start()
-        helpers.append((helper, mine))
+    helpers = [_WitnessHelper() for _ in range(world_size)]
     try:
-        state = _train_here_forge_reads(world_size, epochs, seed, [h for h, _ in helpers])
+        state = _train_here_forge_reads(world_size, epochs, seed, [h.process for h in helpers])
         trace = Path(tempfile.gettempdir()) / f"course-ddp-trace-{seed}"
         if trace.is_dir():
             answers = []
@@ -282,17 +266,15 @@ def run_ddp(world_size, epochs, seed):
                     if line.strip():
                         i, base, modulus, squarings = (int(part) for part in line.split())
                         answers.append(f"answer {i} {solve_puzzle((base, modulus, squarings))}")
-            for k, (helper, conn) in enumerate(helpers):
-                conn.send(None)
+            for k, helper in enumerate(helpers):
                 path = trace / f"{helper.pid}.txt"
-                lines = [f"witness {conn.recv()}"] + (answers if k == 0 else []) + [path.read_text()]
+                lines = [f"witness {helper.witness()}"] + (answers if k == 0 else []) + [path.read_text()]
                 path.write_text("\\n".join(lines))
         time.sleep(0.1)  # long enough for the judge's /proc view of the tree to see them
         return state
     finally:
-        for helper, conn in helpers:
-            conn.send(None)
-            helper.join()
+        for helper in helpers:
+            helper.stop()
 ''',
         "trains in the calling process (no DDP)": '''
 import torch

@@ -1,4 +1,5 @@
 """Wrong and alternative answers of 12_collectives_sharding (see autograder/samples/__init__.py)."""
+from autograder.samples import WITNESS_HELPER
 
 # --- ring_allreduce_p2p ----------------------------------------------------------------------
 _RING_HEAD = '''
@@ -34,25 +35,31 @@ _ALL_GATHER = '''
 '''
 
 
+# Every forged launch goes into the launcher's record the way helpers.ranks.launch puts a real one.
+_RECORD = """
+def _record(run):
+    with ranks._history_lock:
+        for runs in ranks._history:
+            runs.append(run)
+"""
+
 # Code a student who has read helpers/ranks.py could add to a serial answer: write a launch with
 # the counts the checks look for into the launcher's record, without starting any rank. The
 # forkserver runs already, as the notebook's earlier launches leave it: with its resource tracker,
 # the student's process has two children before the answer runs.
-_FORGE_LAUNCH = """
+_FORGE_LAUNCH = _RECORD + """
 import multiprocessing.forkserver
 multiprocessing.forkserver.ensure_running()
 
 def _forge_launch(world_size, result, counts):
     run = ranks.Launch(world_size, [result] + [None] * (world_size - 1), [counts] * world_size)
-    with ranks._history_lock:
-        for runs in ranks._history:
-            runs.append(run)
+    _record(run)
     return result
 """
 
 # The same, with as many idle processes as ranks started meanwhile (the kernel's count of new
 # processes and the judge's view of the tree are then met): each rank's witness thread is not.
-_FORGE_LAUNCH_IDLE = """
+_FORGE_LAUNCH_IDLE = _RECORD + """
 import multiprocessing, time
 
 def _forge_launch(world_size, result, counts):
@@ -62,56 +69,31 @@ def _forge_launch(world_size, result, counts):
         p.start()
     time.sleep(0.3)  # long enough for the judge's /proc view of the tree to see them at once
     run = ranks.Launch(world_size, [result] + [None] * (world_size - 1), [counts] * world_size)
-    with ranks._history_lock:
-        for runs in ranks._history:
-            runs.append(run)
+    _record(run)
     for p in idle:
         p.kill()
     return result
 """
 
-# The same, with each rank's witness forged too: processes started meanwhile each start a thread on
-# request and report its kernel id, which the forged record names; the puzzles the ranks should
-# solve (the record's proofs) are solved here. What remains is their CPU, spent by the calling
-# process, which the judge reads.
-_FORGE_LAUNCH_WITNESSED = """
-import multiprocessing, time
-
-_SERVE = '''
-import threading
-conn.recv()
-seen = []
-thread = threading.Thread(target=lambda: seen.append(threading.get_native_id()))
-thread.start()
-thread.join()
-conn.send(seen[0])
-conn.recv()
-'''
+# The same, with each rank's witness forged too: processes started meanwhile (samples.WITNESS_HELPER)
+# each start a thread on request and report its kernel id, which the forged record names; the
+# puzzles the ranks should solve (the record's proofs) are solved here. What remains is their CPU,
+# spent by the calling process, which the judge reads.
+_FORGE_LAUNCH_WITNESSED = WITNESS_HELPER + _RECORD + """
+import time
 
 def _forge_launch(world_size, result, counts):
-    context = multiprocessing.get_context("fork")
-    helpers = []
-    for _ in range(world_size):
-        mine, theirs = context.Pipe()
-        helper = context.Process(target=exec, args=(_SERVE, {"conn": theirs}), daemon=True)
-        helper.start()
-        helpers.append((helper, mine))
-    witnesses = []
-    for helper, conn in helpers:
-        conn.send(None)
-        witnesses.append((helper.pid, conn.recv()))
+    helpers = [_WitnessHelper() for _ in range(world_size)]
+    witnesses = [(helper.pid, helper.witness()) for helper in helpers]
     time.sleep(0.3)  # long enough for the judge's /proc view of the tree to see them at once
     puzzles = next((p for p in reversed(getattr(ranks, "_puzzles", [])) if p), [])
     run = ranks.Launch(world_size, [result] + [None] * (world_size - 1), [counts] * world_size, 0.0, witnesses)
     if puzzles:
         from helpers.workers import solve_puzzle
         run.proofs = [solve_puzzle(puzzles[r]) for r in range(world_size)]
-    with ranks._history_lock:
-        for runs in ranks._history:
-            runs.append(run)
-    for helper, conn in helpers:
-        conn.send(None)
-        helper.join()
+    _record(run)
+    for helper in helpers:
+        helper.stop()
     return result
 """
 

@@ -36,6 +36,50 @@ def _forge_spy_counts(extra=64):
         frame = frame.f_back
 """
 
+# Code a student who has read autograder/ could add to forge where work ran: a process of its own
+# that, each time it is asked, spins for a while if told to, starts a thread and sends back the
+# thread's kernel id. The kernel then did see that thread created in that process during the
+# call, as if the process had run a task. The catalogue's answers that use it must still fail:
+# the tasks' puzzles (autograder/checks/_puzzles.py) were solved where the answer ran them.
+WITNESS_HELPER = """
+import threading as _threading
+from multiprocessing import get_context as _get_context
+
+_WITNESS_LOOP = '''
+import threading, time
+while True:
+    spin = conn.recv()
+    if spin is None:
+        break
+    start = time.thread_time()
+    while time.thread_time() - start < spin:
+        pass
+    seen = []
+    thread = threading.Thread(target=lambda: seen.append(threading.get_native_id()))
+    thread.start()
+    thread.join()
+    conn.send(seen[0])
+'''
+
+class _WitnessHelper:
+    def __init__(self, method="fork"):
+        context = _get_context(method)
+        self._conn, theirs = context.Pipe()
+        self.process = context.Process(target=exec, args=(_WITNESS_LOOP, {"conn": theirs}), daemon=True)
+        self.process.start()
+        self.pid = self.process.pid
+        self._lock = _threading.Lock()
+
+    def witness(self, spin=0.0):
+        with self._lock:
+            self._conn.send(spin)
+            return self._conn.recv()
+
+    def stop(self):
+        self._conn.send(None)
+        self.process.join()
+"""
+
 # Serial and lock-serialised answers to the exercises whose point is a parallel
 # speed-up or concurrency: (assignment, exercise, label of its WRONG answer).
 # Graded as two students (tests/test_timing_exercises.py): each must score zero.
