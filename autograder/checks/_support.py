@@ -105,8 +105,9 @@ def work_for_workers(tasks, processes):
     The student's process may spend `allowance` CPU seconds, 0.15 s + 0.02 s per process, while
     the calls run. Measured with torch loaded, under fork, spawn and forkserver, and with six
     processes spinning on the two cores: a pool, a process per call, an executor or loky spend at
-    most 0.03 s (0.008 s per fork); joblib's multiprocessing backend 0.1 s, nearly all of it the
-    gc.collect() it runs before starting its pool. The puzzles (autograder/checks/_puzzles.py),
+    most 0.03 s (0.008 s per fork), the ranks of 12 0.07 s; joblib's multiprocessing backend 0.12 s,
+    nearly all of it the gc.collect() it runs before starting its pool, and 0.03 s once 06's checks
+    freeze the objects alive before the call (gc.freeze). The puzzles (autograder/checks/_puzzles.py),
     one per call, take twice the allowance in all, so an answer that solved them in its own
     process spent at least that there."""
     from autograder.checks import _puzzles
