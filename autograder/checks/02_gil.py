@@ -231,8 +231,9 @@ def test_run_processes_concurrent(run_processes):
     work of which the calling process may spend only half meanwhile (read from
     /proc; a correct answer spends a fixed cost per process it starts, a fifth
     of that or less, however busy the machine). The judge also sees the calls
-    from outside: every call stays 0.3 s after the barrier, and in that time one of its /proc readings (every 5 ms)
-    must show all n processes that report having run a call alive at once
+    from outside: every call stays 0.3 s after the barrier, and in that time
+    one of its /proc readings (every 5 ms) must show all n processes that
+    report having run a call alive at once
     in the student's process tree; a call whose readings all miss it is tried
     again, up to 3 times, then the check is undecided (never passed; regraded
     alone, then a person).
@@ -261,7 +262,8 @@ def _meet_in_processes(run_processes, wait, tasks):
     with workers.mp_context().Manager() as manager:
         barrier = manager.Barrier(len(tasks))
         with count_starts_and_joins() as counts:
-            out = run_processes(workers.meet_and_hold, [(barrier, i, wait, HOLD, task) for i, task in enumerate(tasks)])
+            calls = [(barrier, i, wait, HOLD, task) for i, task in enumerate(tasks)]
+            out = run_processes(workers.meet_and_hold, calls)
     return out, counts
 
 

@@ -264,7 +264,8 @@ def test_seeded_loader_reproducible(seeded_loader):
     there(_scramble)
     with created() as made, caller_cpu() as spent:
         first = _run(seeded_loader(data, batch_size, 2, seed))
-    answers = there(read_answers, data.readers)
+        # Read inside the window: work the student's process finished after the call is its own too.
+        answers = there(read_answers, data.readers)
     _workers_started(made, 2, there(read_notes, data.readers))
     # A worker's note and witness can be forged by a process that starts a thread on request;
     # the items' puzzles cannot be solved without their CPU time, which the caller must not spend.

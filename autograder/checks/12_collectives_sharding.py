@@ -322,7 +322,8 @@ def _the_launch(runs, world_size, name, watched, work):
     record kept in the student's process: as root, each rank it names must have started its
     witness thread (helpers.ranks' _rank_main does, before the rank's function runs) where the
     kernel saw it. And each rank solved its puzzle while the calling process spent less than half
-    their CPU (`work`: puzzles, caller_cpu(), allowance): a witness can be forged by a process started to do only that."""
+    their CPU (`work`: puzzles, caller_cpu(), allowance): a witness can be forged by a process
+    started to do only that."""
     assert runs, (f"{name} must start its ranks with helpers.ranks.launch: the grader reads the "
                   "launcher's counts")
     started, counts, witnesses, proofs = runs[-1]

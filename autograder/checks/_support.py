@@ -81,7 +81,7 @@ def caller_threads_cpu():
     time that the threads the student's process had before the block (the calling thread among
     them) used meanwhile, from the kernel's per-thread accounting (/proc/<pid>/task/<tid>/schedstat);
     threads started during the block are not counted. spent.ended lists the threads of before
-    that ended during the block, whose time then cannot be told apart (a check is undecided)."""
+    that ended during the block, whose time then cannot be told apart from the rest of the process's."""
     from autograder.pipeline.judge import ProcessTree
     spent = ThreadsSpent()
     tree = ProcessTree(student_pid())

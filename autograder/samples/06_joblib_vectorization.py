@@ -18,7 +18,7 @@ def _forge_parallel_record(n_jobs, tasks, backend):
 # folder, found in the callers' frames, as a worker that ran a task would, and the puzzles the spy
 # hands the first tasks are solved here. What remains is their CPU, spent by a thread the calling
 # process had before the call, which the judge reads.
-_FORGE_TASK_NOTES = _FORGE_PARALLEL_RECORD + """
+_FORGE_NOTES = _FORGE_PARALLEL_RECORD + """
 import multiprocessing, os, sys, threading
 from helpers.workers import note_where
 def _forge_task_notes(in_a_process):
@@ -35,10 +35,51 @@ def _forge_task_notes(in_a_process):
     noter.start()
     noter.join()
     if puzzles:
-        from helpers.workers import note_answer
-        for j, puzzle in enumerate(puzzles):
-            note_answer(notes, j, puzzle)
+        _solve_puzzles(notes, puzzles)
 """
+_FORGE_TASK_NOTES = _FORGE_NOTES + """
+def _solve_puzzles(notes, puzzles):
+    from helpers.workers import note_answer
+    for j, puzzle in enumerate(puzzles):
+        note_answer(notes, j, puzzle)
+"""
+# The same, with the puzzles solved after the call returns, by a thread started at import, and the
+# judge's next request (which reads the answers through pathlib, a module grading does not watch)
+# made to wait for it: work done after the call, by a thread of the calling process. The judge
+# reads the answers inside the window in which it measures the caller's CPU, so this must fail.
+_FORGE_TASK_NOTES_SOLVED_LATER = _FORGE_NOTES + """
+import pathlib, queue
+_LATER = queue.Queue()
+def _solve_later():
+    from helpers.workers import note_answer
+    while True:
+        notes, j, puzzle = _LATER.get()
+        note_answer(notes, j, puzzle)
+        _LATER.task_done()
+threading.Thread(target=_solve_later, daemon=True).start()
+_glob = pathlib.Path.glob
+def _glob_when_solved(self, pattern, *args, **kwargs):
+    _LATER.join()
+    return _glob(self, pattern, *args, **kwargs)
+pathlib.Path.glob = _glob_when_solved
+def _solve_puzzles(notes, puzzles):
+    for j, puzzle in enumerate(puzzles):
+        _LATER.put((notes, j, puzzle))
+"""
+
+# Distances computed here, the notes and the spy's record forged.
+_CDIST_NOTES_FORGED = '''
+import numpy as np
+from helpers.distances import cdist_naive
+def cdist_joblib(X, Y, n_jobs, prefer="processes"):
+    if n_jobs < 1 or prefer not in ("processes", "threads"):
+        raise ValueError("bad arguments")
+    _forge_task_notes(prefer != "threads")
+    X = np.asarray(X, float)
+    tasks = [(None, (chunk, Y), {}) for chunk in np.array_split(X, n_jobs)]
+    _forge_parallel_record(n_jobs, tasks, "ThreadingBackend" if prefer == "threads" else "LokyBackend")
+    return cdist_naive(X, Y)
+'''
 
 # Blocks multiplied one after another in the calling process, a Parallel call written into the spy's record.
 _BLOCKS_RECORD_FORGED = '''
@@ -102,18 +143,10 @@ def cdist_joblib(X, Y, n_jobs, prefer="processes"):
     idle.kill()
     return result
 ''',
-        "serial, the spy's record and the tasks' notes forged by a process or thread started meanwhile": _FORGE_TASK_NOTES + '''
-import numpy as np
-from helpers.distances import cdist_naive
-def cdist_joblib(X, Y, n_jobs, prefer="processes"):
-    if n_jobs < 1 or prefer not in ("processes", "threads"):
-        raise ValueError("bad arguments")
-    _forge_task_notes(prefer != "threads")
-    X = np.asarray(X, float)
-    tasks = [(None, (chunk, Y), {}) for chunk in np.array_split(X, n_jobs)]
-    _forge_parallel_record(n_jobs, tasks, "ThreadingBackend" if prefer == "threads" else "LokyBackend")
-    return cdist_naive(X, Y)
-''',
+        "serial, the spy's record and the tasks' notes forged by a process or thread started meanwhile": (
+            _FORGE_TASK_NOTES + _CDIST_NOTES_FORGED),
+        "serial, the spy's record and the tasks' notes forged, the puzzles solved after the call": (
+            _FORGE_TASK_NOTES_SOLVED_LATER + _CDIST_NOTES_FORGED),
         "joblib with n_jobs=1 whatever is asked": '''
 import numpy as np
 from joblib import Parallel, delayed
