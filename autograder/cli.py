@@ -1,16 +1,33 @@
 """python -m autograder <verb>: the instructor's commands, one module per verb."""
 import argparse
+import ast
+import importlib
 import os
 import sys
 import time
+from pathlib import Path
 
-from . import author, benchmark, course, feedback, grade, release, report, samples, site, student
+from . import course
+
+
+# Each verb's module is imported only when that verb runs: some import heavy libraries
+# (jupytext, nbformat, Sphinx), about a second and a half that every other command would pay.
+def _verb(module, function="main"):
+    """A verb's entry point, `autograder.<module>.<function>(args)`, imported when called."""
+    def run(args):
+        return getattr(importlib.import_module(run.module), function)(args)
+    run.module, run.function = f"{__package__}.{module}", function
+    return run
+
+
+def _docstring(module):
+    """A verb module's docstring, read without importing it."""
+    return ast.get_docstring(ast.parse((Path(__file__).parent / f"{module}.py").read_text()))
 
 
 def _all(args):
     """release -> samples -> grade -> feedback -> report, timing each step."""
-    steps = [("release", release.main), ("samples", samples.main), ("grade", grade.main),
-             ("feedback", feedback.main), ("report", report.main)]
+    steps = [(name, _verb(name)) for name in ("release", "samples", "grade", "feedback", "report")]
     status = 0
     for name, step in steps:
         start = time.perf_counter()
@@ -25,12 +42,12 @@ def parser():
     top = argparse.ArgumentParser(prog="python -m autograder", description=__doc__)
     verbs = top.add_subparsers(dest="verb", required=True)
     helps = {
-        "release": (release.main, "generate the student notebooks in release/ from source/"),
-        "samples": (samples.main, "write the sample submissions into submitted/"),
-        "grade": (grade.main, "autograde every submission in submitted/, in parallel"),
-        "feedback": (feedback.main, "write HTML feedback for every graded submission"),
-        "report": (report.main, "write grade CSVs and plots into reports/"),
-        "student": (student.main, "build dist/student/, the folder students receive"),
+        "release": (_verb("release"), "generate the student notebooks in release/ from source/"),
+        "samples": (_verb("samples"), "write the sample submissions into submitted/"),
+        "grade": (_verb("grade"), "autograde every submission in submitted/, in parallel"),
+        "feedback": (_verb("feedback"), "write HTML feedback for every graded submission"),
+        "report": (_verb("report"), "write grade CSVs and plots into reports/"),
+        "student": (_verb("student"), "build dist/student/, the folder students receive"),
         "all": (_all, "the main job: release, samples, grade, feedback, report"),
     }
     graded_verbs = {"grade", "feedback", "all"}  # the verbs that work on submissions
@@ -47,23 +64,23 @@ def parser():
                          help="grade and write feedback on the workers of this Dask cluster "
                               "(default: COURSE_SCHEDULER, else this machine)")
     bench = verbs.add_parser("benchmark", help="time parallel grading against plain nbgrader; "
-                             "check that grading is steady", description=benchmark.__doc__,
+                             "check that grading is steady", description=_docstring("benchmark"),
                              formatter_class=argparse.RawDescriptionHelpFormatter)
     bench.add_argument("assignments", nargs="*", help="the assignments to use (default: all)")
     bench.add_argument("--copies", type=int, default=2, help="students handing in every assignment (default 2)")
     bench.add_argument("--jobs", type=int, default=None)
     bench.add_argument("--repeat", type=int, default=0, help="grade the reference answers N times instead")
     bench.add_argument("--busy", action="store_true", help="keep one core busy meanwhile")
-    bench.set_defaults(fn=benchmark.main)
+    bench.set_defaults(fn=_verb("benchmark"))
     web = verbs.add_parser("site", help="build the course website (Sphinx + MyST-NB) from the release "
-                           "notebooks, executed here", description=site.__doc__,
+                           "notebooks, executed here", description=_docstring("site"),
                            formatter_class=argparse.RawDescriptionHelpFormatter)
     web.add_argument("assignments", nargs="*", help="default: every assignment in source/")
     web.add_argument("--out", default=None, help="output folder (default: dist/site); the pages go to OUT/html")
-    web.set_defaults(fn=site.main)
+    web.set_defaults(fn=_verb("site"))
     auth = verbs.add_parser("author", help="notebook <-> text form (see autograder/author.py)")
     auth.add_argument("rest", nargs=argparse.REMAINDER)
-    auth.set_defaults(fn=author.command)
+    auth.set_defaults(fn=_verb("author", "command"))
     return top
 
 

@@ -128,11 +128,18 @@ def _call_with_timeout(fn, kwargs, timeout):
         except BaseException as err:  # noqa: BLE001 (reported as the check's failure)
             box["error"] = err
 
+    from .pipeline import lease
     worker = threading.Thread(target=target, name=f"check:{fn.__name__}", daemon=True)
+    waited_before = lease.seconds_waited()  # time spent waiting for the machine alone does not count
+    deadline = time.monotonic() + timeout
     worker.start()
-    worker.join(timeout)
-    if worker.is_alive():
-        raise CheckTimeout(f"did not finish within {timeout:g} s (a hang or a deadlock?)")
+    while True:
+        left = deadline + lease.seconds_waited() - waited_before - time.monotonic()
+        worker.join(max(left, 0.05))
+        if not worker.is_alive():
+            break
+        if deadline + lease.seconds_waited() - waited_before <= time.monotonic():
+            raise CheckTimeout(f"did not finish within {timeout:g} s (a hang or a deadlock?)")
     if "error" in box:
         raise box["error"]
     return box.get("value")
@@ -176,8 +183,9 @@ def run(assignment, exercise, namespace, session=None, hold=None, until_failure=
 
     With `session` (a judge.StudentProcess), `namespace` holds handles on the
     student's process, and a check that overruns its time stops that process.
-    `hold(exclusive)` (the judge's lease on the machine) is entered around each
-    check, outside its time limit; checks marked `exclusive` need the machine alone.
+    `hold()` (the judge's lease on the machine, shared) is entered around each
+    check, outside its time limit; a check that judges a speed-up takes the machine
+    alone for its timed part (`_support.alone()`), the wait not counted in its time.
     `until_failure`: stop at the first check that does not pass (enough to show
     that an answer is wrong).
     """
@@ -194,7 +202,7 @@ def run(assignment, exercise, namespace, session=None, hold=None, until_failure=
         try:
             kwargs = _arguments(fn, namespace)
             try:
-                with hold(bool(getattr(fn, "exclusive", False))) if hold else _nothing():
+                with hold() if hold else _nothing():
                     start = time.perf_counter()
                     _call_with_timeout(fn, kwargs, getattr(fn, "timeout", DEFAULT_TIMEOUT))
             except CheckTimeout:

@@ -32,10 +32,14 @@ def test_every_verb_is_a_module_of_its_own():
     from autograder import cli
     verbs = next(a for a in cli.parser()._actions if isinstance(a, argparse._SubParsersAction)).choices
     assert {"release", "samples", "grade", "feedback", "report", "benchmark"} <= set(verbs)
+    import importlib
     for verb, sub in verbs.items():
-        module = sub.get_default("fn").__module__
+        fn = sub.get_default("fn")
+        module = getattr(fn, "module", fn.__module__)  # cli imports a verb's module when it runs
         expected = "autograder.cli" if verb == "all" else f"autograder.{verb}"
         assert module == expected, f"`{verb}` is run by {module}"
+        if hasattr(fn, "module"):
+            assert callable(getattr(importlib.import_module(module), fn.function)), f"`{verb}`: no {fn.function}"
 
 
 def test_a_course_is_where_its_work_goes(tmp_path, monkeypatch):
@@ -70,3 +74,16 @@ def test_nbgrader_config_loads_the_pipeline_not_the_verbs():
     verbs = {f"autograder.{v}" for v in ("cli", "grade", "feedback", "report", "release", "samples", "site",
                                           "student", "benchmark", "author")}
     assert not loaded & verbs, f"nbgrader_config.py loads {sorted(loaded & verbs)}"
+
+
+def test_the_cli_imports_a_verb_only_to_run_it():
+    """Building the parser imports no verb module: `python -m autograder grade` does not pay for
+    jupytext (author), Sphinx (site) or nbformat (samples)."""
+    import subprocess
+    import sys
+
+    probe = ("import sys; from autograder import cli; cli.parser(); "
+             "print(sorted(m for m in ('jupytext', 'nbformat', 'autograder.author', 'autograder.site', "
+             "'autograder.samples', 'autograder.benchmark') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", probe], cwd=course.ROOT, capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]", done.stdout

@@ -15,7 +15,7 @@ import pytest
 from scipy.spatial.distance import cdist as scipy_cdist
 from threadpoolctl import threadpool_info
 
-from autograder.checks._support import (arrays_close, assert_worked_outside, caller_cpu, caller_threads_cpu, exact_list,
+from autograder.checks._support import (alone, arrays_close, assert_worked_outside, caller_cpu, caller_threads_cpu, exact_list,
                                         exclusive, helped, notes_folder, plain_array, raises_value_error, read_answers,
                                         read_notes, student_pid, there, timeout, witnessed_processes, work_for_workers)
 from helpers import distances
@@ -382,14 +382,16 @@ def test_cdist_vectorized_fast(cdist_vectorized):
     """
     X, Y = _points(150, 8), _points(150, 8)
     conclusive_slow = 0
-    for _ in range(5):
-        loop = _best_seconds(distances.cdist_naive, X, Y, 1, per_try=2)
-        mine = _best_seconds(cdist_vectorized, X, Y, 5)
-        if mine * 10 < loop:
-            return
-        own = _best_seconds(_own_broadcast, X, Y, 5)
-        loop = min(loop, _best_seconds(distances.cdist_naive, X, Y, 1, per_try=2))
-        conclusive_slow += own * 30 < loop
+    cdist_vectorized(X[:3], Y[:3])  # untimed: an answer that raises does so before the machine is taken
+    with alone():
+        for _ in range(5):
+            loop = _best_seconds(distances.cdist_naive, X, Y, 1, per_try=2)
+            mine = _best_seconds(cdist_vectorized, X, Y, 5)
+            if mine * 10 < loop:
+                return
+            own = _best_seconds(_own_broadcast, X, Y, 5)
+            loop = min(loop, _best_seconds(distances.cdist_naive, X, Y, 1, per_try=2))
+            conclusive_slow += own * 30 < loop
     if conclusive_slow < 5:
         pytest.skip("the machine is too busy to time the vectorised version against the loop right now")
     raise AssertionError(

@@ -98,8 +98,8 @@ def _ranking_problem(found, expected, runs, wall):
     """None when `found` is right, else the reason it is not."""
     want = len(expected)
     found = exact_list(found, "hotspots(...)")
-    if len(found) != want:
-        return f"asked for top={want}, got {len(found)} entries"
+    # How many entries come back does not depend on the machine's stalls: no retry.
+    assert len(found) == want, f"asked for top={want}, got {len(found)} entries"
     assert runs == 1, f"fn ran {runs} times; it must run exactly once"
     pairs = []
     for item in found:
@@ -394,9 +394,8 @@ def test_torch_top_ops_self_time(torch_top_ops):
             (got,), expected = there(_top_ops_tries, torch_top_ops, top, 1)
             got = exact_list(got, f"torch_top_ops(model, x, top={top})")
             assert all(isinstance(name, str) for name in got), "return operator names (str) such as 'aten::addmm'"
-            if len(got) != top:
-                problem = f"asked for top={top}, got {len(got)} names"
-            elif list(got) != expected[:top]:
+            assert len(got) == top, f"asked for top={top}, got {len(got)} names"  # stalls cannot change it
+            if list(got) != expected[:top]:
                 problem = (f"with top={top} the names are not those of the operators with the largest "
                            "self CPU time, largest first")
             else:
