@@ -133,10 +133,12 @@ def workdir_factory(tmp_path_factory):
 def pytest_collection_finish(session):
     """The assignments the shared graded course needs: those of the selected tests that use it
     (`-k 05` grades 05 only); a test with no `assignment` parameter needs its module's
-    GRADED_ASSIGNMENTS, or every assignment."""
+    GRADED_ASSIGNMENTS, or every assignment. A module with GRADED_ASSIGNMENTS may also ask for
+    the course only when it needs it (request.getfixturevalue), after its own work."""
     wanted = set()
     for item in session.items:
-        if "graded_course" not in getattr(item, "fixturenames", ()):
+        if ("graded_course" not in getattr(item, "fixturenames", ())
+                and not hasattr(getattr(item, "module", None), "GRADED_ASSIGNMENTS")):
             continue
         params = getattr(getattr(item, "callspec", None), "params", {})
         if "assignment" in params:

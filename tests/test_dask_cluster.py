@@ -25,6 +25,7 @@ from autograder import course
 
 pytestmark = [pytest.mark.scale, pytest.mark.timeout(900)]
 # What the shared graded course (the SQLite baseline) must hold: conftest's SCALE_ASSIGNMENTS.
+# The test asks for it only once the cluster has graded (the course is graded meanwhile, beside it).
 GRADED_ASSIGNMENTS = ("01_processes_threads",)
 ASSIGNMENT = "01_processes_threads"
 
@@ -44,7 +45,7 @@ def _busy_worker(client, pids, psutil):
     return None
 
 
-def test_grade_on_dask_cluster_survives_a_killed_worker(postgres, sqlite_baseline, course_tools, tmp_path):
+def test_grade_on_dask_cluster_survives_a_killed_worker(postgres, course_tools, tmp_path, request):
     distributed = pytest.importorskip("distributed")
     psutil = pytest.importorskip("psutil")
     db_url = postgres.url("course_dask")
@@ -87,7 +88,7 @@ def test_grade_on_dask_cluster_survives_a_killed_worker(postgres, sqlite_baselin
     regraded = tmp_path / "autograded" / student / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
     assert regraded.stat().st_mtime > killed_at, f"{student} was not graded again after its worker died"
 
-    expected = {k: v for k, v in sqlite_baseline.items() if k[1] == ASSIGNMENT}
+    expected = {k: v for k, v in request.getfixturevalue("sqlite_baseline").items() if k[1] == ASSIGNMENT}
     scores = course_tools.scores(tmp_path, db_url)
     assert scores == expected, {k: (scores.get(k), expected.get(k)) for k in set(scores) | set(expected)
                                 if scores.get(k) != expected.get(k)}

@@ -76,3 +76,59 @@ def test_threads_started_during_the_call_are_not_the_callers():
     with _support.caller_threads_cpu() as spent:
         solve_puzzle(_puzzles.make(0.2).task)
     assert spent.seconds >= 0.1, spent.seconds
+
+
+
+def _grow_heap(n):
+    """(in the student's process) n objects the collector tracks, kept alive (a notebook's heap)."""
+    import sys
+    sys.course_test_heap = [[i] for i in range(n)]
+
+
+def _drop_heap():
+    import sys
+    sys.__dict__.pop("course_test_heap", None)
+
+
+def _full_collection():
+    import gc
+    gc.collect()
+
+
+def _charged_and_real(cpu_of_caller):
+    """(CPU seconds caller_cpu() charges for a full collection over a large heap, made through
+    there(), and what the same collection costs unwatched, read with cpu_of_caller())."""
+    _support.there(_grow_heap, 1_000_000)
+    try:
+        with _support.caller_cpu() as spent:
+            _support.there(_full_collection)
+        before = cpu_of_caller()
+        _support.there(_full_collection)
+        return spent.seconds, cpu_of_caller() - before
+    finally:
+        _support.there(_drop_heap)
+
+
+def test_a_full_garbage_collection_in_the_caller_is_not_charged():
+    """The interpreter collects garbage when it likes; with torch loaded a full collection scans
+    every object the notebook holds (0.12 s). caller_cpu() freezes the heap of before out of
+    the collector's sight, so a correct answer is not charged for it."""
+    charged, real = _charged_and_real(time.thread_time)
+    assert real > 0.05, f"the heap is too small to show a collection's cost ({real:.3f} s)"
+    assert charged < 0.02, f"a full collection was charged {charged:.3f} s"
+
+
+def test_a_full_garbage_collection_in_the_students_process_is_not_charged():
+    """The same across the process boundary, as in grading: the judge's caller_cpu() freezes the
+    heap in the student's process (there(gc.freeze))."""
+    from autograder import hidden
+    from autograder.pipeline.judge import StudentProcess
+    session = StudentProcess.for_reference("01_processes_threads")
+    hidden.STUDENT = session
+    try:
+        charged, real = _charged_and_real(lambda: _support._process_cpu(session.pid))
+    finally:
+        hidden.STUDENT = None
+        session.stop()
+    assert real > 0.05, f"the heap is too small to show a collection's cost ({real:.3f} s)"
+    assert charged < 0.02, f"a full collection in the student's process was charged {charged:.3f} s"

@@ -81,17 +81,12 @@ def _spied(fn, *args, whole_of=(), notes=None, puzzles=()):
     the busiest Parallel call: n_jobs, number of tasks, backend class name, and for each task
     whether it received one of the arrays in `whole_of` whole, and how many arrays it received).
 
-    The objects alive before the call are frozen out of the garbage collector's sight meanwhile
-    (gc.freeze): joblib's multiprocessing backend runs gc.collect() before starting its pool, and
-    that full collection would otherwise charge the caller for every object the notebook holds
-    (measured 0.1 s of the 0.12 s it spent, with torch loaded), against the CPU the caller may spend."""
-    import gc
-    gc.freeze()
-    try:
-        with spy_parallel(notes, puzzles) as calls:
-            result = fn(*args)
-    finally:
-        gc.unfreeze()
+    The judge runs it with the objects alive before the call frozen out of the garbage
+    collector's sight (caller_cpu): joblib's multiprocessing backend runs gc.collect() before
+    starting its pool, and that full collection would otherwise charge the caller for every
+    object the notebook holds (measured 0.1 s of the 0.12 s it spent, with torch loaded)."""
+    with spy_parallel(notes, puzzles) as calls:
+        result = fn(*args)
     call = _busiest(calls)
     if call is None:
         return result, None
