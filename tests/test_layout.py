@@ -25,6 +25,18 @@ def test_the_sandbox_side_imports_nothing_from_the_instructor_side():
     assert loaded <= ALLOWED, f"the sandbox side loads {sorted(loaded - ALLOWED)}"
 
 
+def test_running_a_check_in_the_sandbox_loads_nothing_from_the_instructor_side():
+    """A hidden check run in a kernel (plain nbgrader) goes through hidden's time limit, which
+    reads the lease's waits only where the grader loaded the lease."""
+    code = ("import json, sys\nfrom autograder import hidden\n"
+            "assert hidden._call_with_timeout(lambda: 7, {}, 5) == 7\n"
+            "print(json.dumps(sorted(m for m in sys.modules if m.startswith('autograder'))))")
+    out = subprocess.run([sys.executable, "-P", "-c", code], cwd=course.ROOT, capture_output=True, text=True,
+                         check=True)
+    loaded = set(json.loads(out.stdout.splitlines()[-1]))
+    assert loaded <= ALLOWED, f"running a check loads {sorted(loaded - ALLOWED)}"
+
+
 def test_every_verb_is_a_module_of_its_own():
     """The CLI is the map of the code: `python -m autograder <verb>` runs autograder/<verb>(.py|/)."""
     import argparse
