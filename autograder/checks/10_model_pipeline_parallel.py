@@ -78,7 +78,9 @@ def _chained_stages(split_sequential, model, k, x):
             "out": out if isinstance(out, torch.Tensor) else None}
 
 
-# Widths where cutting greedily at the average stage size is not optimal (found by search).
+# Widths where cutting greedily at the average stage size is not optimal (found by search); in
+# the last, equal numbers of layers per stage are not optimal either. Every grading uses all three:
+# drawing two of them let the equal-numbers answer through 1 grading in 60 (audited).
 HARD_SPLITS = [([3, 20, 40, 8, 40, 8, 20], 3), ([40, 2, 40, 3, 40], 3), ([8, 20, 8, 20, 20, 2, 2], 3)]
 
 
@@ -92,7 +94,7 @@ def test_split_sequential_balanced(split_sequential):
     False failure of a correct answer: 0 (random models, exact integer
     counts against an exhaustive search).
     """
-    cases = [(_linear_chain(w), k) for w, k in random.sample(HARD_SPLITS, 2)]
+    cases = [(_linear_chain(w), k) for w, k in HARD_SPLITS]
     for _ in range(6):
         model, _ = _random_model()
         cases.append((model, random.randint(2, min(4, len(model)))))
