@@ -126,3 +126,47 @@ def _running(pid):
             return f.read().rsplit(")", 1)[1].split()[0] != "Z"
     except OSError:
         return False
+
+
+# In a fresh interpreter, so that no forkserver started earlier in this process (without the
+# preload) serves the ranks. Each rank writes whether torch._dynamo was already loaded when its
+# function started: DistributedDataParallel and FSDP import it when they are built, about a
+# second of CPU per rank and launch unless the forkserver loaded it once.
+_PRELOAD_PROBE = """
+import os, sys, tempfile
+sys.path.insert(0, {folder!r})
+
+def probe(rank, out):
+    with open(os.path.join(out, str(rank)), "w") as f:
+        f.write(str("torch._dynamo" in sys.modules))
+
+if __name__ == "__main__":
+    out = tempfile.mkdtemp()
+    if {launcher!r} == "helpers.ranks":
+        from helpers import ranks
+        import torch.distributed as dist
+        run = ranks.launch(lambda: probe(dist.get_rank(), out), 2)
+    else:
+        import torch.multiprocessing
+        import ddp_worker
+        method = ddp_worker.torch_start_method()
+        assert method == "forkserver", method
+        context = torch.multiprocessing.start_processes(
+            ddp_worker.run_by_value, args=(ddp_worker.by_value(probe), out), nprocs=2, join=False,
+            start_method=method)
+        while not context.join(timeout=60):
+            pass
+    print(sorted(open(os.path.join(out, name)).read() for name in os.listdir(out)))
+"""
+
+
+@pytest.mark.parametrize("launcher", ["helpers.ranks", "ddp_worker"])
+def test_ranks_start_with_what_ddp_imports_preloaded(launcher, tmp_path):
+    if "forkserver" not in multiprocessing.get_all_start_methods():
+        pytest.skip("no forkserver on this platform: ranks are spawned")
+    script = tmp_path / "probe.py"
+    script.write_text(_PRELOAD_PROBE.format(folder=str(course.SOURCE / "09_data_parallel"), launcher=launcher))
+    env = {k: v for k, v in os.environ.items() if k != "COURSE_START_METHOD"}
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300, env=env)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split("\n")[-2] == "['True', 'True']", done.stdout + done.stderr[-2000:]

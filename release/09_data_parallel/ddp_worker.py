@@ -9,11 +9,12 @@ training itself is yours to write in the notebook.
     make_dataset(seed)   the regression data set (N_SAMPLES samples, read by index)
     GLOBAL_BATCH, LR     the recipe: one optimiser step per GLOBAL_BATCH samples, plain SGD
     free_port()          a TCP port nobody uses right now, for the rendezvous
-    torch_start_method() spawn or forkserver: never fork once torch has run
+    torch_start_method() forkserver (torch preloaded) or spawn: never fork once torch has run
     by_value(fn)         fn's code as bytes, so that a notebook function can travel
     run_by_value(...)    the target each worker process runs: unpacks fn, calls it,
                          then shuts the process group down (see its docstring)
 """
+import multiprocessing
 import os
 import socket
 import sys
@@ -101,13 +102,24 @@ def free_port():
 
 
 def torch_start_method():
-    """spawn, or forkserver when COURSE_START_METHOD asks for it; never fork.
+    """forkserver where the platform has one, with torch preloaded; else spawn; never fork.
 
     A forked child of a process that has already run multi-threaded torch code
-    can deadlock on its first torch operation.
+    can deadlock on its first torch operation. Both answers start ranks from a
+    clean interpreter: a spawned rank is a new one that imports torch itself
+    (about a second, every rank, every launch); a forkserver is one clean
+    process, started at the first launch, that imports torch and this module
+    once and then forks each rank from itself (a few milliseconds). Set
+    COURSE_START_METHOD=spawn to get spawn (the only choice on Windows).
     """
     chosen = os.environ.get("COURSE_START_METHOD", "").strip()
-    return "forkserver" if chosen == "forkserver" else "spawn"
+    if chosen == "spawn" or "forkserver" not in multiprocessing.get_all_start_methods():
+        return "spawn"
+    # Read when the forkserver starts (the first launch); a module it cannot import is skipped.
+    # DistributedDataParallel imports torch._dynamo when it is built: about a second, paid once here.
+    multiprocessing.get_context("forkserver").set_forkserver_preload(
+        ["torch", "torch.distributed", "torch._dynamo", __name__])
+    return "forkserver"
 
 
 def by_value(fn):
