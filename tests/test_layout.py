@@ -99,3 +99,28 @@ def test_the_cli_imports_a_verb_only_to_run_it():
              "'autograder.samples', 'autograder.benchmark') if m in sys.modules))")
     done = subprocess.run([sys.executable, "-c", probe], cwd=course.ROOT, capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]", done.stdout
+
+
+# Ways a notebook or a check starts processes by the course's start method (COURSE_START_METHOD).
+_STARTS_PROCESSES = r"\b(mp_context|start_method|get_context|Pool|ProcessPoolExecutor|Process\(|num_workers|joblib|" \
+                    r"torch\.multiprocessing|Popen|os\.fork|ddp_worker|(pools|workers)\.\w+)\b"
+
+
+def test_assignments_left_out_of_the_spawn_pass_start_no_process_by_the_start_method():
+    """bin/test judges the reference solutions under spawn too, except where that would repeat
+    grading's run (autograder/checks START_METHOD_FREE): the cells grading runs and the checks of
+    those assignments must stay free of process starts that depend on the start method."""
+    import re
+
+    from autograder import notebooks
+    from autograder.checks import START_METHOD_FREE
+    pattern = re.compile(_STARTS_PROCESSES)
+    assert re.search(_STARTS_PROCESSES, "with workers.mp_context().Pool(2) as pool:")  # the pattern bites
+    for assignment in START_METHOD_FREE:
+        nb = notebooks.read(course.source_notebook(assignment))
+        graded = [c.source for c in nb.cells if c.cell_type == "code" and not notebooks.is_demo(c)]
+        checks = (course.ROOT / "autograder" / "checks" / f"{assignment}.py").read_text()
+        for where, text in [("the notebook", s) for s in graded] + [("its checks", checks)]:
+            found = pattern.search(text)
+            assert not found, (f"{assignment}: {where} uses {found.group(0)!r}: remove it from START_METHOD_FREE "
+                               "so that bin/test judges it under spawn too")

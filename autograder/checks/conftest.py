@@ -52,6 +52,22 @@ def _judge_role(request):
         hidden.STUDENT = None
 
 
+def pytest_collection_modifyitems(config, items):
+    """Under another start method (COURSE_START_METHOD), leave out the assignments whose code starts
+    no process by it (START_METHOD_FREE): their run would repeat grading's."""
+    from autograder.checks import START_METHOD_FREE
+    if not os.environ.get("COURSE_START_METHOD"):
+        return
+    free = [item for item in items if Path(item.fspath).stem in START_METHOD_FREE]
+    if free:
+        items[:] = [item for item in items if item not in free]
+        config.hook.pytest_deselected(items=free)
+        reporter = config.pluginmanager.getplugin("terminalreporter")
+        if reporter is not None:
+            reporter.write_line(f"{len(free)} checks left out: {', '.join(START_METHOD_FREE)} start no "
+                                "process by COURSE_START_METHOD (autograder/checks/__init__.py)")
+
+
 def pytest_sessionfinish(session):
     for student in _sessions.values():
         student.stop()
