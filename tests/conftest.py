@@ -18,6 +18,8 @@ ASSIGNMENTS = course.assignments()
 GRADING_MODULES = {"test_grading", "test_timing_exercises", "test_report", "test_postgres", "test_dask_cluster",
                    "test_grading_trust", "test_exchange"}
 ALONE_MODULES = {"test_grading_stability"}
+# Grading that need not wait for the shared graded course: beside it, after the checks' pass under spawn.
+BESIDE_MODULES = {"test_benchmark"}
 
 
 def pytest_configure(config):
@@ -64,6 +66,8 @@ def pytest_collection_modifyitems(config, items):
         module = item.module.__name__.rsplit(".", 1)[-1]
         if module in ALONE_MODULES:
             item.add_marker(pytest.mark.alone)
+        elif module in BESIDE_MODULES:
+            item.add_marker(pytest.mark.beside)
         elif module in GRADING_MODULES:
             item.add_marker(pytest.mark.grading)
     items.sort(key=_scope_rank)  # stable: the rest keep their order

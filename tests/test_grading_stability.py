@@ -1,7 +1,8 @@
-"""Grading is steady under load and agrees with plain nbgrader (light versions of `benchmark`).
+"""Grading is steady under load (a light version of `benchmark --repeat`).
 
-The full runs (20 repeats, 8 copies) are `python -m autograder benchmark ...`;
-their figures are in course/instructor_guide.md.
+The full run (20 repeats) is `python -m autograder benchmark --repeat 20 --busy`; its
+figures are in course/instructor_guide.md. It needs the machine to itself (bin/test's part 3):
+01's speed-up checks must decide with one core kept busy, and no more.
 """
 from autograder import benchmark
 
@@ -14,12 +15,3 @@ def test_same_full_score_every_time_with_a_busy_core():
     assert result["distinct_scores"][A] == [result["maxima"][A]], result
     assert result["per_assignment"][A]["kernel start"] > 0, result["per_assignment"]
 
-
-def test_benchmark_against_plain_nbgrader():
-    result = benchmark.compare_with_plain([A], copies=1, n_jobs=2)
-    assert result["all_graded"] and result["full_marks"], result
-    assert result["plain_scores"] == result["scores"], "plain nbgrader and grade disagree on the reference"
-    assert 0 < result["busy_cores"] <= 1.05 and result["ratio"] > 0, result
-    assert set(benchmark.PARTS) <= set(result["breakdown"]), result["breakdown"]
-    assert all(seconds > 0 for part, seconds in result["breakdown"].items()
-               if part in ("kernel start", "hidden checks (judge)")), result["breakdown"]

@@ -1,0 +1,29 @@
+"""`python -m autograder benchmark` against plain nbgrader, a light version of it.
+
+On 10, whose checks time nothing: plain nbgrader runs the hidden checks in its kernel,
+outside the lease on the machine, so a speed-up check there could be disturbed by the
+tests beside it (bin/test runs this one in part 2, after the checks' pass under spawn).
+The full run (every assignment, 8 copies) is `python -m autograder benchmark --copies 8`;
+its figures are in course/instructor_guide.md.
+"""
+import inspect
+
+from autograder import benchmark, hidden
+
+A = "10_model_pipeline_parallel"
+
+
+def test_the_assignment_times_nothing():
+    source = inspect.getsource(hidden.load_checks(A))
+    assert not any(word in source for word in ("alone(", "exclusive", "perf_counter", "observe(")), (
+        f"{A}'s checks measure time: pick an assignment whose checks do not")
+
+
+def test_benchmark_against_plain_nbgrader():
+    result = benchmark.compare_with_plain([A], copies=1, n_jobs=2)
+    assert result["all_graded"] and result["full_marks"], result
+    assert result["plain_scores"] == result["scores"], "plain nbgrader and grade disagree on the reference"
+    assert 0 < result["busy_cores"] <= 1.05 and result["ratio"] > 0, result
+    assert set(benchmark.PARTS) <= set(result["breakdown"]), result["breakdown"]
+    assert all(seconds > 0 for part, seconds in result["breakdown"].items()
+               if part in ("kernel start", "hidden checks (judge)")), result["breakdown"]
