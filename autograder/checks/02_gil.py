@@ -135,10 +135,14 @@ def test_run_threads_concurrent(run_threads):
     for n in (1, 3, 2 * usable_cores() + 3):
         for _ in range(3):
             with _TreeWatch() as watch, created() as made:
-                out, counts = there(_meet_in_threads, run_threads, n)
+                out, counts, caller = there(_meet_in_threads, run_threads, n)
             counts = capped(counts, made)
             out = exact_list(out, "the result", n)
             assert [r["value"] for r in out] == list(range(n)), "the results are not in input order"
+            # Decided here, not by the judge's view: a serial answer runs one call in the calling
+            # thread and meets itself at a barrier of one, which the watch alone could not tell.
+            assert all(r["thread"] != caller for r in out), (
+                "a call ran in the calling thread: each call must run in a thread of its own")
             assert all(r["met"] for r in out), (
                 f"with {n} calls, they did not all run at the same time (one after another, or too few threads)")
             assert all(r["pid"] == student_pid() for r in out), "threads run in this process, not in another one"
@@ -152,11 +156,12 @@ def test_run_threads_concurrent(run_threads):
 
 
 def _meet_in_threads(run_threads, n):
-    """(in the student's process) run_threads on n calls that wait for each other at a barrier."""
+    """(in the student's process) run_threads on n calls that wait for each other at a barrier;
+    (its result, the thread starts and joins, the calling thread's ident)."""
     barrier = threading.Barrier(n)
     with count_starts_and_joins() as counts:
         out = run_threads(workers.meet_and_hold, [(barrier, i, THREADS_MEET, HOLD) for i in range(n)])
-    return out, counts
+    return out, counts, threading.get_ident()
 
 
 # --- run_processes ----------------------------------------------------------------
