@@ -112,3 +112,12 @@ def test_catalogue_covers_every_exercise(assignment):
     for exercise, label in catalogue.PARTIAL.items():
         assert label is None or label in catalogue.WRONG[exercise], f"PARTIAL names an unknown answer {label}"
 
+
+
+def test_a_serial_run_threads_fails_without_waiting_for_a_person():
+    """02's serial answer (graded to zero in the shared graded course) fails a check that needs no
+    clock: it runs a call in the calling thread. Left undecided, every serial answer would be
+    graded again alone and then sent to a person."""
+    code = samples.catalogue("02_gil").WRONG["run_threads"]["serial calls"]
+    outcomes = _judge("02_gil", "run_threads", code)
+    assert any(not o.passed and not o.undecided for o in outcomes), [(o.description, o.message) for o in outcomes]
