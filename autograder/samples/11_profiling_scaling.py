@@ -276,6 +276,19 @@ def torch_top_ops(model, x, top=3):
 
 ALTERNATIVE = {
     "hotspots": {
+        # A busy machine can keep the call waiting for a core outside the profiled code: here it
+        # waits 3 s first, which the judge's clock counts and the profile does not.
+        "waits 3 s before profiling (as on a busy machine)": '''
+import cProfile
+import pstats
+import time
+def hotspots(fn, *args, top=3):
+    time.sleep(3)
+    with cProfile.Profile() as profiler:
+        fn(*args)
+    stats = pstats.Stats(profiler).sort_stats("tottime")
+    return [(key[2], stats.stats[key][2]) for key in stats.fcn_list[:top]]
+''',
         "pstats sort_stats and get_stats_profile": '''
 import cProfile
 import pstats
