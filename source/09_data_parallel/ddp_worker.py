@@ -105,7 +105,7 @@ def torch_start_method():
     """forkserver where the platform has one, with torch preloaded; else spawn; never fork.
 
     A forked child of a process that has already run multi-threaded torch code
-    can deadlock on its first torch operation. Both answers start ranks from a
+    can deadlock on its first torch operation. Both methods start ranks from a
     clean interpreter: a spawned rank is a new one that imports torch itself
     (about a second, every rank, every launch); a forkserver is one clean
     process, started at the first launch, that imports torch and this module
