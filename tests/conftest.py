@@ -17,7 +17,7 @@ ASSIGNMENTS = course.assignments()
 # the few that measure the machine and need it to themselves.
 GRADING_MODULES = {"test_grading", "test_timing_exercises", "test_report", "test_postgres", "test_dask_cluster",
                    "test_grading_trust", "test_exchange"}
-ALONE_MODULES = {"test_grading_stability"}
+ALONE_MODULES = {"test_grading_stability", "test_decided_alone"}
 # Grading that need not wait for the shared graded course: beside it, after the checks' pass under spawn.
 BESIDE_MODULES = {"test_benchmark"}
 
@@ -184,6 +184,61 @@ def graded_course(request, tmp_path_factory):
             results = work.grade()
             done.write_bytes(pickle.dumps((results, work.undecided)))
     return {"work": work, "results": results, "rows": work.scores(), "assignments": assignments}
+
+
+# ---------------------------------------------------------------------------
+# Answers judged as in grading, without a notebook: the hidden checks here (the judge's role),
+# the answer in a student's process of its own on top of the reference solutions of the other
+# exercises (autograder/pipeline/judge.py).
+
+class Judge:
+    """judge(assignment, exercise, code=None, until_failure=False): the Outcomes of `exercise`'s
+    hidden checks for `code` as its answer (None: the reference), holding the test run's lease on
+    the machine as the judge does (timing checks alone). One student's process per assignment,
+    started again when an answer stops it."""
+
+    def __init__(self):
+        self.sessions = {}
+
+    def session(self, assignment):
+        from autograder.pipeline.judge import StudentProcess
+        session = self.sessions.get(assignment)
+        if session is None or session.broken or session.process.poll() is not None:
+            session = self.sessions[assignment] = StudentProcess.for_reference(assignment)
+        return session
+
+    def __call__(self, assignment, exercise, code=None, until_failure=False):
+        from autograder import hidden
+        from autograder.pipeline import lease
+        from autograder.sandbox import student as student_side
+        session = self.session(assignment)
+        if code is None:
+            namespace = session.namespace()
+        else:
+            namespace = session.run(student_side.candidate_namespace, assignment, exercise, code)
+        hidden.STUDENT = session
+        try:
+            return hidden.run(assignment, exercise, namespace, session=session, hold=lease.hold,
+                              until_failure=until_failure)
+        finally:
+            hidden.STUDENT = None
+            # An answer that replaced what grading relies on (a forged threadpoolctl, say) leaves its
+            # process to no other answer, as in grading, where each submission has its own.
+            if code is not None and not session.broken and session.changed():
+                session.stop("replaced what grading relies on")
+
+    def stop(self):
+        for session in self.sessions.values():
+            session.stop()
+        self.sessions.clear()
+
+
+@pytest.fixture(scope="module")
+def judge():
+    """A Judge for the module's tests; its students' processes stop with the module."""
+    judging = Judge()
+    yield judging
+    judging.stop()
 
 
 # ---------------------------------------------------------------------------

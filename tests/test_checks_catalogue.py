@@ -12,48 +12,7 @@ are graded to zero in tests/test_timing_exercises.py.
 """
 import pytest
 
-from autograder import course, hidden, notebooks, samples
-from autograder.sandbox import student as student_side
-from autograder.pipeline import lease
-from autograder.pipeline.judge import StudentProcess
-
-_students = {}
-
-
-def _student(assignment):
-    session = _students.get(assignment)
-    if session is None or session.broken or session.process.poll() is not None:
-        session = _students[assignment] = StudentProcess.for_reference(assignment)
-    return session
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _stop_students():
-    yield
-    for session in _students.values():
-        session.stop()
-    _students.clear()
-
-
-def _judge(assignment, exercise, code=None, until_failure=False):
-    """The hidden checks' outcomes for `code` as the answer to `exercise` (None: the reference),
-    holding the test run's lease on the machine as the judge does (timing checks alone)."""
-    session = _student(assignment)
-    if code is None:
-        namespace = session.namespace()
-    else:
-        namespace = session.run(student_side.candidate_namespace, assignment, exercise, code)
-    hidden.STUDENT = session
-    try:
-        return hidden.run(assignment, exercise, namespace, session=session, hold=lease.hold,
-                          until_failure=until_failure)
-    finally:
-        hidden.STUDENT = None
-        # An answer that replaced what grading relies on (a forged threadpoolctl, say) leaves its
-        # process to no other answer, as in grading, where each submission has its own.
-        if code is not None and not session.broken and session.changed():
-            session.stop("replaced what grading relies on")
-
+from autograder import course, notebooks, samples
 
 # The serial and lock-serialised answers (samples.SERIALISED) are graded end to end in the shared
 # graded course, where each must score zero (tests/test_timing_exercises.py): not judged here again.
@@ -73,15 +32,15 @@ def _catalogue_tests(assignment):
 
     class Catalogue:
         @pytest.mark.parametrize("exercise,label", list(_cases(assignment, "WRONG")))
-        def test_wrong_answer_fails(self, exercise, label):
+        def test_wrong_answer_fails(self, judge, exercise, label):
             code = samples.catalogue(assignment).WRONG[exercise][label]
-            outcomes = _judge(assignment, exercise, code, until_failure=True)  # one failing check is enough
+            outcomes = judge(assignment, exercise, code, until_failure=True)  # one failing check is enough
             assert not all(o.passed for o in outcomes), f"the wrong answer '{label}' passes every hidden check"
 
         @pytest.mark.parametrize("exercise,label", list(_cases(assignment, "ALTERNATIVE")))
-        def test_alternative_answer_passes(self, exercise, label):
+        def test_alternative_answer_passes(self, judge, exercise, label):
             code = samples.catalogue(assignment).ALTERNATIVE[exercise][label]
-            outcomes = _judge(assignment, exercise, code)
+            outcomes = judge(assignment, exercise, code)
             _skip_if_only_undecided(outcomes)
             failed = [f"{o.description}: {o.message}" for o in outcomes if not o.passed]
             assert not failed, f"the correct alternative '{label}' fails: {failed}"
@@ -113,11 +72,10 @@ def test_catalogue_covers_every_exercise(assignment):
         assert label is None or label in catalogue.WRONG[exercise], f"PARTIAL names an unknown answer {label}"
 
 
-
-def test_a_serial_run_threads_fails_without_waiting_for_a_person():
+def test_a_serial_run_threads_fails_without_waiting_for_a_person(judge):
     """02's serial answer (graded to zero in the shared graded course) fails a check that needs no
     clock: it runs a call in the calling thread. Left undecided, every serial answer would be
     graded again alone and then sent to a person."""
     code = samples.catalogue("02_gil").WRONG["run_threads"]["serial calls"]
-    outcomes = _judge("02_gil", "run_threads", code)
+    outcomes = judge("02_gil", "run_threads", code)
     assert any(not o.passed and not o.undecided for o in outcomes), [(o.description, o.message) for o in outcomes]

@@ -4,6 +4,7 @@ Each test plays the student's side as an adversary would (it controls everything
 in that process, the server included) and shows that the judge reads only data.
 """
 import collections
+import contextlib
 import itertools
 import os
 import pickle
@@ -255,6 +256,75 @@ def test_cpu_spent_in_children_is_seen_from_outside():
             assert seen.cpu < 0.1
         finally:
             hidden.STUDENT = None
+
+
+def test_cpu_of_a_single_threaded_call_is_never_more_than_its_wall_time():
+    """observe() reads the student's process's own CPU time from its CPU clock, not from /proc's
+    ticks of 10 ms: a single thread that spins 50 ms was charged up to 1.2 s of CPU per second
+    that way, and 02's check of two NumPy threads at once (CPU > 1.03 x wall) let a serial answer
+    through. Holds under any load: one thread cannot run more than the wall time."""
+    with _student('''
+        from helpers import workers
+        def here(seconds): workers.spin(seconds)
+    ''') as student:
+        hidden.STUDENT = student
+        try:
+            ns = student.namespace()
+            ratios = []
+            for _ in range(20):
+                with observe() as seen:
+                    ns["here"](0.05)
+                ratios.append(seen.cpu / seen.wall)
+            assert max(ratios) <= 1.02, [round(r, 3) for r in ratios]
+        finally:
+            hidden.STUDENT = None
+
+
+def test_machine_use_sees_a_process_outside_the_student_and_the_judge():
+    """machine_use() (02's quiet test) charges a process that is neither the student's nor the
+    judge's to `others`, as busy as the machine may be."""
+    import subprocess
+
+    from autograder.checks._support import machine_use
+    with _student("") as student:
+        hidden.STUDENT = student
+        spinner = subprocess.Popen([sys.executable, "-c", "import time\nend = time.time() + 1.0\nwhile time.time() < end: pass"])
+        try:
+            with machine_use() as use:
+                spinner.wait()
+        finally:
+            hidden.STUDENT = None
+            spinner.kill()
+    assert use.others >= 0.2, use.others
+
+
+def test_a_try_timed_while_others_ran_does_not_count(judge, monkeypatch):
+    """02's check of two NumPy threads counts a lock-serialised answer's try against it only when
+    the machine was quiet meanwhile: with other processes busy (as machine_use() reports them),
+    the answer is undecided, never failed; with a quiet machine it fails."""
+    from autograder import samples
+    from autograder.checks import _support
+
+    checks = hidden.load_checks("02_gil")
+    code = samples.catalogue("02_gil").WRONG["numpy_threads_speedup"]["one lock around every chunk"]
+
+    def verdict(others_per_second):
+        @contextlib.contextmanager
+        def machine_use():
+            start = time.perf_counter()
+            use = _support.MachineUse()
+            yield use
+            use.others = others_per_second * (time.perf_counter() - start)
+        monkeypatch.setattr(checks, "machine_use", machine_use)
+        monkeypatch.setattr(checks, "_own_numpy_speedup", lambda n: 2.0)  # our own threads always gain
+        monkeypatch.setattr(checks, "usable_cores", lambda: 2)
+        monkeypatch.setattr(checks, "there", lambda fn, *args: fn(*args))
+        outcomes = judge("02_gil", "numpy_threads_speedup", code)
+        gains = next(o for o in outcomes if o.check == "test_numpy_threads_speedup_gains")
+        return "passed" if gains.passed else "undecided" if gains.undecided else "failed"
+
+    assert verdict(1.5) == "undecided"
+    assert verdict(0.0) == "failed"
 
 
 def test_thread_runtimes_tell_the_working_thread_from_the_sleeping_one():

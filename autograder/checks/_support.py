@@ -53,6 +53,40 @@ def observe(interval=0.005):
     return _Observer(ProcessTree(student_pid() if session else os.getpid()), interval)
 
 
+class MachineUse:
+    others = 0.0
+
+
+def _busy_seconds(cpus):
+    """CPU time the CPUs in `cpus` spent busy (all but idle and iowait), from /proc/stat."""
+    busy = 0
+    with open("/proc/stat") as stat:
+        for line in stat:
+            name, *ticks = line.split()
+            if name[:3] == "cpu" and name[3:].isdigit() and int(name[3:]) in cpus:
+                user, nice, system, _idle, _iowait, irq, softirq, steal = map(int, ticks[:8])
+                busy += user + nice + system + irq + softirq + steal
+    return busy / os.sysconf("SC_CLK_TCK")
+
+
+@contextmanager
+def machine_use():
+    """(the judge) with machine_use() as use: <a timed try> -> use.others, the CPU seconds that
+    processes other than the student's and the judge's spent meanwhile on the CPUs the judge may
+    use (the kernel's counts, in ticks of 10 ms): a try timed while others ran is no evidence
+    against an answer. Where the CPUs are shared with another machine's load (a container on a
+    busy host) it is never small, and such tries count for nothing."""
+    from autograder.pipeline.judge import ProcessTree
+    cpus = os.sched_getaffinity(0)
+    tree = ProcessTree(student_pid())
+    use = MachineUse()
+    start = (_busy_seconds(cpus), time.process_time(), tree.cpu_seconds())
+    yield use
+    end = (_busy_seconds(cpus), time.process_time(), tree.cpu_seconds())
+    busy, judge, student = (b - a for a, b in zip(start, end))
+    use.others = max(0.0, busy - judge - (student if student_pid() != os.getpid() else 0.0))
+
+
 class Spent:
     seconds = 0.0
 
