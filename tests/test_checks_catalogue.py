@@ -8,15 +8,19 @@ solutions of the other exercises: one such process per assignment, started
 again when an answer stops it. The reference solutions themselves are judged by
 bin/test's pass over autograder/checks (judged, under spawn) and graded to
 full marks in tests/test_grading.py; the serial and lock-serialised wrong answers
-are graded to zero in tests/test_timing_exercises.py.
+are graded to zero in tests/test_timing_exercises.py, or judged on a quiet machine
+in tests/test_decided_alone.py.
 """
 import pytest
 
 from autograder import course, notebooks, samples
 
 # The serial and lock-serialised answers (samples.SERIALISED) are graded end to end in the shared
-# graded course, where each must score zero (tests/test_timing_exercises.py): not judged here again.
-_GRADED_ELSEWHERE = {(a, e, label) for cases in samples.SERIALISED.values() for a, e, label in cases}
+# graded course, where each must score zero (tests/test_timing_exercises.py), and those only a clock
+# on a quiet machine can catch (samples.DECIDED_ALONE) are judged in tests/test_decided_alone.py:
+# not judged here again.
+_GRADED_ELSEWHERE = ({(a, e, label) for cases in samples.SERIALISED.values() for a, e, label in cases}
+                     | set(samples.DECIDED_ALONE))
 
 
 def _cases(assignment, kind):

@@ -1,5 +1,5 @@
-"""On a quiet machine a timing check decides: an answer whose threads never compute at once fails
-rather than going to a person.
+"""On a quiet machine a timing check decides: the wrong answers that only a clock can catch
+(samples.DECIDED_ALONE) fail rather than go to a person.
 
 02's check of two NumPy threads (test_numpy_threads_speedup_gains) has nothing but timings and
 CPU time to go on. Its lock-serialised answer was left undecided in 2 of 3 gradings on an idle
@@ -14,14 +14,11 @@ import pytest
 
 from autograder import samples
 
-EXERCISE = "numpy_threads_speedup"
-# The serial answer ("no threads at all") fails the check of the threads it starts, which
-# needs no clock; the lock-serialised one starts its threads and can only be caught by timing.
-LOCKED = "one lock around every chunk"
 
-
-def test_a_lock_serialised_numpy_answer_fails_decided(judge):
-    code = samples.catalogue("02_gil").WRONG[EXERCISE][LOCKED]
-    outcomes = judge("02_gil", EXERCISE, code)
-    gains = next(o for o in outcomes if o.check == "test_numpy_threads_speedup_gains")
-    assert not gains.passed and not gains.undecided, (gains.message, [(o.check, o.passed) for o in outcomes])
+@pytest.mark.parametrize("assignment,exercise,label", samples.DECIDED_ALONE,
+                         ids=[f"{a}:{e}" for a, e, _ in samples.DECIDED_ALONE])
+def test_fails_decided_on_a_quiet_machine(judge, assignment, exercise, label):
+    code = samples.catalogue(assignment).WRONG[exercise][label]
+    outcomes = judge(assignment, exercise, code)
+    assert any(not o.passed and not o.undecided for o in outcomes), (
+        f"'{label}' was not failed on a quiet machine:", [(o.check, o.passed, o.undecided, o.message) for o in outcomes])

@@ -18,9 +18,10 @@ from autograder import samples
 
 # (student, assignment, exercise, label of the WRONG answer): autograder/samples
 # names them (SERIALISED); tests/conftest.py grades them in the shared graded course.
-# Measured on a 2-core machine shared with other jobs (load average 6-13): the
-# 02 submissions were regraded alone because the NumPy gain check could not
-# decide there (they scored zero all the same).
+# The lock-serialised NumPy answer of 02 is not among them: only a clock on a quiet
+# machine catches it, so among other jobs it was undecided every time (zero, then a
+# person) and its regrade alone held the test run up for a minute; it is judged
+# with the machine to itself instead (samples.DECIDED_ALONE, tests/test_decided_alone.py).
 CASES = [(student, *case) for student, cases in samples.SERIALISED.items() for case in cases]
 GRADED_ASSIGNMENTS = sorted({assignment for _, assignment, _, _ in CASES})
 

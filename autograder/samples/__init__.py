@@ -103,10 +103,15 @@ SERIAL_ANSWERS = [
 LOCKED_ANSWERS = [
     ("02_gil", "run_threads", "one lock around every call"),
     ("02_gil", "gil_experiment", "threads take turns on one lock"),
-    ("02_gil", "numpy_threads_speedup", "one lock around every chunk"),
     ("02_gil", "fetch_all", "one asyncio.Lock around every request"),
 ]
 SERIALISED = {"serial_student": SERIAL_ANSWERS, "locked_student": LOCKED_ANSWERS}
+# Wrong answers that only a clock can catch, and only on a quiet machine: judged with the machine
+# to itself (tests/test_decided_alone.py), where each must fail, not be undecided. Graded among
+# other jobs they are undecided (zero, then a person: tests/test_manual_review.py).
+DECIDED_ALONE = [
+    ("02_gil", "numpy_threads_speedup", "one lock around every chunk"),
+]
 
 
 def catalogue(assignment):
