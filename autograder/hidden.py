@@ -193,8 +193,8 @@ def run(assignment, exercise, namespace, session=None, hold=None, until_failure=
     `hold()` (the judge's lease on the machine, shared) is entered around each
     check, outside its time limit; a check that judges a speed-up takes the machine
     alone for its timed part (`_support.alone()`), the wait not counted in its time.
-    `until_failure`: stop at the first check that does not pass (enough to show
-    that an answer is wrong).
+    `until_failure`: stop at the first check that fails (enough to show that an
+    answer is wrong); one that could not decide shows nothing, and the next ones run.
     """
     checks = checks_for(assignment, exercise)
     if not checks:
@@ -226,7 +226,7 @@ def run(assignment, exercise, namespace, session=None, hold=None, until_failure=
                                     time.perf_counter() - start))
         else:
             outcomes.append(Outcome(fn.__name__, describe(fn), True, "", time.perf_counter() - start))
-        if until_failure and not outcomes[-1].passed:
+        if until_failure and not outcomes[-1].passed and not outcomes[-1].undecided:
             break
     return outcomes
 

@@ -39,7 +39,10 @@ def _catalogue_tests(assignment):
         def test_wrong_answer_fails(self, judge, exercise, label):
             code = samples.catalogue(assignment).WRONG[exercise][label]
             outcomes = judge(assignment, exercise, code, until_failure=True)  # one failing check is enough
-            assert not all(o.passed for o in outcomes), f"the wrong answer '{label}' passes every hidden check"
+            if not any(not o.passed and not o.undecided for o in outcomes):
+                _skip_if_only_undecided(outcomes)
+            assert any(not o.passed and not o.undecided for o in outcomes), (
+                f"the wrong answer '{label}' passes every hidden check")
 
         @pytest.mark.parametrize("exercise,label", list(_cases(assignment, "ALTERNATIVE")))
         def test_alternative_answer_passes(self, judge, exercise, label):
@@ -58,8 +61,9 @@ for _assignment in course.assignments():
 
 
 def _skip_if_only_undecided(outcomes):
-    """A timing check that cannot decide on a busy machine is inconclusive, not a failure
-    of a correct answer (grading regrades it alone, then asks a person)."""
+    """A timing check that cannot decide on a busy machine is inconclusive: not a failure of a
+    correct answer, and no proof that a wrong one is wrong (grading regrades it alone, then asks
+    a person). The test is then skipped, and the skip says so in the run's summary."""
     if not all(o.passed or o.undecided for o in outcomes):
         return
     undecided = [f"{o.description}: {o.message}" for o in outcomes if o.undecided]

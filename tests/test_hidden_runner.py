@@ -151,12 +151,23 @@ def test_checks_run_directly_against_the_reference():
     assert " passed" in done.stdout and " failed" not in done.stdout, done.stdout[-2000:]
 
 
-def test_until_failure_stops_at_the_first_check_that_does_not_pass(fake_assignment):
+def test_until_failure_stops_at_the_first_check_that_fails(fake_assignment):
     def double(x):
         raise KeyError("oops")
     outcomes = hidden.run(fake_assignment, "double", {"double": double}, until_failure=True)
     assert len(outcomes) == 1 and not outcomes[0].passed
     assert len(hidden.run(fake_assignment, "double", {"double": lambda x: 2 * x}, until_failure=True)) == 3
+
+
+def test_until_failure_goes_on_past_a_check_that_could_not_decide(fake_assignment):
+    """An undecided check shows nothing about the answer: the catalogue's wrong answers must be
+    failed by a check that decided, so the runner goes on to the next check."""
+    def double(x):
+        if x == 12345:
+            pytest.skip("cannot decide here")
+        raise KeyError("oops")
+    outcomes = hidden.run(fake_assignment, "double", {"double": double}, until_failure=True)
+    assert [(o.passed, o.undecided) for o in outcomes] == [(False, True), (False, False)]
 
 
 def test_every_check_holds_the_machine(fake_assignment):
