@@ -299,14 +299,25 @@ def test_machine_use_sees_a_process_outside_the_student_and_the_judge():
 
 
 def test_a_try_timed_while_others_ran_does_not_count(judge, monkeypatch):
-    """02's check of two NumPy threads counts a lock-serialised answer's try against it only when
+    """02's check of two NumPy threads counts a try that shows no gain against the answer only when
     the machine was quiet meanwhile: with other processes busy (as machine_use() reports them),
     the answer is undecided, never failed; with a quiet machine it fails."""
-    from autograder import samples
     from autograder.checks import _support
 
     checks = hidden.load_checks("02_gil")
-    code = samples.catalogue("02_gil").WRONG["numpy_threads_speedup"]["one lock around every chunk"]
+    # Threads that do nothing, and no gain: as a lock-serialised answer looks to the check, in no time.
+    code = textwrap.dedent('''
+        import threading
+        def numpy_threads_speedup(n, n_threads):
+            if n < 1 or n_threads < 1:
+                raise ValueError("n and n_threads must be at least 1")
+            threads = [threading.Thread(target=sum, args=([n],)) for _ in range(n_threads)]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+            return 1.0
+    ''')
 
     def verdict(others_per_second):
         @contextlib.contextmanager
