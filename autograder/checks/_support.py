@@ -77,14 +77,14 @@ def machine_use():
     against an answer. Where the CPUs are shared with another machine's load (a container on a
     busy host) it is never small, and such tries count for nothing."""
     from autograder.pipeline.judge import ProcessTree
-    cpus = os.sched_getaffinity(0)
-    tree = ProcessTree(student_pid())
+    cpus, pid = os.sched_getaffinity(0), student_pid()
+    tree = ProcessTree(pid)
     use = MachineUse()
     start = (_busy_seconds(cpus), time.process_time(), tree.cpu_seconds())
     yield use
     end = (_busy_seconds(cpus), time.process_time(), tree.cpu_seconds())
     busy, judge, student = (b - a for a, b in zip(start, end))
-    use.others = max(0.0, busy - judge - (student if student_pid() != os.getpid() else 0.0))
+    use.others = max(0.0, busy - judge - (student if pid != os.getpid() else 0.0))
 
 
 class Spent:
