@@ -13,6 +13,7 @@ import struct
 import sys
 import tempfile
 import textwrap
+import threading
 import time
 from pathlib import Path
 
@@ -336,6 +337,36 @@ def test_a_try_timed_while_others_ran_does_not_count(judge, monkeypatch):
 
     assert verdict(1.5) == "undecided"
     assert verdict(0.0) == "failed"
+
+
+def test_work_that_cannot_be_attributed_does_not_hide_the_kernels_record():
+    """06's evidence that joblib's tasks ran in workers: where a thread of the student's process
+    ended during the call, its CPU time cannot be told apart and the call is undecided; but the
+    kernel's record of the workers is still read, and an answer whose tasks ran in no thread
+    started for the call fails (before, the check gave up at once, and a wrong answer went to a
+    person in part 1 of a test run)."""
+    import types
+
+    checks = hidden.load_checks("06_joblib_vectorization")
+    caller = os.getpid()  # no judge here: the student's process is this one
+    work = types.SimpleNamespace(
+        threads_cpu=types.SimpleNamespace(ended=True, seconds=0.0),
+        process_cpu=types.SimpleNamespace(ended=False, seconds=5.0), allowance=0.2,
+        puzzles=[], answers={}, decided=True,
+        made=types.SimpleNamespace(thread_owners={}),  # the kernel saw no thread started
+        notes=[(caller, threading.get_ident(), None)])  # every task noted the calling thread
+    try:
+        checks._ran_elsewhere(work, "cdist_joblib(..., n_jobs=3, prefer='threads')", "threads")
+    except pytest.skip.Exception as undecided:
+        pytest.fail(f"undecided, although the kernel's record fails the answer: {undecided}")
+    except AssertionError as failed:
+        assert "no task ran in a thread started for the call" in str(failed), failed
+    else:
+        pytest.fail("an answer whose tasks ran in the calling thread passed")
+    work.made.thread_owners = {12345: (caller,)}
+    work.notes = [(caller, 12345, None)]
+    with pytest.raises(pytest.skip.Exception, match="cannot tell whose CPU time was whose"):
+        checks._ran_elsewhere(work, "cdist_joblib(..., n_jobs=3, prefer='threads')", "threads")
 
 
 def test_thread_runtimes_tell_the_working_thread_from_the_sleeping_one():
