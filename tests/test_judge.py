@@ -263,7 +263,8 @@ def test_cpu_of_a_single_threaded_call_is_never_more_than_its_wall_time():
     """observe() reads the student's process's own CPU time from its CPU clock, not from /proc's
     ticks of 10 ms: a single thread that spins 50 ms was charged up to 1.2 s of CPU per second
     that way, and 02's check of two NumPy threads at once (CPU > 1.03 x wall) let a serial answer
-    through. Holds under any load: one thread cannot run more than the wall time."""
+    through. Holds under any load: one thread cannot run more than the wall time (the 5 % spare
+    is for the request's own handling; /proc's ticks read up to 1.17)."""
     with _student('''
         from helpers import workers
         def here(seconds): workers.spin(seconds)
@@ -276,27 +277,27 @@ def test_cpu_of_a_single_threaded_call_is_never_more_than_its_wall_time():
                 with observe() as seen:
                     ns["here"](0.05)
                 ratios.append(seen.cpu / seen.wall)
-            assert max(ratios) <= 1.02, [round(r, 3) for r in ratios]
+            assert max(ratios) <= 1.05, [round(r, 3) for r in ratios]
         finally:
             hidden.STUDENT = None
 
 
 def test_machine_use_sees_a_process_outside_the_student_and_the_judge():
     """machine_use() (02's quiet test) charges a process that is neither the student's nor the
-    judge's to `others`, as busy as the machine may be."""
+    judge's to `others`, as busy as the machine may be: the outsider spins until it has used 0.5 s
+    of CPU, and /proc/stat's ticks of 10 ms on 2 CPUs err by 0.04 s at most."""
     import subprocess
 
     from autograder.checks._support import machine_use
+    spin = "import time\nwhile time.process_time() < 0.5: pass"
     with _student("") as student:
         hidden.STUDENT = student
-        spinner = subprocess.Popen([sys.executable, "-c", "import time\nend = time.time() + 1.0\nwhile time.time() < end: pass"])
         try:
             with machine_use() as use:
-                spinner.wait()
+                subprocess.run([sys.executable, "-c", spin], check=True, timeout=120)
         finally:
             hidden.STUDENT = None
-            spinner.kill()
-    assert use.others >= 0.2, use.others
+    assert use.others >= 0.45, use.others
 
 
 def test_a_try_timed_while_others_ran_does_not_count(judge, monkeypatch):
