@@ -1,6 +1,8 @@
 """Grading end to end, on every assignment, in the shared graded course (tests/conftest.py).
 
-The reference answers typed into the release notebook score full marks; the
+The reference answers typed into the release notebook score full marks (a
+cell whose timing check could not decide on the busy test machine, twice, is
+not a failure of the reference: that test is skipped, visibly); the
 blank release scores zero on every test cell; the partly wrong sample lands
 between; its feedback explains without showing the hidden tests.
 """
@@ -24,11 +26,13 @@ def test_every_submission_was_graded(graded):
     assert not failed, "autograde failed for: " + "\n".join(failed)
 
 
-def test_reference_answers_score_full_marks(graded, assignment):
+def test_reference_answers_score_full_marks(graded, assignment, course_tools):
     student = "sample_perfect"
     cells = _cells(graded, student, assignment)
     assert cells, f"{student}/{assignment} has no graded cell"
-    lost = [f"{r['cell']} ({r['score']}/{r['max_score']})" for r in cells if r["score"] < r["max_score"]]
+    short = [r for r in cells if r["score"] < r["max_score"]]
+    course_tools.skip_if_only_undecided(graded["work"], student, assignment, [r["cell"] for r in short])
+    lost = [f"{r['cell']} ({r['score']}/{r['max_score']})" for r in short]
     assert not lost, f"{student}/{assignment} lost points in: {', '.join(lost)}; see {graded['work'].path}/autograded"
 
 
@@ -59,3 +63,14 @@ def test_feedback_explains_without_revealing_hidden_tests(graded):
         html = (work / "feedback" / "sample_partial" / assignment / f"{assignment}.html").read_text()
         assert "HIDDEN TESTS" not in html and "autograder" not in html
         assert "Score:" in html
+
+
+def test_only_undecided_cells_skip(course_tools):
+    """The skip above covers cells that could not decide, and nothing else."""
+    work = type("Work", (), {"undecided": {("02_gil", "sample_perfect"): ["test_gil_experiment"]}})()
+    with pytest.raises(pytest.skip.Exception, match="test_gil_experiment"):
+        course_tools.skip_if_only_undecided(work, "sample_perfect", "02_gil", ["test_gil_experiment"])
+    # a cell lost to a check that decided, beside an undecided one; another student; nothing lost
+    course_tools.skip_if_only_undecided(work, "sample_perfect", "02_gil", ["test_gil_experiment", "test_run_threads"])
+    course_tools.skip_if_only_undecided(work, "sample_partial", "02_gil", ["test_gil_experiment"])
+    course_tools.skip_if_only_undecided(work, "sample_perfect", "02_gil", [])
