@@ -1,4 +1,5 @@
 """Shared fixtures: the assignments present, and temporary course work folders to grade in."""
+import contextlib
 import os
 import shutil
 from pathlib import Path
@@ -20,6 +21,19 @@ GRADING_MODULES = {"test_grading", "test_timing_exercises", "test_report", "test
 ALONE_MODULES = {"test_grading_stability", "test_decided_alone"}
 # Grading that need not wait for the shared graded course: beside it, after the checks' pass under spawn.
 BESIDE_MODULES = {"test_benchmark"}
+
+
+@contextlib.contextmanager
+def beside_timing_checks():
+    """For the block, hold the test run's lease on the machine shared, as grading's own cells do
+    (autograder/pipeline/lease.py): a timing check that wants the machine alone then waits for
+    this short piece of work (a release, a command line that grades nothing: a few seconds)
+    instead of measuring beside it. Seen without it: nbgrader's and alembic's processes of the
+    exchange and PostgreSQL tests took a core through 02's GIL experiment, which could then not
+    decide. Never around work that grades (its checks would wait for this very hold)."""
+    from autograder.pipeline import lease
+    with lease.hold():
+        yield
 
 
 def pytest_configure(config):
@@ -87,7 +101,8 @@ class GradingWorkdir:
         self.course = course.Course(self.path, f"sqlite:///{self.path / 'gradebook.db'}")
         self.assignments = assignments
         if not released:
-            release.generate(assignments, release_dir=self.path / "release-check", work=self.course)
+            with beside_timing_checks():
+                release.generate(assignments, release_dir=self.path / "release-check", work=self.course)
 
     def submit(self, student, assignment, nb_or_folder):
         folder = self.path / "submitted" / student / assignment
@@ -403,6 +418,9 @@ def postgres():
 SCALE_ASSIGNMENTS = ("01_processes_threads",)
 
 
+SHORT_VERBS = ("release", "samples", "feedback", "report", "student")
+
+
 def course_cli(*args, workdir, db_url=None, env=None, timeout=600, root=None, prefix=()):
     """`python -m autograder <args>` with COURSE_WORKDIR (and COURSE_DB_URL); the finished process.
     `root`: another copy of the course (copy_course) to run; `prefix`: a command to run it under."""
@@ -416,8 +434,11 @@ def course_cli(*args, workdir, db_url=None, env=None, timeout=600, root=None, pr
     if root is not None:
         full_env["PYTHONPATH"] = str(root)
     full_env.setdefault("MPLBACKEND", "Agg")
-    done = subprocess.run([*prefix, sys.executable, "-m", "autograder", *args], cwd=root or course.ROOT,
-                          env=full_env, capture_output=True, text=True, timeout=timeout)
+    # Verbs that grade or run notebooks take the lease themselves, or run too long to hold it.
+    short = args[0] in SHORT_VERBS
+    with beside_timing_checks() if short else contextlib.nullcontext():
+        done = subprocess.run([*prefix, sys.executable, "-m", "autograder", *args], cwd=root or course.ROOT,
+                              env=full_env, capture_output=True, text=True, timeout=timeout)
     assert done.returncode == 0, f"python -m autograder {' '.join(args)} failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
     return done
 
@@ -434,7 +455,8 @@ def prepare_course(workdir, assignments, db_url=None, with_samples=True):
     """Release (into the work folder: the repository's release/ stays as it is, with its
     gradebook entries going to `db_url`) and the sample submissions, as the main job does."""
     work = course.Course(workdir, db_url or f"sqlite:///{Path(workdir) / 'gradebook.db'}")
-    release.generate(list(assignments), release_dir=work.workdir / "release-check", work=work)
+    with beside_timing_checks():
+        release.generate(list(assignments), release_dir=work.workdir / "release-check", work=work)
     if with_samples:
         course_cli("samples", *assignments, workdir=workdir, db_url=work.db_url)
     return work.db_url
@@ -464,4 +486,5 @@ def course_tools():
     import types
     return types.SimpleNamespace(cli=course_cli, prepare=prepare_course, scores=gradebook_scores, copy=copy_course,
                                  assignments=SCALE_ASSIGNMENTS, free_port=free_port, apt_install=apt_install,
-                                 skip_if_only_undecided=skip_if_only_undecided)
+                                 skip_if_only_undecided=skip_if_only_undecided,
+                                 beside_timing_checks=beside_timing_checks)

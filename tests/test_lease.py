@@ -169,3 +169,20 @@ def test_a_blank_answer_never_takes_the_machine_alone(tmp_path, monkeypatch):
                 fn(blank)
     assert time.monotonic() - started < 2.0, "a blank answer waited for the machine alone"
     other.join(10)
+
+
+def test_the_tests_short_commands_hold_the_runs_lease(tmp_path, monkeypatch, course_tools):
+    """What the tests run beside grading without grading (a release, nbgrader's exchange verbs)
+    holds the test run's lease shared: a timing check cannot take the machine alone meanwhile."""
+    import fcntl
+    import os
+    monkeypatch.setenv(lease.ENV, str(tmp_path))
+    with course_tools.beside_timing_checks():
+        fd = os.open(tmp_path / "lease", os.O_RDWR)
+        try:
+            with pytest.raises(BlockingIOError):
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        finally:
+            os.close(fd)
+    with lease.hold(exclusive=True, folder=str(tmp_path)) as waited:  # given back afterwards
+        assert waited < 1.0
