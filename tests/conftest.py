@@ -201,6 +201,24 @@ def graded_course(request, tmp_path_factory):
     return {"work": work, "results": results, "rows": work.scores(), "assignments": assignments}
 
 
+def undecided_cells(*graded):
+    """{(student, assignment, cell)} whose check could not decide, twice (scored zero, for a person):
+    from GradingWorkdirs (their `.undecided`) or work folders (reports/manual_review.csv)."""
+    import csv
+    found = set()
+    for source in graded:
+        if isinstance(source, GradingWorkdir):
+            found |= {(student, assignment, cell)
+                      for (assignment, student), cells in (getattr(source, "undecided", None) or {}).items()
+                      for cell in cells}
+            continue
+        listed = Path(source) / "reports" / "manual_review.csv"
+        if listed.is_file():
+            with open(listed, newline="") as rows:
+                found |= {(r["student"], r["assignment"], r["cell"]) for r in csv.DictReader(rows)}
+    return found
+
+
 def skip_if_only_undecided(work, student, assignment, lost):
     """A reference answer's cells that scored below full (`lost`, grade ids) because a timing check
     could not decide on the busy test machine, twice (zero, and reports/manual_review.csv): grading
@@ -486,5 +504,5 @@ def course_tools():
     import types
     return types.SimpleNamespace(cli=course_cli, prepare=prepare_course, scores=gradebook_scores, copy=copy_course,
                                  assignments=SCALE_ASSIGNMENTS, free_port=free_port, apt_install=apt_install,
-                                 skip_if_only_undecided=skip_if_only_undecided,
+                                 skip_if_only_undecided=skip_if_only_undecided, undecided_cells=undecided_cells,
                                  beside_timing_checks=beside_timing_checks)

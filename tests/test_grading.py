@@ -74,3 +74,12 @@ def test_only_undecided_cells_skip(course_tools):
     course_tools.skip_if_only_undecided(work, "sample_perfect", "02_gil", ["test_gil_experiment", "test_run_threads"])
     course_tools.skip_if_only_undecided(work, "sample_partial", "02_gil", ["test_gil_experiment"])
     course_tools.skip_if_only_undecided(work, "sample_perfect", "02_gil", [])
+
+
+def test_undecided_cells_read_the_review_list(tmp_path, course_tools):
+    """The cells a work folder's grading sent to a person, as the exchange and Dask tests read them."""
+    assert course_tools.undecided_cells(tmp_path) == set()
+    (tmp_path / "reports").mkdir()
+    (tmp_path / "reports" / "manual_review.csv").write_text(
+        "student,assignment,cell,why\nalice,01_processes_threads,test_creation_cost,\"a hidden check could not decide, twice\"\n")
+    assert course_tools.undecided_cells(tmp_path) == {("alice", "01_processes_threads", "test_creation_cost")}
