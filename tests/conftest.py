@@ -224,7 +224,7 @@ def skip_if_only_undecided(work, student, assignment, lost):
     could not decide on the busy test machine, twice (zero, and reports/manual_review.csv): grading
     did what it must, but the test learns nothing about those cells. It is then skipped, and the
     skip says so in the run's summary; a cell lost to a check that decided still fails it."""
-    undecided = set((getattr(work, "undecided", None) or {}).get((assignment, student), ()))
+    undecided = {cell for s, a, cell in undecided_cells(work) if (s, a) == (student, assignment)}
     if lost and set(lost) <= undecided:
         pytest.skip(f"{student}/{assignment}: undecided on this machine now, twice, so scored zero and "
                     f"listed for a person: {', '.join(sorted(lost))}")
@@ -505,4 +505,4 @@ def course_tools():
     return types.SimpleNamespace(cli=course_cli, prepare=prepare_course, scores=gradebook_scores, copy=copy_course,
                                  assignments=SCALE_ASSIGNMENTS, free_port=free_port, apt_install=apt_install,
                                  skip_if_only_undecided=skip_if_only_undecided, undecided_cells=undecided_cells,
-                                 beside_timing_checks=beside_timing_checks)
+                                 beside_timing_checks=beside_timing_checks, workdir=GradingWorkdir)

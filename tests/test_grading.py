@@ -65,9 +65,10 @@ def test_feedback_explains_without_revealing_hidden_tests(graded):
         assert "Score:" in html
 
 
-def test_only_undecided_cells_skip(course_tools):
+def test_only_undecided_cells_skip(tmp_path, course_tools):
     """The skip above covers cells that could not decide, and nothing else."""
-    work = type("Work", (), {"undecided": {("02_gil", "sample_perfect"): ["test_gil_experiment"]}})()
+    work = course_tools.workdir(tmp_path, [], released=True)
+    work.undecided = {("02_gil", "sample_perfect"): ["test_gil_experiment"]}
     with pytest.raises(pytest.skip.Exception, match="test_gil_experiment"):
         course_tools.skip_if_only_undecided(work, "sample_perfect", "02_gil", ["test_gil_experiment"])
     # a cell lost to a check that decided, beside an undecided one; another student; nothing lost
