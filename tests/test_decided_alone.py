@@ -1,5 +1,6 @@
 """On a quiet machine a timing check decides: the wrong answers that only a clock can catch
-(samples.DECIDED_ALONE) fail rather than go to a person.
+(samples.DECIDED_ALONE) fail rather than go to a person, and the sample gradings whose timing
+checks cannot decide beside the test run's other work (samples.GRADED_ALONE) score as they must.
 
 02's check of two NumPy threads (test_numpy_threads_speedup_gains) has nothing but timings and
 CPU time to go on. Its lock-serialised answer was left undecided in 2 of 3 gradings on an idle
@@ -37,3 +38,20 @@ def test_fails_decided_on_a_quiet_machine(judge, assignment, exercise, label):
         pytest.skip(f"the machine was not quiet ({use.others:.1f} s of other processes' CPU in {wall:.1f} s)")
     pytest.fail(f"'{label}' was not failed on a quiet machine: "
                 f"{[(o.check, o.passed, o.undecided, o.message) for o in outcomes]}")
+
+
+@pytest.mark.parametrize("assignment,student", samples.GRADED_ALONE,
+                         ids=[f"{a}:{s}" for a, s in samples.GRADED_ALONE])
+def test_graded_alone_scores_full(workdir_factory, course_tools, assignment, student):
+    """The reference answers, graded end to end as `python -m autograder grade` does, score full
+    marks on a quiet machine (the other sample students of the assignment are graded in part 2)."""
+    assert student == "sample_perfect", "only reference answers are listed so far"
+    work = workdir_factory(f"alone-{assignment}", [assignment])
+    work.submit(student, assignment, samples.submissions(assignment)[student])
+    results = work.grade()
+    assert results and all(r.ok for r in results), [r.log.read_text()[-2000:] for r in results]
+    cells = [r for r in work.scores() if r["student"] == student and r["assignment"] == assignment]
+    assert cells, f"{student}/{assignment} has no graded cell"
+    short = [r for r in cells if r["score"] < r["max_score"]]
+    course_tools.skip_if_only_undecided(work, student, assignment, [r["cell"] for r in short])
+    assert not short, [f"{r['cell']} ({r['score']}/{r['max_score']})" for r in short]

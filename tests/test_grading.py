@@ -4,7 +4,8 @@ The reference answers typed into the release notebook score full marks (a
 cell whose timing check could not decide on the busy test machine, twice, is
 not a failure of the reference: that test is skipped, visibly); the
 blank release scores zero on every test cell; the partly wrong sample lands
-between; its feedback explains without showing the hidden tests.
+between, its right answers scoring full beside the wrong ones; its feedback
+explains without showing the hidden tests.
 """
 import pytest
 
@@ -26,7 +27,9 @@ def test_every_submission_was_graded(graded):
     assert not failed, "autograde failed for: " + "\n".join(failed)
 
 
+@pytest.mark.parametrize("assignment", [a for a in course.assignments() if (a, "sample_perfect") not in samples.GRADED_ALONE])
 def test_reference_answers_score_full_marks(graded, assignment, course_tools):
+    """(samples.GRADED_ALONE are graded in part 3, on a quiet machine: tests/test_decided_alone.py)"""
     student = "sample_perfect"
     cells = _cells(graded, student, assignment)
     assert cells, f"{student}/{assignment} has no graded cell"
@@ -43,7 +46,7 @@ def test_blank_release_scores_zero_on_every_test_cell(graded, assignment):
     assert not scored, f"the blank release scores points in {scored}: a test that cannot fail"
 
 
-def test_partial_sample_lands_in_between(graded, assignment):
+def test_partial_sample_lands_in_between(graded, assignment, course_tools):
     cells = _cells(graded, "sample_partial", assignment)
     total = sum(r["score"] for r in cells)
     top = sum(r["max_score"] for r in cells)
@@ -52,6 +55,14 @@ def test_partial_sample_lands_in_between(graded, assignment):
     for exercise in catalogue.PARTIAL:
         lost = [r for r in cells if r["exercise"] == exercise]
         assert lost and all(r["score"] == 0 for r in lost), f"{exercise} should have scored 0 in sample_partial"
+    # The right answers beside the wrong and blank ones score full: one exercise's failure (a broken
+    # student's process, say) costs no other exercise its points.
+    right = [r for r in cells if r["exercise"] not in catalogue.PARTIAL]
+    assert right, "sample_partial has no right answer"
+    short = [r for r in right if r["score"] < r["max_score"]]
+    course_tools.skip_if_only_undecided(graded["work"], "sample_partial", assignment, [r["cell"] for r in short])
+    assert not short, ("right answers beside wrong ones lost points: "
+                       + ", ".join(f"{r['cell']} ({r['score']}/{r['max_score']})" for r in short))
 
 
 def test_feedback_explains_without_revealing_hidden_tests(graded):

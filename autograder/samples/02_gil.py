@@ -461,4 +461,6 @@ WORKLOAD_KIND = {**{t: "cpu" for t in CPU}, **{t: "io" for t in IO}}
 PARTIAL = {
     "fetch_all": "awaits one after another",
     "numpy_threads_speedup": None,
+    "gil_experiment": None,
+    "run_processes": None,
 }

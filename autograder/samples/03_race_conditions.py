@@ -394,4 +394,5 @@ def parallel_sum(chunks, n_workers):
 PARTIAL = {
     "transfer_many": "locks taken in argument order",
     "bytecode_ops": None,
+    "safe_increment": None,
 }

@@ -377,4 +377,5 @@ def seeded_loader(dataset, batch_size, num_workers, seed):
 PARTIAL = {
     "independent_draws": "same seed in every worker",
     "set_seed": None,
+    "seeded_loader": None,
 }

@@ -553,4 +553,6 @@ def generate_trajectories(n, n_workers, seed):
 PARTIAL = {
     "robust_map": "pool.map: one failure loses everything",
     "fit_serial_fraction": None,
+    "parallel_map": None,
+    "parallel_starmap": None,
 }

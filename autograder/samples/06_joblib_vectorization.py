@@ -694,4 +694,6 @@ def run_with_blas_threads(fn, n_threads):
 PARTIAL = {
     "cdist_vectorized": "a Python loop over the rows of X",
     "bootstrap_ci": None,
+    "cdist_joblib": None,
+    "run_with_blas_threads": None,
 }

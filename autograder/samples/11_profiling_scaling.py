@@ -417,4 +417,5 @@ PARTIAL = {
     "hotspots": "cumulative time (the caller ranks first)",
     "gustafson_speedup": "Amdahl's law",
     "roofline": None,
+    "torch_top_ops": None,
 }
