@@ -30,7 +30,8 @@ def beside_timing_checks():
     this short piece of work (a release, a command line that grades nothing: a few seconds)
     instead of measuring beside it. Seen without it: nbgrader's and alembic's processes of the
     exchange and PostgreSQL tests took a core through 02's GIL experiment, which could then not
-    decide. Never around work that grades (its checks would wait for this very hold)."""
+    decide. Never around work that grades (its checks would wait for this very hold), nor around
+    many commands in a row (each waits behind every check that takes the machine alone)."""
     from autograder.pipeline import lease
     with lease.hold():
         yield
