@@ -8,6 +8,9 @@ import time
 from pathlib import Path
 
 from . import course
+from .deferred_imports import defer_iri_parser
+
+defer_iri_parser()  # before a verb imports nbformat or nbgrader
 
 
 # Each verb's module is imported only when that verb runs: some import heavy libraries

@@ -4,7 +4,10 @@ import sys
 import types
 from pathlib import Path
 
-import nbformat
+from .deferred_imports import defer_iri_parser
+
+defer_iri_parser()  # before nbformat imports jsonschema
+import nbformat  # noqa: E402
 
 SOLUTION_MARKERS = re.compile(r"^[ \t]*### (BEGIN|END) SOLUTION[ \t]*\n?", re.M)
 HIDDEN_BLOCK = re.compile(r"^[ \t]*### BEGIN HIDDEN TESTS.*?### END HIDDEN TESTS[ \t]*\n?", re.M | re.S)

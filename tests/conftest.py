@@ -4,7 +4,10 @@ import os
 import shutil
 from pathlib import Path
 
-import nbformat
+from autograder.deferred_imports import defer_iri_parser
+
+defer_iri_parser()  # before nbformat: its IRI parser is built on first use only
+import nbformat  # noqa: E402
 import pytest
 
 from autograder import course, gradebook, release, samples

@@ -36,6 +36,8 @@ def _exit_with_parent(interval=0.5):
 def main():
     verb, log_dir = sys.argv[1], Path(sys.argv[2])
     _exit_with_parent()
+    from ..deferred_imports import defer_iri_parser
+    defer_iri_parser()  # before nbgrader imports nbformat
     from .. import course
     from .preprocessors import finish_abandoned_judges
     api = course.Course().api(Application={"log_level": "INFO"})
