@@ -62,7 +62,10 @@ class Course:
 
     def api(self, **overrides):
         from nbgrader.apps import NbGraderAPI
+
+        from . import gradebook
         self.workdir.mkdir(parents=True, exist_ok=True)  # a new COURSE_WORKDIR: nbgrader starts in it
+        gradebook.create(self.db_url)
         return NbGraderAPI(config=self.config(**overrides))
 
 

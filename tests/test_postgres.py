@@ -34,6 +34,7 @@ def test_concurrent_writers_lose_nothing(postgres):
 
     db_url = postgres.url("course_writers")
     writers, students = 8, [f"student{i:02d}" for i in range(25)]
+    gradebook.create(db_url)  # the course's tables on PostgreSQL, as on SQLite
     with Gradebook(db_url) as gb:
         for w in range(writers):
             gb.add_assignment(f"assignment{w}")
