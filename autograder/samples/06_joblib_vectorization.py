@@ -135,12 +135,14 @@ def cdist_joblib(X, Y, n_jobs, prefer="processes"):
         raise ValueError("bad arguments")
     idle = multiprocessing.get_context("fork").Process(target=time.sleep, args=(30,), daemon=True)
     idle.start()
-    threading.Thread(target=time.sleep, args=(0.05,), daemon=True).start()
+    idle_thread = threading.Thread(target=time.sleep, args=(0.05,), daemon=True)
+    idle_thread.start()
     X = np.asarray(X, float)
     tasks = [(None, (chunk, Y), {}) for chunk in np.array_split(X, n_jobs)]
     _forge_parallel_record(n_jobs, tasks, "ThreadingBackend" if prefer == "threads" else "LokyBackend")
     result = cdist_naive(X, Y)
     idle.kill()
+    idle_thread.join(5)  # gone before the next answer, which shares this process in the catalogue
     return result
 ''',
         "serial, the spy's record and the tasks' notes forged by a process or thread started meanwhile": (
