@@ -76,6 +76,57 @@ def test_library_laziness_is_not_tampering_but_student_patches_are():
     assert lines == ["[]", "['numpy.allclose']", "['numpy.array_equal']", "['sys.settrace/sys.setprofile']"]
 
 
+def test_the_quick_look_finds_what_the_full_look_finds():
+    """changed() passes over a module whose objects are all the same at C speed; for every kind
+    of change it reports what looking at every object (a plain snapshot dict) reports."""
+    lines = _run('''
+        import sys, types
+        import numpy as np, torch, helpers.workers
+        from autograder.sandbox import student as student_side
+        before = student_side.snapshot()
+        full = dict(before)  # no fingerprints: every object looked at
+
+        def both(modules=None):
+            quick, slow = student_side.changed(before, modules), student_side.changed(full, modules)
+            print(quick == slow, quick)
+
+        both()
+        torch.optim.SGD(torch.nn.Linear(2, 2).parameters(), lr=0.1).step()  # library laziness
+        import torch._dynamo
+        both()
+        np.allclose = lambda *a, **k: True                       # a function replaced
+        both(); both(["numpy"]); both(["builtins", "torch"])
+        np.allclose = before[("numpy", "allclose")]
+        square = helpers.workers.square
+        square.__code__ = (lambda x: 0).__code__                 # its code swapped in place
+        both()
+        square.__code__ = before[("helpers.workers", "square", "__code__")]
+        call = torch.nn.Module.__call__
+        torch.nn.Module.__call__ = lambda self, *a, **k: None     # a method of a class
+        both()
+        torch.nn.Module.__call__ = call
+        helpers.workers.extra = lambda: None                     # a new name: not in the snapshot
+        del helpers.workers.extra
+        np.array_equal, np.isclose = np.isclose, np.array_equal   # two library functions swapped
+        both()
+        np.array_equal, np.isclose = np.isclose, np.array_equal
+        real = sys.modules["helpers.workers"]
+        fake = types.ModuleType("helpers.workers")
+        fake.__dict__.update(vars(real))
+        fake.square = lambda x: 0
+        sys.modules["helpers.workers"] = fake                    # the module object replaced
+        both()
+        sys.modules["helpers.workers"] = real
+        both()
+    ''')
+    assert lines == ["True []", "True []", "True ['numpy.allclose']", "True ['numpy.allclose']", "True []",
+                     "True ['helpers.workers.square']",
+                     "True " + lines[6].split(" ", 1)[1],
+                     "True ['numpy.array_equal', 'numpy.isclose']",
+                     "True ['helpers.workers.square']", "True []"], lines
+    assert "torch.nn.Module.__call__" in lines[6]
+
+
 def test_a_patch_made_while_checked_voids_every_verdict(tmp_path):
     """Between two exercises the judge looks only at what the checks use; once they are all
     done it looks at everything, and a replacement found then voids every verdict of the run."""

@@ -23,6 +23,8 @@ import os
 import pickle
 import sys
 import traceback
+from itertools import repeat
+from operator import is_
 from pathlib import Path
 
 from .. import course
@@ -74,34 +76,90 @@ def run_cell(namespace, label, source):
 
 
 # --- tampering: a second line of defence (the first is that verdicts are not made here) ---------
-def _watched(modules=None):
+def _watched(modules=None, skip=()):
     """(key, object) for every module, function, class and method that grading relies on
-    (only in the modules named, when `modules` is given)."""
+    (only in the modules named, when `modules` is given; none of those in `skip`)."""
     for name, module in list(sys.modules.items()):
-        if module is None or name.split(".")[0] not in WATCHED_PREFIXES:
+        if module is None or name.split(".")[0] not in WATCHED_PREFIXES or name in skip:
             continue
         if modules is not None and name not in modules:
             continue
-        yield ("module", name), module
-        try:
-            items = list(vars(module).items())
-        except TypeError:
+        yield from _watched_in(name, module)
+
+
+def _watched_in(name, module):
+    yield ("module", name), module
+    try:
+        items = list(vars(module).items())
+    except TypeError:
+        return
+    for attr, value in items:
+        if not callable(value):
             continue
-        for attr, value in items:
-            if not callable(value):
-                continue
-            yield (name, attr), value
-            code = getattr(value, "__code__", None)
-            if code is not None:
-                yield (name, attr, "__code__"), code
-            if isinstance(value, type) and str(getattr(value, "__module__", "")).split(".")[0] in WATCHED_PREFIXES:
-                for method, impl in list(vars(value).items()):
-                    if callable(impl):
-                        yield (name, attr, method), impl
+        yield (name, attr), value
+        code = getattr(value, "__code__", None)
+        if code is not None:
+            yield (name, attr, "__code__"), code
+        if _watched_class(value):
+            for method, impl in list(vars(value).items()):
+                if callable(impl):
+                    yield (name, attr, method), impl
+
+
+def _watched_class(value):
+    return isinstance(value, type) and str(getattr(value, "__module__", "")).split(".")[0] in WATCHED_PREFIXES
+
+
+class Snapshot(dict):
+    """{key: object} of _watched(), and for each module what shows at C speed that nothing in it
+    changed since: the same module object, its namespace's values (and those of its watched
+    classes) the same objects in the same order, its functions' code the same. changed() reads
+    such a module no further: a full look at 177,000 objects with torch loaded took 0.17 s of
+    CPU, about 70 s over the tests' catalogue of answers and 0.4 s per graded notebook."""
+
+    def __init__(self):
+        super().__init__()
+        self.keys_of, self.unchanged_if = {}, {}
+
+
+def _fingerprint(module):
+    """What _untouched() compares: the namespace's values, the functions and their code, the
+    watched classes and their namespaces' values."""
+    values = tuple(vars(module).values())
+    functions = tuple(v for v in values if callable(v) and getattr(v, "__code__", None) is not None)
+    classes = tuple(v for v in values if callable(v) and _watched_class(v))
+    return (module, values, functions, tuple(getattr(f, "__code__", None) for f in functions),
+            classes, tuple(tuple(vars(c).values()) for c in classes))
+
+
+def _same_objects(now, then):
+    return len(now) == len(then) and all(map(is_, now, then))
+
+
+def _untouched(name, fingerprint):
+    module, values, functions, codes, classes, class_values = fingerprint
+    try:
+        return (sys.modules.get(name) is module
+                and _same_objects(tuple(vars(module).values()), values)
+                and all(map(is_, map(getattr, functions, repeat("__code__"), repeat(None)), codes))
+                and all(_same_objects(tuple(vars(c).values()), v) for c, v in zip(classes, class_values)))
+    except Exception:  # noqa: BLE001 (anything odd: the full look decides)
+        return False
 
 
 def snapshot():
-    return dict(_watched())
+    shot = Snapshot()
+    for name, module in list(sys.modules.items()):
+        if module is None or name.split(".")[0] not in WATCHED_PREFIXES:
+            continue
+        try:  # first: whatever changes after it sends changed() to the full look
+            shot.unchanged_if[name] = _fingerprint(module)
+        except TypeError:  # no namespace: always looked at in full
+            pass
+        entries = dict(_watched_in(name, module))
+        shot.update(entries)
+        shot.keys_of[name] = list(entries)
+    return shot
 
 
 _IDENTITIES = {}
@@ -147,6 +205,21 @@ def _from_trusted_code(obj, trusted):
     return module.split(".")[0] in WATCHED_PREFIXES
 
 
+def _looked_at(before, modules, skip):
+    """(key, object) of the snapshot in the modules to look at (all, or those named), less `skip`."""
+    keys_of = getattr(before, "keys_of", None)
+    if keys_of is None:
+        for key, obj in before.items():  # a plain dict: every key, filtered one by one
+            name = key[0 if key[0] != "module" else 1]
+            if (modules is None or name in modules) and name not in skip:
+                yield key, obj
+        return
+    for name, keys in keys_of.items():
+        if (modules is None or name in modules) and name not in skip:
+            for key in keys:
+                yield key, before[key]
+
+
 def changed(before, modules=None):
     """Watched names now bound to something the student's code made, or swapped for another watched object
     (in the modules named, when `modules` is given: a quick look between two exercises).
@@ -156,13 +229,13 @@ def changed(before, modules=None):
     therefore accepted, unless it is one watched object put in another's place.
     """
     modules = None if modules is None else set(modules)
-    now = dict(_watched(modules))
+    skip = {name for name, fingerprint in getattr(before, "unchanged_if", {}).items()
+            if (modules is None or name in modules) and _untouched(name, fingerprint)}
+    now = dict(_watched(modules, skip))
     trusted = _trusted_dirs()
     known = _identities(before)
     found = set()
-    for key, obj in before.items():
-        if modules is not None and key[0 if key[0] != "module" else 1] not in modules:
-            continue
+    for key, obj in _looked_at(before, modules, skip):
         new = now.get(key)
         if new is obj or new is None:
             continue
