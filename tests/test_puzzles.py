@@ -78,6 +78,19 @@ def test_threads_started_during_the_call_are_not_the_callers():
     assert spent.seconds >= 0.1, spent.seconds
 
 
+def test_a_thread_ending_as_the_block_starts_ends_before_it():
+    """A thread let go just before (a pool shutting down) is waited for, not left to end inside
+    the block, where its CPU time could not be told apart and the call would be undecided."""
+    import threading
+    import time
+
+    ending = threading.Thread(target=time.sleep, args=(0.05,))
+    ending.start()
+    with _support.caller_threads_cpu() as spent:
+        time.sleep(0.2)
+    assert not spent.ended, spent.ended
+
+
 
 def _grow_heap(n):
     """(in the student's process) n objects the collector tracks, kept alive (a notebook's heap)."""

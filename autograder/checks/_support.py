@@ -143,12 +143,27 @@ def caller_threads_cpu():
     from autograder.pipeline.judge import ProcessTree
     spent = ThreadsSpent()
     tree = ProcessTree(student_pid())
+    _threads_settled(tree)
     with _heap_frozen():
         before = tree.thread_runtimes() or {}
         yield spent
         after = tree.thread_runtimes() or {}
     spent.ended = sorted(set(before) - set(after))
     spent.seconds = sum(after[tid] - before[tid] for tid in before if tid in after) / 1e9
+
+
+def _threads_settled(tree, quiet=0.1, limit=2.0):
+    """Wait until the student's process has kept the same threads for `quiet` seconds (at most
+    `limit`): a thread in the midst of ending (one an earlier call or answer let go) would
+    otherwise end inside the block, and the block could not be decided (a catalogue run saw a
+    native thread of the reference process end inside a threads answer's call)."""
+    deadline = time.monotonic() + limit
+    threads, since = set(tree.thread_runtimes() or ()), time.monotonic()
+    while time.monotonic() < deadline and time.monotonic() - since < quiet:
+        time.sleep(0.02)
+        now = set(tree.thread_runtimes() or ())
+        if now != threads:
+            threads, since = now, time.monotonic()
 
 
 def _process_cpu(pid):
