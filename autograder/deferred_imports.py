@@ -22,7 +22,7 @@ class _OnFirstUse(types.ModuleType):
 
     def _real(self):
         if sys.modules.get(IRI_MODULE) is self:
-            del sys.modules[IRI_MODULE]
+            sys.modules.pop(IRI_MODULE, None)  # pop: two threads may get here at once
         try:
             real = importlib.import_module(IRI_MODULE)
         except BaseException:

@@ -17,16 +17,23 @@ def create(db_url):
     from nbgrader.dbutil import ALEMBIC_DIR
     from sqlalchemy import create_engine, inspect, text
 
+    from sqlalchemy.exc import SQLAlchemyError
+
     engine = create_engine(db_url, future=True)
     try:
         if inspect(engine).get_table_names():
             return
         revision = ScriptDirectory(ALEMBIC_DIR).get_current_head()
-        with engine.begin() as db:
-            Base.metadata.create_all(bind=db)
-            db.execute(text("CREATE TABLE alembic_version (version_num VARCHAR(32) NOT NULL)"))
-            db.execute(text("INSERT INTO alembic_version (version_num) VALUES (:revision)"),
-                       {"revision": revision})
+        try:
+            with engine.begin() as db:  # one transaction: another process sees all of it or none
+                Base.metadata.create_all(bind=db)
+                db.execute(text("CREATE TABLE alembic_version (version_num VARCHAR(32) NOT NULL)"))
+                db.execute(text("INSERT INTO alembic_version (version_num) VALUES (:revision)"),
+                           {"revision": revision})
+        except SQLAlchemyError:
+            if "alembic_version" not in inspect(engine).get_table_names():
+                raise
+            # another process (a second grading worker) made it first
     finally:
         engine.dispose()
 
@@ -41,7 +48,9 @@ def add_students(students, work=None):
     """
     from nbgrader.api import Gradebook
 
-    with Gradebook((work or course.Course()).db_url) as gb:
+    db_url = (work or course.Course()).db_url
+    create(db_url)
+    with Gradebook(db_url) as gb:
         known = {s.id for s in gb.students}
         for student in sorted(set(students) - known):
             gb.add_student(student)

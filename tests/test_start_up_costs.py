@@ -79,3 +79,30 @@ def test_a_new_gradebook_needs_no_alembic_process(tmp_path, monkeypatch):
         assert db.execute(text("SELECT version_num FROM alembic_version")).scalars().all() == [nbgrader_revision]
         assert sorted(db.execute(text("SELECT id FROM student")).scalars()) == ["ada", "alan"]
     engine.dispose()
+
+
+
+def test_a_gradebook_made_by_another_process_meanwhile_is_taken_as_it_is(tmp_path, monkeypatch):
+    """Grading workers start side by side: two may find the gradebook empty, and the second to
+    write finds the tables made. Here the other process wins while this one reads the revision."""
+    from alembic.script import ScriptDirectory
+    from sqlalchemy import create_engine, text
+
+    from autograder import gradebook
+
+    db_url = f"sqlite:///{tmp_path}/gradebook.db"
+    real_head = ScriptDirectory.get_current_head
+    raced = []
+
+    def head_after_the_other_process_made_it(self):
+        if not raced:
+            raced.append(True)
+            gradebook.create(db_url)  # the other process, all the way through
+        return real_head(self)
+    monkeypatch.setattr(ScriptDirectory, "get_current_head", head_after_the_other_process_made_it)
+    gradebook.create(db_url)
+    assert raced
+    engine = create_engine(db_url)
+    with engine.connect() as db:
+        assert len(db.execute(text("SELECT version_num FROM alembic_version")).all()) == 1
+    engine.dispose()
