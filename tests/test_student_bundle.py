@@ -2,10 +2,12 @@
 import filecmp
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
+import nbformat
 import pytest
 
 from autograder import course, notebooks, student
@@ -114,6 +116,36 @@ def test_launchers_are_valid_bash(bundle):
     done = subprocess.run(["bash", str(bundle / "bin" / "validate")], capture_output=True, text=True,
                           env={**os.environ, "CONDA_DEFAULT_ENV": "parallel-course"}, timeout=60)
     assert done.returncode == 2 and "usage" in done.stderr
+
+
+def _graded_cell(source, grade_id):
+    cell = nbformat.v4.new_code_cell(source)
+    cell.metadata["nbgrader"] = {"grade": True, "grade_id": grade_id, "locked": True, "points": 1,
+                                 "solution": False, "schema_version": 3}
+    return cell
+
+
+def test_validate_skips_the_demos_as_grading_does(bundle, tmp_path):
+    """bin/validate (and the Validate button, which reads the same nbgrader_config.py) runs the
+    notebook as grading does: cells tagged demo do not run, the test cells do."""
+    folder = shutil.copytree(bundle, tmp_path / "student")
+    demo = nbformat.v4.new_code_cell("open('demo-ran.txt', 'w').close()\nDEMO_VALUE = 1")
+    demo.metadata["tags"] = ["demo"]
+    nb = nbformat.v4.new_notebook(cells=[
+        demo,
+        _graded_cell("assert 'DEMO_VALUE' not in globals(), 'a demo cell ran while validating'", "test_no_demo"),
+        _graded_cell("raise ValueError('a failing test cell 1729')", "test_fails")])
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    (folder / "00_check").mkdir()
+    nbformat.write(nb, str(folder / "00_check" / "check.ipynb"))
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["PYTHONPATH"] = str(folder)
+    done = subprocess.run([sys.executable, "-m", "nbgrader", "validate", "00_check/check.ipynb"], cwd=folder,
+                          env=env, capture_output=True, text=True, timeout=300)
+    report = done.stdout + done.stderr
+    assert "1729" in report, f"the failing test cell was not reported:\n{report[-3000:]}"
+    assert "a demo cell ran" not in report, report[-3000:]
+    assert not (folder / "00_check" / "demo-ran.txt").exists(), "the demo cell ran while validating"
 
 
 def test_cli_verb_builds_dist_student():
