@@ -7,13 +7,15 @@ passes: its submission is graded again alone after the parallel batch, and if
 it still cannot decide, the cell scores zero and the submission is listed in
 reports/manual_review.csv for a person to look at.
 """
+import contextlib
 import csv
 import json
+import os
 from pathlib import Path
 
 from . import course
 from .gradebook import scores
-from .pipeline import jobs
+from .pipeline import jobs, warm
 from .pipeline.verify import UNDECIDED
 
 
@@ -38,18 +40,21 @@ def autograde(pairs, n_jobs=None, work=None, scheduler=None):
     """Grade (assignment, student) pairs in parallel (here, or on a Dask cluster's workers),
     then the undecided ones again, alone, on this machine.
 
-    Returns (JobResults, {pair: undecided cells}) after the second pass.
+    Returns (JobResults, {pair: undecided cells}) after the second pass. Both passes on this
+    machine fork from one pair of zygotes (pipeline/warm.py).
     """
-    results = {(r.assignment, r.student): r
-               for r in jobs.run_all("autograde", pairs, n_jobs=n_jobs, desc="autograde", work=work,
-                                     scheduler=scheduler)}
-    unsure = undecided_cells(pairs, work)
-    if unsure:
-        print(f"grade: {len(unsure)} submission(s) had a check that could not decide; "
-              "grading them again, one at a time")
-        for r in jobs.run_all("autograde", list(unsure), desc="regrade alone", work=work, alone=True):
-            results[(r.assignment, r.student)] = r
-        unsure = undecided_cells(list(unsure), work)
+    on_cluster = scheduler or os.environ.get("COURSE_SCHEDULER")
+    with contextlib.nullcontext() if on_cluster else warm.kept():
+        results = {(r.assignment, r.student): r
+                   for r in jobs.run_all("autograde", pairs, n_jobs=n_jobs, desc="autograde", work=work,
+                                         scheduler=scheduler)}
+        unsure = undecided_cells(pairs, work)
+        if unsure:
+            print(f"grade: {len(unsure)} submission(s) had a check that could not decide; "
+                  "grading them again, one at a time")
+            for r in jobs.run_all("autograde", list(unsure), desc="regrade alone", work=work, alone=True):
+                results[(r.assignment, r.student)] = r
+            unsure = undecided_cells(list(unsure), work)
     _write_review_list(unsure, work)
     return sorted(results.values(), key=lambda r: (r.assignment, r.student)), unsure
 

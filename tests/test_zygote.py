@@ -225,3 +225,36 @@ def test_a_zygote_whose_worker_died_while_it_imported_ends(tmp_path):
         except OSError:
             pass
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_the_regrade_alone_forks_from_the_batchs_zygotes(tmp_path, monkeypatch):
+    """`grade` starts one pair of zygotes for its batch and its regrade alone (each pair costs
+    about 6 CPU-s and 3 s to start), and stops them when both passes are done."""
+    from autograder import grade
+
+    started, passes = [], []
+
+    class Zygote:  # stands in for warm._Zygote: no process
+        def __init__(self, kind):
+            self.socket, self.stopped = str(tmp_path / f"{kind}-{len(started)}"), False
+            started.append(self)
+
+        def stop(self):
+            self.stopped = True
+
+    def run_all(verb, pairs, alone=False, **kwargs):
+        with warm.shared({}) as env:  # as jobs.run_all does for its workers
+            passes.append((alone, {name: env[name] for name in warm.SHARED_VARIABLES.values()}))
+        return []
+
+    unsure = iter([{("01_processes_threads", "ann"): ["test_cpu_info"]}, {}])
+    monkeypatch.setattr(warm, "_Zygote", Zygote)
+    monkeypatch.setattr(grade.jobs, "run_all", run_all)
+    monkeypatch.setattr(grade, "undecided_cells", lambda pairs, work=None: next(unsure))
+    monkeypatch.delenv("COURSE_SCHEDULER", raising=False)
+    monkeypatch.delenv("COURSE_WARM_START", raising=False)
+    grade.autograde([("01_processes_threads", "ann")], work=course.Course(tmp_path))
+    assert [alone for alone, _ in passes] == [False, True], passes
+    assert passes[0][1] == passes[1][1], "the regrade alone started zygotes of its own"
+    assert len(started) == len(warm.KINDS) and all(z.stopped for z in started)
+    assert not warm._kept
