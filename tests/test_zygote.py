@@ -227,34 +227,58 @@ def test_a_zygote_whose_worker_died_while_it_imported_ends(tmp_path):
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def test_the_regrade_alone_forks_from_the_batchs_zygotes(tmp_path, monkeypatch):
-    """`grade` starts one pair of zygotes for its batch and its regrade alone (each pair costs
-    about 6 CPU-s and 3 s to start), and stops them when both passes are done."""
+class _StandInZygote:
+    """Stands in for warm._Zygote: no process; `dead` makes it look ended."""
+    started = []
+
+    def __init__(self, kind):
+        self.kind, self.dead, self.stopped = kind, False, False
+        self.socket = f"/nowhere/{kind}-{len(self.started)}"
+        self.process = type("Process", (), {"poll": lambda _: 1 if self.dead else None})()
+        self.started.append(self)
+
+    def stop(self):
+        self.stopped = True
+
+
+def _grade_with_a_regrade(monkeypatch, tmp_path, between_passes=lambda: None):
+    """Run grade.autograde with stand-ins: the batch leaves one cell undecided, the regrade none.
+    Returns (alone, zygote sockets) for each pass."""
     from autograder import grade
-
-    started, passes = [], []
-
-    class Zygote:  # stands in for warm._Zygote: no process
-        def __init__(self, kind):
-            self.socket, self.stopped = str(tmp_path / f"{kind}-{len(started)}"), False
-            started.append(self)
-
-        def stop(self):
-            self.stopped = True
+    passes = []
 
     def run_all(verb, pairs, alone=False, **kwargs):
         with warm.shared({}) as env:  # as jobs.run_all does for its workers
             passes.append((alone, {name: env[name] for name in warm.SHARED_VARIABLES.values()}))
+        between_passes()
         return []
 
     unsure = iter([{("01_processes_threads", "ann"): ["test_cpu_info"]}, {}])
-    monkeypatch.setattr(warm, "_Zygote", Zygote)
+    _StandInZygote.started = []
+    monkeypatch.setattr(warm, "_Zygote", _StandInZygote)
     monkeypatch.setattr(grade.jobs, "run_all", run_all)
     monkeypatch.setattr(grade, "undecided_cells", lambda pairs, work=None: next(unsure))
     monkeypatch.delenv("COURSE_SCHEDULER", raising=False)
     monkeypatch.delenv("COURSE_WARM_START", raising=False)
     grade.autograde([("01_processes_threads", "ann")], work=course.Course(tmp_path))
     assert [alone for alone, _ in passes] == [False, True], passes
+    assert all(z.stopped for z in _StandInZygote.started) and not warm._kept
+    return passes
+
+
+def test_the_regrade_alone_forks_from_the_batchs_zygotes(tmp_path, monkeypatch):
+    """`grade` starts one pair of zygotes for its batch and its regrade alone (each pair costs
+    about 6 CPU-s and 3 s to start), and stops them when both passes are done."""
+    passes = _grade_with_a_regrade(monkeypatch, tmp_path)
     assert passes[0][1] == passes[1][1], "the regrade alone started zygotes of its own"
-    assert len(started) == len(warm.KINDS) and all(z.stopped for z in started)
-    assert not warm._kept
+    assert len(_StandInZygote.started) == len(warm.KINDS)
+
+
+def test_a_zygote_that_died_in_the_batch_is_started_again_for_the_regrade(tmp_path, monkeypatch):
+    def sandbox_dies():
+        next(z for z in _StandInZygote.started if z.kind == "sandbox").dead = True
+
+    first, second = (sockets for _, sockets in _grade_with_a_regrade(monkeypatch, tmp_path, sandbox_dies))
+    sandbox, judge = warm.SHARED_VARIABLES["sandbox"], warm.SHARED_VARIABLES["judge"]
+    assert second[sandbox] != first[sandbox] and second[judge] == first[judge]
+    assert len(_StandInZygote.started) == len(warm.KINDS) + 1

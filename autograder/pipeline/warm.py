@@ -75,7 +75,7 @@ def socket_path(kind):
         return zygote.socket if zygote.ready() else None
 
 
-# The sockets of the zygotes that kept() keeps for several grading passes, innermost last.
+# The zygotes ({kind: _Zygote}) that kept() keeps for several grading passes, innermost last.
 _kept = []
 
 
@@ -88,10 +88,10 @@ def shared(env):
         yield env
         return
     if _kept:
-        yield {**env, **_kept[-1]}
+        yield {**env, **_sockets(_kept[-1])}
         return
     with kept():
-        yield {**env, **_kept[-1]}
+        yield {**env, **_sockets(_kept[-1])}
 
 
 @contextlib.contextmanager
@@ -103,13 +103,22 @@ def kept():
         yield
         return
     zygotes = {kind: _Zygote(kind) for kind in KINDS}
-    _kept.append({SHARED_VARIABLES[kind]: z.socket for kind, z in zygotes.items()})
+    _kept.append(zygotes)
     try:
         yield
     finally:
-        _kept.pop()
+        _kept.remove(zygotes)
         for zygote in zygotes.values():
             zygote.stop()
+
+
+def _sockets(zygotes):
+    """Their sockets, a zygote that has died replaced first (every start would wait for it)."""
+    for kind, zygote in list(zygotes.items()):
+        if zygote.process.poll() is not None:
+            zygote.stop()
+            zygotes[kind] = _Zygote(kind)
+    return {SHARED_VARIABLES[kind]: zygote.socket for kind, zygote in zygotes.items()}
 
 
 def load_every_check():
