@@ -15,11 +15,16 @@ def create(db_url):
     from alembic.script import ScriptDirectory
     from nbgrader.api import Base
     from nbgrader.dbutil import ALEMBIC_DIR
-    from sqlalchemy import create_engine, inspect, text
-
+    from sqlalchemy import create_engine, event, inspect, text
     from sqlalchemy.exc import SQLAlchemyError
 
     engine = create_engine(db_url, future=True)
+    if engine.dialect.name == "sqlite":
+        # Python's sqlite3 opens a transaction only before INSERT/UPDATE/DELETE: each CREATE TABLE
+        # would be committed at once, and another process could find tables without a revision.
+        # SQLAlchemy's recipe: the driver opens none, we say BEGIN ourselves.
+        event.listen(engine, "connect", lambda connection, _: setattr(connection, "isolation_level", None))
+        event.listen(engine, "begin", lambda connection: connection.exec_driver_sql("BEGIN"))
     try:
         if inspect(engine).get_table_names():
             return

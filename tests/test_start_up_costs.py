@@ -106,3 +106,31 @@ def test_a_gradebook_made_by_another_process_meanwhile_is_taken_as_it_is(tmp_pat
     with engine.connect() as db:
         assert len(db.execute(text("SELECT version_num FROM alembic_version")).all()) == 1
     engine.dispose()
+
+
+def test_a_gradebook_is_made_whole_or_not_at_all(tmp_path, monkeypatch):
+    """Another process never finds the tables without the revision, and a failure half-way
+    leaves no table behind (SQLite's driver would commit each CREATE TABLE at once)."""
+    from nbgrader.api import Base
+    from sqlalchemy import create_engine, inspect
+
+    from autograder import gradebook
+
+    db_url = f"sqlite:///{tmp_path}/gradebook.db"
+    other = create_engine(db_url)
+    seen = []
+    make_tables = Base.metadata.create_all
+
+    def made_then_failed(*args, **kwargs):
+        make_tables(*args, **kwargs)
+        seen.append(inspect(other).get_table_names())
+        raise RuntimeError("the grading process died here")
+    monkeypatch.setattr(Base.metadata, "create_all", made_then_failed)
+    with pytest.raises(RuntimeError):
+        gradebook.create(db_url)
+    assert seen == [[]], f"another process saw {seen} before the revision was written"
+    assert inspect(other).get_table_names() == [], "a failed creation left tables behind"
+    monkeypatch.setattr(Base.metadata, "create_all", make_tables)
+    gradebook.create(db_url)
+    assert "alembic_version" in inspect(other).get_table_names()
+    other.dispose()
