@@ -20,6 +20,7 @@ submissions made from it still match cell by cell; a new cell gets a stable id
 (its grade_id, else a hash of the notebook's name and the cell's position).
 """
 import hashlib
+import itertools
 import sys
 from pathlib import Path
 
@@ -91,19 +92,46 @@ def from_text(text, previous=None, name="nb"):
         from jupytext.combine import combine_inputs_with_outputs
         nb = combine_inputs_with_outputs(nb, previous, fmt=FORMAT)
         nb.metadata.pop("jupytext", None)
-    taken = set()
-    for index, cell in enumerate(nb.cells):
-        grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
-        matched = previous is not None and cell.get("id") in {c.get("id") for c in previous.cells}
-        if not matched or cell.get("id") in taken:
-            # Stable ids keep the release byte-for-byte reproducible.
-            cell.id = grade_id or hashlib.sha1(f"{name}:{index}".encode()).hexdigest()[:12]
-        taken.add(cell.id)
+    _keep_ids(nb, previous, name)
     nb.metadata.setdefault("kernelspec", {"display_name": "Python 3 (ipykernel)", "language": "python",
                                           "name": "python3"})
     nb.metadata.setdefault("language_info", {"name": "python"})
     nbformat.validate(nb)
     return nb
+
+
+def _keep_ids(nb, previous, name):
+    """Give each cell its id in `previous`: first the cells whose kind and text are unchanged,
+    wherever they moved (jupytext pairs cells in order, so a cell inserted mid-notebook would
+    take the next cell's id and every later cell its neighbour's); then an edited cell keeps
+    the id jupytext paired it with, if no unchanged cell holds it. Any other cell gets a stable
+    id (its grade_id, else a hash of its place that no other cell holds), so that the release
+    is reproducible."""
+    unchanged = {}
+    for cell in previous.cells if previous is not None else ():
+        unchanged.setdefault((cell.cell_type, cell.source), []).append(cell.get("id"))
+    kept = []
+    for cell in nb.cells:
+        ids = unchanged.get((cell.cell_type, cell.source))
+        kept.append(ids.pop(0) if ids else None)
+    known = {c.get("id") for c in previous.cells} if previous is not None else set()
+    taken = {i for i in kept if i is not None}
+    for index, (cell, same) in enumerate(zip(nb.cells, kept)):
+        if same is not None:
+            cell.id = same
+            continue
+        if cell.get("id") not in known or cell.get("id") in taken:
+            cell.id = cell.metadata.get("nbgrader", {}).get("grade_id") or _new_id(name, index, known | taken)
+        taken.add(cell.id)
+
+
+def _new_id(name, index, used):
+    """A stable id for a new cell that no other cell holds (an earlier cell made at this place
+    may hold the plain hash of it)."""
+    for salt in itertools.count():
+        cell_id = hashlib.sha1(f"{name}:{index}{f':{salt}' if salt else ''}".encode()).hexdigest()[:12]
+        if cell_id not in used:
+            return cell_id
 
 
 def command(args):

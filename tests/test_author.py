@@ -28,6 +28,24 @@ def test_export_then_build_rewrites_the_same_file(tmp_path):
     assert target.read_bytes() == course.source_notebook(a).read_bytes()
 
 
+def test_cells_keep_their_ids_when_cells_are_inserted_before_them():
+    """jupytext pairs cells in order: without author's own pairing by text, a cell inserted
+    mid-notebook took its neighbour's id, and each later cell the next one's (seen in 02)."""
+    a = course.assignments()[1]
+    nb = notebooks.read(course.source_notebook(a))
+    text = author.to_text(nb)
+    middle = text.index("# %% [markdown]", len(text) // 2)
+    inserted = "# %% [markdown]\n# A new paragraph.\n\n# %%\nprint('a new cell')\n\n"
+    edited = author.from_text(text[:middle] + inserted + text[middle:], nb, name=a)
+    old_ids = [c.id for c in nb.cells]
+    new_cells = [c for c in edited.cells if c.id not in old_ids]
+    assert [c.source for c in new_cells] == ["A new paragraph.", "print('a new cell')"]
+    assert [c.id for c in edited.cells if c.id in old_ids] == old_ids
+    assert len({c.id for c in edited.cells}) == len(edited.cells)
+    again = author.from_text(text[:middle] + inserted + text[middle:], nb, name=a)
+    assert [c.id for c in again.cells] == [c.id for c in edited.cells]  # reproducible
+
+
 def test_short_kinds_become_nbgrader_metadata():
     text = ('# %% answer="double"\ndef double(x):\n    ### BEGIN SOLUTION\n    return 2 * x\n'
             '    ### END SOLUTION\n\n# %% test="test_double" points=2\nassert double(2) == 4\n\n'
