@@ -6,11 +6,12 @@ checks cannot decide beside the test run's other work (samples.GRADED_ALONE) sco
 CPU time to go on. Its lock-serialised answer was left undecided in 2 of 3 gradings on an idle
 machine: its tries counted only when our own threads gained >= 1.4 right after, all 5 had to,
 and our own run missed 1.4 about 1 try in 5. Each such submission was graded again alone and
-then listed for a person. Now 7 quiet tries of up to 20 must count. bin/test runs this in part 3,
-with the machine to itself: under load, undecided is the right verdict, and the test is skipped
-when other processes were busy meanwhile (as the check itself measures it). Chance of a false failure
-here: our own run missed 1.4 in 9 tries of 115 on a quiet machine; taking a try as counting with
-probability >= 0.85, fewer than 7 of 20 count with probability below 5e-8 (binomial).
+then listed for a person. Now 7 quiet tries of up to 30 must count, our own threads gaining >= 1.25.
+bin/test runs this in part 3, with the machine to itself: under load, undecided is the right
+verdict, and the test is skipped when other processes were busy meanwhile (as the check itself
+measures it). Chance of a false failure here: a try counted in 74 of 100 on a quiet machine;
+taking it as counting with probability >= 0.7, fewer than 7 of 30 count with probability below
+2.2e-8 (binomial).
 """
 import time
 

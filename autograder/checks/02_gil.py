@@ -423,29 +423,29 @@ def test_numpy_threads_speedup_errors(numpy_threads_speedup):
 def test_numpy_threads_speedup_measures(numpy_threads_speedup):
     """returns a positive measured speedup and runs the job on the threads asked for
 
-    False failure of a correct answer: < 1e-10 (assumption stated). The thread
-    count is exact. With one thread the true speedup is 1; a correct answer
-    reports >= 2 only if its serial timing came out twice its threaded timing of
-    the same work; the check asks for one of 5 calls under 2: taking such a
-    2x swing as rarer than 1 call in 100, independent, < 1e-10.
+    No clock: the thread count is exact, so no false failure. (It no longer asks
+    that one thread report a speedup under 2: a correct answer's one-thread figure
+    is not near 1 everywhere. The reference, on whole-array temporaries, reported
+    1.5 in the median and over 2 in 15 calls of 200 on an idle Linux machine, as
+    glibc hands such memory back to the system in the main thread only, and failed
+    that way once in a test run. No catalogued wrong answer needed that part.)
     """
     k = random.randint(2, 4)
     s, counts = counted(numpy_threads_speedup, random.randint(500_000, 800_000), k)
     s = exact_float(s, "the speedup")
     assert s > 0, "the speedup must be positive"
     assert counts["thread start"] >= 2, f"with n_threads={k}, the job should run on several threads"
-    for _ in range(5):
-        if exact_float(numpy_threads_speedup(400_000, 1), "the speedup") < 2.0:
-            return
-    raise AssertionError("with a single thread there is nothing to gain: the speedup should be near 1")
 
 
 def _own_numpy_speedup(n):
     """(run in the student's process) our own serial time / two-thread time of the NumPy job on n
     numbers, best of 3 each, each thread started for one half of the numbers. It says whether two
-    threads can gain right now in that process. On an idle machine it missed 1.4 in 9 tries of
-    115; a pool of 2 threads fed 4 parts missed it in 8 of 40 (one thread sometimes ran 3 of
-    them). A student's process that slows this run down only makes the check undecided."""
+    threads can gain right now in that process. On an idle 2-core machine (2026-11-26, the job in
+    blocks) it reached 1.25 in 86 tries of 100 and 1.4 in only 52: two busy cores there ran
+    slower each than one alone. (Before, on whole-array temporaries, it reached 1.4 more often
+    because its serial run paid for memory handed back to the system: see numpy_chunk.) A pool
+    of 2 threads fed 4 parts did worse (one thread sometimes ran 3 of them). A student's process
+    that slows this run down only makes the check undecided."""
     import numpy as np
     from helpers.gil import numpy_chunk
     halves = np.array_split(np.random.default_rng(1).random(n), 2)
@@ -477,18 +477,20 @@ def test_numpy_threads_speedup_gains(numpy_threads_speedup):
     timings). A try that reports <= 1.1 counts against the answer only when the
     machine was quiet meanwhile (other processes spent under a quarter of a core,
     from /proc/stat) AND our own two threads, run in the student's process right
-    after, gained >= 1.4 on the same job. The check passes at the first passing
+    after, gained >= 1.25 on the same job. The check passes at the first passing
     try, fails once 7 tries counted against the answer, and is undecided
-    (pytest.skip) when 20 tries cannot get there.
+    (pytest.skip) when 30 tries cannot get there.
     - A failure needs 7 quiet tries that did not pass, before any try that did:
       the first 7 quiet tries, however many tries there are. On a quiet machine the
       reference and the catalogue's alternative passed every try, and reported
-      > 1.15 in 120 calls of 120; taking a quiet try of a correct answer that does
-      not pass as rarer than 1 in 20, independent: (1/20)**7 = 7.8e-10.
-    - A lock-serialised answer, on a quiet machine: our own run missed 1.4 in 9
-      tries of 115, and the answer reported > 1.1 in about 1 in 40; taking a try
-      as counting with probability >= 0.85, fewer than 7 of 20 count with
-      probability below 5e-8. It failed in 15 gradings of 15, in 3.5-5.3 s.
+      > 1.15 in 120 calls of 120; with the job in blocks, on a machine where two
+      threads gained only 1.2-1.8, they reported <= 1.1 in 0 calls of 200 (lowest
+      1.13); taking a quiet try of a correct answer that does not pass as rarer
+      than 1 in 20, independent: (1/20)**7 = 7.8e-10.
+    - A lock-serialised answer, on a quiet machine: it reported <= 1.1 with our
+      own run >= 1.25 right after in 74 tries of 100; taking a try as counting
+      with probability >= 0.7, fewer than 7 of 30 count with probability below
+      2.2e-8 (fewer than 7 of 20 would have been 2.6e-4).
     - Load that lasts is seen, not assumed away: with two other processes
       spinning on the 2 cores, the reference's gain and our own were each 1.0 or
       1.6 by turns, so that a try could count against it about 1 time in 3; such
@@ -500,7 +502,7 @@ def test_numpy_threads_speedup_gains(numpy_threads_speedup):
     """
     if usable_cores() < 2:
         pytest.skip("one usable core: threads cannot speed anything up here")
-    n, needed, tries = 4_000_000, 7, 20
+    n, needed, tries = 4_000_000, 7, 30
     counted_against = 0
     numpy_threads_speedup(20_000, 2)  # untimed: an answer that raises does so before the machine is taken
     with alone():
@@ -510,7 +512,7 @@ def test_numpy_threads_speedup_gains(numpy_threads_speedup):
             if got > 1.15 and seen.cpu > 1.03 * seen.wall:
                 return
             if got <= 1.1 and use.others < 0.25 * seen.wall:
-                counted_against += there(_own_numpy_speedup, n) >= 1.4
+                counted_against += there(_own_numpy_speedup, n) >= 1.25
             if counted_against == needed or counted_against + tries - attempt < needed:
                 break
     if counted_against < needed:
