@@ -423,12 +423,13 @@ def test_numpy_threads_speedup_errors(numpy_threads_speedup):
 def test_numpy_threads_speedup_measures(numpy_threads_speedup):
     """returns a positive measured speedup and runs the job on the threads asked for
 
-    No clock: the thread count is exact, so no false failure. (It no longer asks
-    that one thread report a speedup under 2: a correct answer's one-thread figure
-    is not near 1 everywhere. The reference, on whole-array temporaries, reported
-    1.5 in the median and over 2 in 15 calls of 200 on an idle Linux machine, as
-    glibc hands such memory back to the system in the main thread only, and failed
-    that way once in a test run. No catalogued wrong answer needed that part.)
+    False failure of a correct answer: 0 (no clock: the inputs are random, the
+    thread count is exact). It no longer asks one thread to report a speedup
+    under 2: a correct answer's one-thread figure is not near 1 everywhere. The
+    reference, on whole-array temporaries, reported 1.5 in the median and over 2
+    in 15 calls of 200 on an idle Linux machine, as glibc hands such memory back
+    to the system in the main thread only, and failed that way once in a test
+    run. No catalogued wrong answer needed that part.
     """
     k = random.randint(2, 4)
     s, counts = counted(numpy_threads_speedup, random.randint(500_000, 800_000), k)
