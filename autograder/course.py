@@ -69,6 +69,14 @@ class Course:
         return NbGraderAPI(config=self.config(**overrides))
 
 
+def python_path(env):
+    """PYTHONPATH for a process of the course: the repository first (`autograder`, `helpers`),
+    whatever the caller's environment had (bin/env.sh sets it; a shell that did not source it
+    may not), then the rest of `env`'s."""
+    rest = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p and p != str(ROOT)]
+    return os.pathsep.join([str(ROOT), *rest])
+
+
 def assignments():
     """Names of the assignments present in source/, in course order."""
     return sorted(p.name for p in SOURCE.iterdir() if (p / f"{p.name}.ipynb").is_file())

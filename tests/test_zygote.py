@@ -282,3 +282,36 @@ def test_a_zygote_that_died_in_the_batch_is_started_again_for_the_regrade(tmp_pa
     sandbox, judge = warm.SHARED_VARIABLES["sandbox"], warm.SHARED_VARIABLES["judge"]
     assert second[sandbox] != first[sandbox] and second[judge] == first[judge]
     assert len(_StandInZygote.started) == len(warm.KINDS) + 1
+
+
+def test_a_zygote_starts_from_a_shell_that_did_not_source_env_sh(monkeypatch, tmp_path):
+    """`python -m autograder grade` run from the course folder without bin/env.sh: the zygotes
+    (started with -P, so without the working folder on their path) still import autograder.
+    Before, they died at once, and every kernel start then waited two minutes for their socket."""
+    monkeypatch.delenv("PYTHONPATH", raising=False)
+    monkeypatch.chdir(tmp_path)
+    started = warm._Zygote("sandbox")
+    try:
+        assert started.ready(timeout=120), f"the zygote died (exit {started.process.poll()})"
+    finally:
+        started.stop()
+
+
+def test_a_zygote_that_cannot_start_is_not_waited_for(monkeypatch):
+    """A shared zygote whose imports fail says so beside its socket: a worker's start falls back
+    to a new interpreter at once instead of waiting two minutes for a socket that never comes."""
+    folder = Path(tempfile.mkdtemp(prefix="course-zygote-test-"))
+    socket = str(folder / "socket")
+    spec = {"preload": ["a_module_that_does_not_exist"], "entries": []}
+    server = subprocess.Popen([sys.executable, "-P", "-c", "from autograder.sandbox.zygote import serve; serve()",
+                               socket, json.dumps(spec)], stderr=subprocess.DEVNULL)
+    try:
+        monkeypatch.setenv(warm.SHARED_VARIABLES["sandbox"], socket)
+        start = time.monotonic()
+        assert warm.socket_path("sandbox") is None
+        assert time.monotonic() - start < 60, "the worker waited for a zygote that had failed"
+        assert server.wait(timeout=60) != 0
+    finally:
+        server.kill()
+        server.wait()
+        shutil.rmtree(folder, ignore_errors=True)

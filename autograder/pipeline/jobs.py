@@ -44,7 +44,7 @@ def job_environment(n_jobs, work=None):
     threads = str(max(1, usable_cores() // max(1, n_jobs)))
     for name in THREAD_VARIABLES:
         env[name] = threads
-    env["PYTHONPATH"] = str(course.ROOT) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    env["PYTHONPATH"] = course.python_path(env)
     # nbgrader runs `alembic` from PATH: put this interpreter's bin/ first.
     env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
     env.setdefault("MPLBACKEND", "Agg")

@@ -23,6 +23,8 @@ import tempfile
 import threading
 import time
 
+from .. import course
+from ..sandbox.zygote import FAILED
 from ..sandbox.limits import ENV, without_secrets
 
 KINDS = {
@@ -66,6 +68,8 @@ def socket_path(kind):
     if given:  # the grading process's, shared by its workers
         deadline = time.monotonic() + 120
         while not os.path.exists(given) and time.monotonic() < deadline:
+            if os.path.exists(given + FAILED):  # it will never answer: do not wait for it
+                return None
             time.sleep(0.02)
         return given if os.path.exists(given) else None
     with _lock:
@@ -135,6 +139,9 @@ class _Zygote:
         env = without_secrets(os.environ)
         for name in (ENV, "NBGRADER_EXECUTION", "COURSE_CHECKS_OUTSIDE", SOCKET_VARIABLE, *SHARED_VARIABLES.values()):
             env.pop(name, None)  # a submission's settings arrive with each request, never from here
+        # It runs with -P: without the repository on its path (`python -m autograder grade` from a
+        # shell that did not source bin/env.sh) it could not import autograder and would die.
+        env["PYTHONPATH"] = course.python_path(env)
         self.process = subprocess.Popen(
             [sys.executable, "-P", "-c", "from autograder.sandbox.zygote import serve; serve()", self.socket,
              json.dumps({**KINDS[kind], "parent": os.getpid()})], env=env, stdin=subprocess.DEVNULL, stdout=2, start_new_session=True)

@@ -227,15 +227,10 @@ def launch_main():
 
 
 # --- the zygote -----------------------------------------------------------------------------------
-def serve():
-    """python -P -c "from autograder.sandbox.zygote import serve; serve()" <socket> <spec JSON>
+FAILED = ".failed"  # beside the socket: the zygote could not start, and no socket will come
 
-    spec: {"preload": [module names], "entries": ["module:function", ...], "parent": pid}.
-    The zygote ends when its parent (the grading worker that started it) is gone, even if
-    that happened while it was still importing.
-    """
-    path, spec = sys.argv[1], json.loads(sys.argv[2])
-    parent = spec.get("parent") or os.getppid()
+
+def _preload(spec):
     import importlib
     for name in spec["preload"]:
         importlib.import_module(name)
@@ -245,6 +240,24 @@ def serve():
     import threading
     if threading.active_count() > 1:  # a fork copies one thread: another one's locks would stay held
         raise SystemExit(f"zygote: the preloads started threads {threading.enumerate()}; not forking from here")
+
+
+def serve():
+    """python -P -c "from autograder.sandbox.zygote import serve; serve()" <socket> <spec JSON>
+
+    spec: {"preload": [module names], "entries": ["module:function", ...], "parent": pid}.
+    The zygote ends when its parent (the grading worker that started it) is gone, even if
+    that happened while it was still importing.
+    """
+    path, spec = sys.argv[1], json.loads(sys.argv[2])
+    parent = spec.get("parent") or os.getppid()
+    try:
+        _preload(spec)
+    except BaseException:
+        # The requesters would wait for the socket (two minutes each): tell them it will not come.
+        with open(path + FAILED, "w"):
+            pass
+        raise
     entries = set(spec["entries"])
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(path + ".new")
