@@ -29,14 +29,21 @@ from autograder.pipeline.judge import Remote, StudentError, StudentProcess, Stud
 SERVE = "from autograder.sandbox.student import Server; import sys, os\n"
 
 
-_MODULES = tempfile.mkdtemp(prefix="course-judge-test-")
+_MODULES = []  # the folder of the students' modules, made on first use (not when pytest collects)
 _made = itertools.count()
+
+
+def _modules():
+    if not _MODULES:
+        _MODULES.append(tempfile.mkdtemp(prefix="course-judge-test-"))
+    return _MODULES[0]
 
 
 @pytest.fixture(scope="module", autouse=True)
 def _remove_modules():
     yield
-    shutil.rmtree(_MODULES, ignore_errors=True)
+    while _MODULES:
+        shutil.rmtree(_MODULES.pop(), ignore_errors=True)
 
 
 def _student(body=""):
@@ -45,8 +52,8 @@ def _student(body=""):
             "    s = Server(int(sys.argv[1]), int(sys.argv[2]), ns)\n"
             "    s.send(('loaded', {}, []))\n    s.serve()\n    os._exit(0)\n")
     name = f"judge_test_student_{next(_made)}"
-    Path(_MODULES, f"{name}.py").write_text(code)
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([_MODULES, os.environ.get("PYTHONPATH", "")])}
+    Path(_modules(), f"{name}.py").write_text(code)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([_modules(), os.environ.get("PYTHONPATH", "")])}
     return StudentProcess.start(f"{name}:main", env=env)
 
 

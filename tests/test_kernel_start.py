@@ -68,3 +68,18 @@ def test_kernel_starts_are_bounded(tmp_path):
         for thief in taken:
             thief.close()
     assert len(taken) == 2
+
+
+def test_a_sandboxed_kernel_leaves_no_connection_file_behind(tmp_path, monkeypatch):
+    """The sandboxed kernel copies its connection file (it holds the key that signs every
+    message to the kernel) into a root-only folder of its own; with no private /tmp there
+    (file protection off, or unavailable), that folder was in the machine's /tmp and stayed
+    there after the kernel ended, one per notebook graded."""
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    monkeypatch.setenv("TMPDIR", str(temp))
+    config = Config({"GradingLimits": {"protect_files": False}, "VerifyHiddenChecks": {"enabled": False}})
+    step = ResilientExecute(config=config, kernel_manager_class=SandboxedKernelManager, timeout=60)
+    nb = step.preprocess(_notebook(), {"metadata": {"path": str(tmp_path)}})[0]
+    assert nb.cells[0].outputs[0]["text"] == "42\n"  # the kernel ran, in the sandbox
+    assert not list(temp.glob("course-kernel-*"))

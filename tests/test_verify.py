@@ -157,3 +157,36 @@ def test_answer_using_a_teaching_cells_value_passes(tmp_path):
     verdicts = verify.verify(payload, str(tmp_path))
     passed, report, undecided = verdicts["run_in_child"]
     assert passed, report
+
+
+def test_copies_left_by_killed_grading_processes_are_removed(tmp_path, monkeypatch):
+    """A grading process killed mid-submission (a Dask worker lost, SIGKILL) never cleans up
+    its judge's copy of the submission: the next grading process on the machine removes the
+    copies whose process is gone, once they are old; a live process's copy, a fresh one, and
+    folders not named as the judge names them stay."""
+    import os
+    import tempfile
+    import time
+
+    from autograder.pipeline import preprocessors as pre
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    old = time.time() - pre.ORPHAN_AGE - 60
+
+    def copy(name, mtime=old):
+        folder = tmp_path / name
+        (folder / "work").mkdir(parents=True)
+        (folder / "work" / "answers.ipynb").write_text("{}")
+        os.utime(folder, (mtime, mtime))
+        return folder
+
+    orphan = copy(f"{pre.COPY_PREFIX}{gone.pid}-abc123")
+    live = copy(f"{pre.COPY_PREFIX}{os.getpid()}-abc123")
+    fresh = copy(f"{pre.COPY_PREFIX}{gone.pid}-def456", mtime=time.time())
+    other = copy(f"{pre.COPY_PREFIX}test-abc123")
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    monkeypatch.setattr(pre, "_SWEPT", [])
+    made = pre.new_copy_folder()  # what each judge does before it copies a submission
+    assert made.parent == tmp_path and made.name.startswith(f"{pre.COPY_PREFIX}{os.getpid()}-")
+    assert not orphan.exists() and live.exists() and fresh.exists() and other.exists()
+    assert pre.remove_orphaned_copies(tmp_path) == []  # the judge's own new copy is not an orphan

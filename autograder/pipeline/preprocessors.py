@@ -323,11 +323,10 @@ class _JudgeRun:
     """
 
     def __init__(self, payload, folder, limits, log, cell_timeout):
-        import tempfile
         import threading
 
         self.started, self.seconds = time.monotonic(), 0.0
-        self.copy = Path(tempfile.mkdtemp(prefix="course-judge-"))
+        self.copy = new_copy_folder()
         _copy_plain_files(Path(folder), self.copy / "work")
         self.box = limits.sandbox(str(self.copy / "work"))
         # Taken now (the kernel's settings come later), without the grader's secrets.
@@ -362,6 +361,56 @@ class _JudgeRun:
 
 
 _RUNNING = set()  # judges started and not yet collected
+COPY_PREFIX = "course-judge-"  # then the grading process's pid
+ORPHAN_AGE = 6 * 3600.0  # seconds: far longer than any submission's grading
+_SWEPT = []  # whether this process has looked for orphaned copies
+
+
+def new_copy_folder():
+    """A root-only folder in the temp folder for a judge's copy of a submission, named after this
+    process (after removing the copies that killed processes left, once per process)."""
+    import tempfile
+    remove_orphaned_copies()
+    return Path(tempfile.mkdtemp(prefix=f"{COPY_PREFIX}{os.getpid()}-"))
+
+
+def remove_orphaned_copies(folder=None):
+    """Remove the judges' copies of submissions left by grading processes that were killed
+    (a Dask worker lost with its node, a worker stopped with SIGKILL): their clean-up never
+    ran, and each left a student's files in the machine's temp folder. A copy goes when its
+    process is gone and it has not changed for ORPHAN_AGE, so that a process with its pid
+    seen from another pid namespace, sharing the folder, never loses one it is using. Once
+    per grading process; returns the folders removed."""
+    import tempfile
+    if _SWEPT and folder is None:
+        return []
+    _SWEPT.append(True)
+    folder = Path(folder or tempfile.gettempdir())
+    removed = []
+    try:
+        entries = list(folder.glob(f"{COPY_PREFIX}*-*"))
+    except OSError:
+        return removed
+    for copy in entries:
+        pid = copy.name[len(COPY_PREFIX):].split("-", 1)[0]
+        try:
+            if not pid.isdigit() or _alive(int(pid)) or time.time() - copy.lstat().st_mtime < ORPHAN_AGE:
+                continue
+        except OSError:
+            continue
+        shutil.rmtree(copy, ignore_errors=True)
+        removed.append(copy)
+    return removed
+
+
+def _alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def finish_abandoned_judges():

@@ -1,6 +1,7 @@
 """nbgrader's kernel for a submission: `python -P -m autograder.sandbox.kernel -f <connection file>`
 (in place of `-m ipykernel_launcher`), an IPython kernel inside the submission's sandbox."""
 import os
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -29,8 +30,10 @@ def kernel_main():
     where = _connection_file_argument()
     connection = Path(sys.argv[where]).read_bytes() if where else None  # before its folder is hidden
     limits = enter(network_now=False, drop=False)
+    private = None
     if limits is not None and where:
-        private = Path(tempfile.mkdtemp(prefix="course-kernel-"))  # root-only, in the private /tmp
+        # Root-only; in the private /tmp, or, with file protection off, in the machine's.
+        private = Path(tempfile.mkdtemp(prefix="course-kernel-"))
         (private / "kernel.json").write_bytes(connection)
         sys.argv[where] = str(private / "kernel.json")
     sys.argv.append("--HistoryManager.enabled=False")  # no history file to write as another uid
@@ -43,6 +46,10 @@ def kernel_main():
 
     app = IPKernelApp.instance()
     app.initialize()
+    if private is not None:
+        # Read and rewritten by now; the key it holds is not left behind (the kernel, once it is
+        # the student's uid, could not remove a root-only folder at exit).
+        shutil.rmtree(private, ignore_errors=True)
     if limits is not None and not limits.network:
         try:
             cut_network()
