@@ -69,6 +69,8 @@ import time
 import traceback
 from dataclasses import dataclass, field
 
+from helpers.system import process_alive
+
 MAX_RANKS = 8
 
 POINT_TO_POINT = ("send", "recv", "isend", "irecv", "send_object_list", "recv_object_list",
@@ -329,7 +331,7 @@ def _watch(launcher_pid, seconds):
 
     def watch():
         while time.monotonic() < end:
-            if os.getppid() != parent or not _alive(launcher_pid):
+            if os.getppid() != parent or not process_alive(launcher_pid):
                 os._exit(3)
             time.sleep(0.2)
         os._exit(4)
@@ -469,16 +471,6 @@ def _wait(processes, deadline, timeout, grace=3.0):
             raise TimeoutError(f"the ranks did not finish within {timeout:g} s ({', '.join(alive)} "
                                "still running: a hang, e.g. a recv or a collective some rank never joined?)")
         time.sleep(0.01)
-
-
-def _alive(pid):
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _context(start_method=None):

@@ -6,6 +6,17 @@ import shutil
 import sys
 
 
+def process_alive(pid):
+    """Whether a process with this pid exists (another user's included)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 def usable_cores():
     """CPUs this process may run on (its affinity mask).
 

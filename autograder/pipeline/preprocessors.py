@@ -13,6 +13,8 @@ from jupyter_client.manager import AsyncKernelManager
 from traitlets import Bool, Integer, List
 from traitlets.config import Configurable
 
+from helpers.system import process_alive
+
 from .. import hidden, notebooks
 from ..sandbox.limits import ENV, Limits, for_student_code, without_secrets
 from . import confine, lease, warm
@@ -394,7 +396,7 @@ def remove_orphaned_copies(folder=None):
     for copy in entries:
         pid = copy.name[len(COPY_PREFIX):].split("-", 1)[0]
         try:
-            if not pid.isdigit() or _alive(int(pid)) or time.time() - copy.lstat().st_mtime < ORPHAN_AGE:
+            if not pid.isdigit() or process_alive(int(pid)) or time.time() - copy.lstat().st_mtime < ORPHAN_AGE:
                 continue
         except OSError:
             continue
@@ -402,15 +404,6 @@ def remove_orphaned_copies(folder=None):
         removed.append(copy)
     return removed
 
-
-def _alive(pid):
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def finish_abandoned_judges():
