@@ -162,8 +162,8 @@ def test_answer_using_a_teaching_cells_value_passes(tmp_path):
 def test_copies_left_by_killed_grading_processes_are_removed(tmp_path, monkeypatch):
     """A grading process killed mid-submission (a Dask worker lost, SIGKILL) never cleans up
     its judge's copy of the submission: the next grading process on the machine removes the
-    copies whose process is gone, once they are old; a live process's copy, a fresh one, and
-    folders not named as the judge names them stay."""
+    copies whose process is gone, once they are old; a live process's copy, a fresh one,
+    folders not named as the judge names them, and a link named as one stay."""
     import os
     import tempfile
     import time
@@ -184,9 +184,14 @@ def test_copies_left_by_killed_grading_processes_are_removed(tmp_path, monkeypat
     live = copy(f"{pre.COPY_PREFIX}{os.getpid()}-abc123")
     fresh = copy(f"{pre.COPY_PREFIX}{gone.pid}-def456", mtime=time.time())
     other = copy(f"{pre.COPY_PREFIX}test-abc123")
+    target = copy("someone-elses")
+    planted = tmp_path / f"{pre.COPY_PREFIX}{gone.pid}-link"
+    planted.symlink_to(target)
+    os.utime(planted, (old, old), follow_symlinks=False)
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     monkeypatch.setattr(pre, "_SWEPT", [])
     made = pre.new_copy_folder()  # what each judge does before it copies a submission
     assert made.parent == tmp_path and made.name.startswith(f"{pre.COPY_PREFIX}{os.getpid()}-")
     assert not orphan.exists() and live.exists() and fresh.exists() and other.exists()
+    assert planted.is_symlink() and (target / "work" / "answers.ipynb").exists()
     assert pre.remove_orphaned_copies(tmp_path) == []  # the judge's own new copy is not an orphan

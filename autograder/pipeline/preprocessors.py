@@ -372,38 +372,35 @@ def new_copy_folder():
     """A root-only folder in the temp folder for a judge's copy of a submission, named after this
     process (after removing the copies that killed processes left, once per process)."""
     import tempfile
-    remove_orphaned_copies()
+    if not _SWEPT:
+        _SWEPT.append(True)
+        remove_orphaned_copies(tempfile.gettempdir())
     return Path(tempfile.mkdtemp(prefix=f"{COPY_PREFIX}{os.getpid()}-"))
 
 
-def remove_orphaned_copies(folder=None):
+def remove_orphaned_copies(folder):
     """Remove the judges' copies of submissions left by grading processes that were killed
     (a Dask worker lost with its node, a worker stopped with SIGKILL): their clean-up never
     ran, and each left a student's files in the machine's temp folder. A copy goes when its
     process is gone and it has not changed for ORPHAN_AGE, so that a process with its pid
-    seen from another pid namespace, sharing the folder, never loses one it is using. Once
-    per grading process; returns the folders removed."""
-    import tempfile
-    if _SWEPT and folder is None:
-        return []
-    _SWEPT.append(True)
-    folder = Path(folder or tempfile.gettempdir())
+    seen from another pid namespace, sharing the folder, never loses one it is using. Returns
+    the folders removed from `folder`."""
     removed = []
     try:
-        entries = list(folder.glob(f"{COPY_PREFIX}*-*"))
+        entries = list(Path(folder).glob(f"{COPY_PREFIX}*-*"))
     except OSError:
         return removed
     for copy in entries:
         pid = copy.name[len(COPY_PREFIX):].split("-", 1)[0]
         try:
-            if not pid.isdigit() or process_alive(int(pid)) or time.time() - copy.lstat().st_mtime < ORPHAN_AGE:
-                continue
+            if (not pid.isdigit() or copy.is_symlink() or process_alive(int(pid))
+                    or time.time() - copy.lstat().st_mtime < ORPHAN_AGE):
+                continue  # a link (planted where students share the folder) is never followed
         except OSError:
             continue
         shutil.rmtree(copy, ignore_errors=True)
         removed.append(copy)
     return removed
-
 
 
 def finish_abandoned_judges():
