@@ -18,6 +18,16 @@ from autograder.pipeline import warm
 from autograder.sandbox.limits import without_secrets
 from autograder.sandbox import zygote
 
+
+
+@pytest.fixture(autouse=True)
+def no_inherited_pair(monkeypatch):
+    """These tests start zygotes of their own: bin/test's pair for the whole run (inherited()) is
+    not theirs."""
+    for variable in warm.SHARED_VARIABLES.values():
+        monkeypatch.delenv(variable, raising=False)
+
+
 PROBE = textwrap.dedent('''
     import json, os, sys, time
 
@@ -315,3 +325,102 @@ def test_a_zygote_that_cannot_start_is_not_waited_for(monkeypatch):
         server.kill()
         server.wait()
         shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture
+def held_pair():
+    """`python -m autograder.pipeline.warm`, as bin/test starts it: (the process, {variable: socket})."""
+    holder = subprocess.Popen([sys.executable, "-m", "autograder.pipeline.warm"], stdout=subprocess.PIPE, text=True,
+                              cwd=course.ROOT)
+    try:
+        lines = [holder.stdout.readline().strip() for _ in warm.SHARED_VARIABLES]
+        assert all("=" in line for line in lines), lines
+        yield holder, dict(line.split("=", 1) for line in lines)
+    finally:
+        holder.terminate()
+        holder.wait(30)
+
+
+def _zygotes_of(holder):
+    return [int(pid) for pid in Path(f"/proc/{holder.pid}/task/{holder.pid}/children").read_text().split()]
+
+
+def test_grading_under_a_held_pair_starts_none_and_forks_from_it(held_pair, monkeypatch):
+    """bin/test holds one pair for the whole run: `grade` (kept(), shared()) starts none of its own,
+    and its workers get the held pair's sockets, which fork."""
+    holder, sockets = held_pair
+    for variable, path in sockets.items():
+        monkeypatch.setenv(variable, path)
+
+    def no_new_zygote(kind):
+        raise AssertionError(f"a {kind} zygote was started beside the held pair")
+    monkeypatch.setattr(warm, "_Zygote", no_new_zygote)
+    with warm.kept(), warm.shared({}) as env:
+        assert {variable: env[variable] for variable in sockets} == sockets
+    for kind, entry in (("sandbox", warm.STUDENT), ("judge", warm.JUDGE)):
+        with open(os.devnull, "w") as quiet:
+            child = zygote.start(sockets[warm.SHARED_VARIABLES[kind]], entry, ["no such spec"],
+                                 stdout=quiet.fileno(), stderr=quiet.fileno())
+            child.wait(timeout=60)  # it fails on the missing spec: what counts is who started it
+        assert isinstance(child, zygote.Child), f"the held {kind} zygote did not fork the process"
+
+
+def test_a_held_pair_that_does_not_answer_is_not_used(monkeypatch, tmp_path):
+    """Sockets named in the environment that do not answer (the holder ended, or they belong to
+    another user): `grade` starts its own pair instead of waiting for them."""
+    not_a_socket = tmp_path / "socket"
+    not_a_socket.write_text("")
+    for variable in warm.SHARED_VARIABLES.values():
+        monkeypatch.setenv(variable, str(not_a_socket))
+    _StandInZygote.started = []
+    monkeypatch.setattr(warm, "_Zygote", _StandInZygote)
+    with warm.shared({}) as env:
+        assert all(env[v] != str(not_a_socket) for v in warm.SHARED_VARIABLES.values())
+    assert len(_StandInZygote.started) == len(warm.KINDS) and all(z.stopped for z in _StandInZygote.started)
+
+
+def test_a_worker_does_not_wait_for_a_pair_that_ended(held_pair, monkeypatch):
+    """A worker given the sockets of a pair that has since ended (its folders gone) starts new
+    interpreters at once, rather than waiting two minutes for the socket."""
+    holder, sockets = held_pair
+    for variable, path in sockets.items():
+        monkeypatch.setenv(variable, path)
+    holder.terminate()
+    holder.wait(30)
+    start = time.monotonic()
+    assert warm.socket_path("sandbox") is None and warm.socket_path("judge") is None
+    assert time.monotonic() - start < 10
+
+
+def test_the_held_pair_ends_with_its_holder(held_pair):
+    """Stopped (bin/test's trap) or orphaned, the holder leaves no zygote and no folder behind."""
+    holder, sockets = held_pair
+    pids = _zygotes_of(holder)
+    assert len(pids) == len(warm.KINDS)
+    holder.terminate()
+    holder.wait(30)
+    deadline = time.monotonic() + 30
+    while any(Path(f"/proc/{pid}").exists() for pid in pids) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not any(Path(f"/proc/{pid}").exists() for pid in pids), "a held zygote outlived its holder"
+    assert not any(Path(path).parent.exists() for path in sockets.values())
+
+
+def test_an_orphaned_holder_ends(tmp_path):
+    """The shell that ran bin/test killed outright: the holder notices its parent is gone and ends,
+    taking its zygotes along."""
+    script = f"{sys.executable} -m autograder.pipeline.warm > {tmp_path / 'sockets'} & echo $! ; sleep 600"
+    shell = subprocess.Popen(["bash", "-c", script], stdout=subprocess.PIPE, text=True, cwd=course.ROOT)
+    holder = int(shell.stdout.readline())
+    deadline = time.monotonic() + 120
+    sockets = tmp_path / "sockets"
+    while (not sockets.exists() or len(sockets.read_text().splitlines()) < 2) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    pids = [int(p) for p in Path(f"/proc/{holder}/task/{holder}/children").read_text().split()]
+    assert len(pids) == len(warm.KINDS)
+    shell.kill()
+    shell.wait()
+    deadline = time.monotonic() + 30
+    while any(Path(f"/proc/{pid}").exists() for pid in (holder, *pids)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not any(Path(f"/proc/{pid}").exists() for pid in (holder, *pids))

@@ -2,7 +2,10 @@
 
 Two kinds, started by `python -m autograder grade` for all its workers
 (`shared()`), or by a worker that was given none (a Dask worker) on first use;
-they end with the process that started them:
+they end with the process that started them. A caller that grades many times
+(the course's own tests) may start one pair for all of them with
+`python -m autograder.pipeline.warm` and pass its sockets down in the
+environment (`inherited()`): `grade` then starts none.
 
 - "sandbox" forks nbgrader's kernels and the judge's student's processes. It
   imports only what student code may see anyway (the libraries and the
@@ -68,7 +71,8 @@ def socket_path(kind):
     if given:  # the grading process's, shared by its workers
         deadline = time.monotonic() + 120
         while not os.path.exists(given) and time.monotonic() < deadline:
-            if os.path.exists(given + FAILED):  # it will never answer: do not wait for it
+            # It will never answer: its imports failed, or it ended and took its folder along.
+            if os.path.exists(given + FAILED) or not os.path.isdir(os.path.dirname(given)):
                 return None
             time.sleep(0.02)
         return given if os.path.exists(given) else None
@@ -87,12 +91,16 @@ _kept = []
 def shared(env):
     """Start both zygotes now, for every worker that gets `env` (which this adds their sockets to);
     they import while the workers start, and stop when the block ends. Inside kept(), the kept
-    pair serves instead."""
+    pair serves instead, and a pair this process inherited (inherited()) before either."""
     if not enabled():
         yield env
         return
     if _kept:
         yield {**env, **_sockets(_kept[-1])}
+        return
+    given = inherited()
+    if given:
+        yield {**env, **given}
         return
     with kept():
         yield {**env, **_sockets(_kept[-1])}
@@ -103,7 +111,7 @@ def kept():
     """One pair of zygotes for every shared() of the block: `grade` keeps its batch's pair for
     the regrade alone (about 6 CPU-s, 3 s, to start a pair). A zygote serves each request as
     it did the first: nothing of one grading stays in it for the next."""
-    if not enabled():
+    if not enabled() or inherited():
         yield
         return
     zygotes = {kind: _Zygote(kind) for kind in KINDS}
@@ -123,6 +131,29 @@ def _sockets(zygotes):
             zygote.stop()
             zygotes[kind] = _Zygote(kind)
     return {SHARED_VARIABLES[kind]: zygote.socket for kind, zygote in zygotes.items()}
+
+
+def inherited():
+    """{variable: socket} of the pair the environment names (SHARED_VARIABLES), when both zygotes
+    answer this process; else None. A zygote forks only for its own uid's processes, and its
+    folder is its owner's alone: a grader running as another user starts a pair of its own."""
+    sockets = {variable: os.environ.get(variable) for variable in SHARED_VARIABLES.values()}
+    if not all(sockets.values()) or not all(_answers(path) for path in sockets.values()):
+        return None
+    return sockets
+
+
+def _answers(path):
+    """Whether a zygote listens at `path` for us (the zygote takes an empty connection as no request)."""
+    import socket
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        probe.connect(path)
+        return True
+    except OSError:
+        return False
+    finally:
+        probe.close()
 
 
 def load_every_check():
@@ -161,3 +192,27 @@ class _Zygote:
             self.process.kill()
             self.process.wait()
         shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def main():
+    """python -m autograder.pipeline.warm: start a pair of zygotes, print their sockets as
+    VARIABLE=path lines once both answer, and keep them until this process's parent (the shell
+    that runs the course's tests) is gone, or a SIGTERM."""
+    import signal
+    parent = os.getppid()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    zygotes = {kind: _Zygote(kind) for kind in KINDS}
+    try:
+        if not all(zygote.ready() for zygote in zygotes.values()):
+            raise SystemExit("warm: a zygote did not start")
+        for kind, zygote in zygotes.items():
+            print(f"{SHARED_VARIABLES[kind]}={zygote.socket}", flush=True)
+        while os.getppid() == parent and all(z.process.poll() is None for z in zygotes.values()):
+            time.sleep(0.5)
+    finally:
+        for zygote in zygotes.values():
+            zygote.stop()
+
+
+if __name__ == "__main__":
+    main()
