@@ -24,7 +24,7 @@ from autograder.sandbox import zygote
 def no_inherited_pair(monkeypatch):
     """These tests start zygotes of their own: bin/test's pair for the whole run (inherited()) is
     not theirs."""
-    for variable in warm.SHARED_VARIABLES.values():
+    for variable in (*warm.SHARED_VARIABLES.values(), warm.HELD_FOR):
         monkeypatch.delenv(variable, raising=False)
 
 
@@ -247,6 +247,9 @@ class _StandInZygote:
         self.process = type("Process", (), {"poll": lambda _: 1 if self.dead else None})()
         self.started.append(self)
 
+    def ready(self, timeout=0):
+        return True
+
     def stop(self):
         self.stopped = True
 
@@ -333,9 +336,11 @@ def held_pair():
     holder = subprocess.Popen([sys.executable, "-m", "autograder.pipeline.warm"], stdout=subprocess.PIPE, text=True,
                               cwd=course.ROOT)
     try:
-        lines = [holder.stdout.readline().strip() for _ in warm.SHARED_VARIABLES]
+        lines = [holder.stdout.readline().strip() for _ in range(len(warm.SHARED_VARIABLES) + 1)]
         assert all("=" in line for line in lines), lines
-        yield holder, dict(line.split("=", 1) for line in lines)
+        named = dict(line.split("=", 1) for line in lines)
+        assert named.pop(warm.HELD_FOR) == warm.held_for()
+        yield holder, named
     finally:
         holder.terminate()
         holder.wait(30)
@@ -351,6 +356,7 @@ def test_grading_under_a_held_pair_starts_none_and_forks_from_it(held_pair, monk
     holder, sockets = held_pair
     for variable, path in sockets.items():
         monkeypatch.setenv(variable, path)
+    monkeypatch.setenv(warm.HELD_FOR, warm.held_for())
 
     def no_new_zygote(kind):
         raise AssertionError(f"a {kind} zygote was started beside the held pair")
@@ -372,11 +378,34 @@ def test_a_held_pair_that_does_not_answer_is_not_used(monkeypatch, tmp_path):
     not_a_socket.write_text("")
     for variable in warm.SHARED_VARIABLES.values():
         monkeypatch.setenv(variable, str(not_a_socket))
+    monkeypatch.setenv(warm.HELD_FOR, warm.held_for())
     _StandInZygote.started = []
     monkeypatch.setattr(warm, "_Zygote", _StandInZygote)
     with warm.shared({}) as env:
         assert all(env[v] != str(not_a_socket) for v in warm.SHARED_VARIABLES.values())
     assert len(_StandInZygote.started) == len(warm.KINDS) and all(z.stopped for z in _StandInZygote.started)
+
+
+@pytest.mark.parametrize("held_for", ["another course", "another grader"])
+def test_a_pair_held_for_someone_else_is_not_used(held_pair, monkeypatch, held_for):
+    """A held pair imported its own course's code and forks with its holder's powers: `grade` on a
+    copy of the course (other checks), or as a grader with fewer powers (`unshare --user` keeps the
+    uid outside and could still reach the socket), starts its own pair, and its workers get that."""
+    holder, sockets = held_pair
+    for variable, path in sockets.items():
+        monkeypatch.setenv(variable, path)
+    uid, namespace, root = warm.held_for().split(":", 2)
+    other = f"{uid}:{namespace}:/elsewhere/course" if held_for == "another course" else f"{uid}:user:[1]:{root}"
+    monkeypatch.setenv(warm.HELD_FOR, other)
+    assert warm.inherited() is None
+    _StandInZygote.started = []
+    monkeypatch.setattr(warm, "_Zygote", _StandInZygote)
+    with warm.kept(), warm.shared(dict(os.environ)) as env:
+        assert all(env[v] != sockets[v] for v in warm.SHARED_VARIABLES.values())
+        assert warm.HELD_FOR not in env, "the workers would take their own pair for someone else's"
+    assert len(_StandInZygote.started) == len(warm.KINDS)
+    monkeypatch.setattr(warm, "_running", {})
+    assert warm.socket_path("sandbox") != sockets[warm.SHARED_VARIABLES["sandbox"]]
 
 
 def test_a_worker_does_not_wait_for_a_pair_that_ended(held_pair, monkeypatch):
@@ -385,6 +414,7 @@ def test_a_worker_does_not_wait_for_a_pair_that_ended(held_pair, monkeypatch):
     holder, sockets = held_pair
     for variable, path in sockets.items():
         monkeypatch.setenv(variable, path)
+    monkeypatch.setenv(warm.HELD_FOR, warm.held_for())
     holder.terminate()
     holder.wait(30)
     start = time.monotonic()

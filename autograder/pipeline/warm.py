@@ -53,6 +53,7 @@ STUDENT = "autograder.sandbox.student:main"
 JUDGE = "autograder.pipeline.judge:main"
 SOCKET_VARIABLE = "COURSE_ZYGOTE"  # the sandbox zygote's socket, for judges (they start the student's process)
 SHARED_VARIABLES = {"sandbox": "COURSE_ZYGOTE_SANDBOX", "judge": "COURSE_ZYGOTE_JUDGE"}  # from shared()
+HELD_FOR = "COURSE_ZYGOTE_FOR"  # whom a held pair serves (held_for()): main() prints it with the sockets
 
 _lock = threading.Lock()
 _running = {}
@@ -68,7 +69,9 @@ def socket_path(kind):
     if not enabled():
         return None
     given = os.environ.get(SHARED_VARIABLES[kind])
-    if given:  # the grading process's, shared by its workers
+    if os.environ.get(HELD_FOR, held_for()) != held_for():
+        given = None  # a pair held for another course or grader (inherited())
+    if given:  # the grading process's, shared by its workers (or one held for them, inherited())
         deadline = time.monotonic() + 120
         while not os.path.exists(given) and time.monotonic() < deadline:
             # It will never answer: its imports failed, or it ended and took its folder along.
@@ -96,14 +99,19 @@ def shared(env):
         yield env
         return
     if _kept:
-        yield {**env, **_sockets(_kept[-1])}
+        yield {**_not_held(env), **_sockets(_kept[-1])}
         return
     given = inherited()
     if given:
         yield {**env, **given}
         return
     with kept():
-        yield {**env, **_sockets(_kept[-1])}
+        yield {**_not_held(env), **_sockets(_kept[-1])}
+
+
+def _not_held(env):
+    """`env` for workers given a pair of ours: no HELD_FOR of a pair held for someone else."""
+    return {name: value for name, value in env.items() if name != HELD_FOR}
 
 
 @contextlib.contextmanager
@@ -134,13 +142,25 @@ def _sockets(zygotes):
 
 
 def inherited():
-    """{variable: socket} of the pair the environment names (SHARED_VARIABLES), when both zygotes
-    answer this process; else None. A zygote forks only for its own uid's processes, and its
-    folder is its owner's alone: a grader running as another user starts a pair of its own."""
+    """{variable: socket} of the pair the environment names (SHARED_VARIABLES), held by main() for
+    this very course and grader (HELD_FOR), when both zygotes answer; else None. A pair imported
+    its course's code and runs its children with its holder's powers: a copy of the course with
+    other checks, or a grader with fewer powers (another user, a user namespace), starts its own."""
     sockets = {variable: os.environ.get(variable) for variable in SHARED_VARIABLES.values()}
-    if not all(sockets.values()) or not all(_answers(path) for path in sockets.values()):
+    if os.environ.get(HELD_FOR) != held_for() or not all(sockets.values()):
+        return None
+    if not all(_answers(path) for path in sockets.values()):
         return None
     return sockets
+
+
+def held_for():
+    """This process's course, uid and user namespace, as one string."""
+    try:
+        namespace = os.readlink("/proc/self/ns/user")
+    except OSError:
+        namespace = "?"
+    return f"{os.getuid()}:{namespace}:{course.ROOT}"
 
 
 def _answers(path):
@@ -168,7 +188,8 @@ class _Zygote:
         self.folder = tempfile.mkdtemp(prefix=f"course-zygote-{kind}-")  # mode 0700: the grader's alone
         self.socket = os.path.join(self.folder, "socket")
         env = without_secrets(os.environ)
-        for name in (ENV, "NBGRADER_EXECUTION", "COURSE_CHECKS_OUTSIDE", SOCKET_VARIABLE, *SHARED_VARIABLES.values()):
+        for name in (ENV, "NBGRADER_EXECUTION", "COURSE_CHECKS_OUTSIDE", SOCKET_VARIABLE, HELD_FOR,
+                     *SHARED_VARIABLES.values()):
             env.pop(name, None)  # a submission's settings arrive with each request, never from here
         # It runs with -P: without the repository on its path (`python -m autograder grade` from a
         # shell that did not source bin/env.sh) it could not import autograder and would die.
@@ -196,7 +217,7 @@ class _Zygote:
 
 def main():
     """python -m autograder.pipeline.warm: start a pair of zygotes, print their sockets as
-    VARIABLE=path lines once both answer, and keep them until this process's parent (the shell
+    VARIABLE=path lines once both answer (and HELD_FOR=held_for()), and keep them until this process's parent (the shell
     that runs the course's tests) is gone, or a SIGTERM."""
     import signal
     parent = os.getppid()
@@ -207,6 +228,7 @@ def main():
             raise SystemExit("warm: a zygote did not start")
         for kind, zygote in zygotes.items():
             print(f"{SHARED_VARIABLES[kind]}={zygote.socket}", flush=True)
+        print(f"{HELD_FOR}={held_for()}", flush=True)
         while os.getppid() == parent and all(z.process.poll() is None for z in zygotes.values()):
             time.sleep(0.5)
     finally:

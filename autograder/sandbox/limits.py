@@ -45,7 +45,7 @@ def without_secrets(env):
 
 # Where the grader's own machinery is (its zygotes, its lease on the machine): the judge
 # needs them, student code never does.
-GRADER_ONLY = ("COURSE_LEASE", "COURSE_ZYGOTE", "COURSE_ZYGOTE_SANDBOX", "COURSE_ZYGOTE_JUDGE")
+GRADER_ONLY = ("COURSE_LEASE", "COURSE_ZYGOTE", "COURSE_ZYGOTE_SANDBOX", "COURSE_ZYGOTE_JUDGE", "COURSE_ZYGOTE_FOR")
 
 
 def for_student_code(env):
