@@ -217,8 +217,8 @@ class _Zygote:
 
 def main():
     """python -m autograder.pipeline.warm: start a pair of zygotes, print their sockets as
-    VARIABLE=path lines once both answer (and HELD_FOR=held_for()), and keep them until this process's parent (the shell
-    that runs the course's tests) is gone, or a SIGTERM."""
+    VARIABLE=path lines once both answer (and HELD_FOR=held_for()), and keep them until this
+    process's parent (the shell that runs the course's tests) is gone, or a SIGTERM."""
     import signal
     parent = os.getppid()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
