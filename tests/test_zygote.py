@@ -19,7 +19,6 @@ from autograder.sandbox.limits import without_secrets
 from autograder.sandbox import zygote
 
 
-
 @pytest.fixture(autouse=True)
 def no_inherited_pair(monkeypatch):
     """These tests start zygotes of their own: bin/test's pair for the whole run (inherited()) is
@@ -330,17 +329,23 @@ def test_a_zygote_that_cannot_start_is_not_waited_for(monkeypatch):
         shutil.rmtree(folder, ignore_errors=True)
 
 
-@pytest.fixture
-def held_pair():
+def _hold_a_pair():
     """`python -m autograder.pipeline.warm`, as bin/test starts it: (the process, {variable: socket})."""
     holder = subprocess.Popen([sys.executable, "-m", "autograder.pipeline.warm"], stdout=subprocess.PIPE, text=True,
                               cwd=course.ROOT)
+    lines = [holder.stdout.readline().strip() for _ in range(len(warm.SHARED_VARIABLES) + 1)]
+    assert all("=" in line for line in lines), lines
+    named = dict(line.split("=", 1) for line in lines)
+    assert named.pop(warm.HELD_FOR) == warm.held_for()
+    return holder, named
+
+
+@pytest.fixture(scope="module")
+def held_pair():
+    """One held pair for the tests that leave it running (a pair costs about 12 CPU-s to start)."""
+    holder, sockets = _hold_a_pair()
     try:
-        lines = [holder.stdout.readline().strip() for _ in range(len(warm.SHARED_VARIABLES) + 1)]
-        assert all("=" in line for line in lines), lines
-        named = dict(line.split("=", 1) for line in lines)
-        assert named.pop(warm.HELD_FOR) == warm.held_for()
-        yield holder, named
+        yield holder, sockets
     finally:
         holder.terminate()
         holder.wait(30)
@@ -408,32 +413,27 @@ def test_a_pair_held_for_someone_else_is_not_used(held_pair, monkeypatch, held_f
     assert warm.socket_path("sandbox") != sockets[warm.SHARED_VARIABLES["sandbox"]]
 
 
-def test_a_worker_does_not_wait_for_a_pair_that_ended(held_pair, monkeypatch):
-    """A worker given the sockets of a pair that has since ended (its folders gone) starts new
-    interpreters at once, rather than waiting two minutes for the socket."""
-    holder, sockets = held_pair
-    for variable, path in sockets.items():
-        monkeypatch.setenv(variable, path)
-    monkeypatch.setenv(warm.HELD_FOR, warm.held_for())
-    holder.terminate()
-    holder.wait(30)
-    start = time.monotonic()
-    assert warm.socket_path("sandbox") is None and warm.socket_path("judge") is None
-    assert time.monotonic() - start < 10
-
-
-def test_the_held_pair_ends_with_its_holder(held_pair):
-    """Stopped (bin/test's trap) or orphaned, the holder leaves no zygote and no folder behind."""
-    holder, sockets = held_pair
-    pids = _zygotes_of(holder)
-    assert len(pids) == len(warm.KINDS)
-    holder.terminate()
-    holder.wait(30)
+def test_the_held_pair_ends_with_its_holder_and_is_not_waited_for(monkeypatch):
+    """Stopped (bin/test's trap), the holder leaves no zygote and no folder behind; a worker still
+    given its sockets starts new interpreters at once, rather than waiting two minutes for them."""
+    holder, sockets = _hold_a_pair()
+    try:
+        pids = _zygotes_of(holder)
+        assert len(pids) == len(warm.KINDS)
+    finally:
+        holder.terminate()
+        holder.wait(30)
     deadline = time.monotonic() + 30
     while any(Path(f"/proc/{pid}").exists() for pid in pids) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not any(Path(f"/proc/{pid}").exists() for pid in pids), "a held zygote outlived its holder"
     assert not any(Path(path).parent.exists() for path in sockets.values())
+    for variable, path in sockets.items():
+        monkeypatch.setenv(variable, path)
+    monkeypatch.setenv(warm.HELD_FOR, warm.held_for())
+    start = time.monotonic()
+    assert warm.socket_path("sandbox") is None and warm.socket_path("judge") is None
+    assert time.monotonic() - start < 10
 
 
 def test_an_orphaned_holder_ends(tmp_path):
@@ -441,15 +441,17 @@ def test_an_orphaned_holder_ends(tmp_path):
     taking its zygotes along."""
     script = f"{sys.executable} -m autograder.pipeline.warm > {tmp_path / 'sockets'} & echo $! ; sleep 600"
     shell = subprocess.Popen(["bash", "-c", script], stdout=subprocess.PIPE, text=True, cwd=course.ROOT)
-    holder = int(shell.stdout.readline())
-    deadline = time.monotonic() + 120
-    sockets = tmp_path / "sockets"
-    while (not sockets.exists() or len(sockets.read_text().splitlines()) < 2) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    pids = [int(p) for p in Path(f"/proc/{holder}/task/{holder}/children").read_text().split()]
-    assert len(pids) == len(warm.KINDS)
-    shell.kill()
-    shell.wait()
+    holder, pids = int(shell.stdout.readline()), []
+    try:
+        deadline = time.monotonic() + 120
+        sockets = tmp_path / "sockets"
+        while (not sockets.exists() or len(sockets.read_text().splitlines()) < 3) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        pids = [int(p) for p in Path(f"/proc/{holder}/task/{holder}/children").read_text().split()]
+        assert len(pids) == len(warm.KINDS)
+    finally:
+        shell.kill()
+        shell.wait()
     deadline = time.monotonic() + 30
     while any(Path(f"/proc/{pid}").exists() for pid in (holder, *pids)) and time.monotonic() < deadline:
         time.sleep(0.1)
