@@ -90,6 +90,27 @@ def test_a_hang_is_bounded_and_leaves_no_rank():
     assert not children
 
 
+def _sleep(seconds):
+    time.sleep(seconds)
+
+
+def test_the_caller_sleeps_while_its_ranks_run():
+    """The launching process spends a fixed CPU cost, however long its ranks run: the checks of 12
+    weigh the caller's CPU to tell work done on the ranks from work done in the caller (a machine
+    that slows the ranks must not make a correct launch look like the latter). Polling three
+    forkserver ranks every 10 ms cost 33 ms of CPU per second (0.16 s over these 5 s); waiting on
+    their sentinels costs about a millisecond in all."""
+    spent = []
+    ranks.launch(_sleep, 3, 0.0)  # the first launch of a process starts the forkserver
+    for seconds in (0.0, 5.0):
+        before = time.process_time()
+        ranks.launch(_sleep, 3, seconds)
+        spent.append(time.process_time() - before)
+    assert spent[1] - spent[0] < 0.06, (
+        f"the caller spent {spent[1] - spent[0]:.3f} s more CPU while its ranks slept 5 s than when they "
+        f"did not ({spent[0]:.3f} s)")
+
+
 LAUNCHER = textwrap.dedent('''
     import os, sys, time
     from helpers import ranks
