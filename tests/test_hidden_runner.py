@@ -1,6 +1,7 @@
 """The hidden-test runner: plain messages, bounded time, strict comparisons."""
 import ast
 import contextlib
+import os
 import re
 import sys
 import textwrap
@@ -215,3 +216,33 @@ def test_the_bound_rule_is_not_vacuous():
     assert not _BOUND.search("False failures: rare")
     stated = [name for name, doc, _ in _check_functions() if _BOUND.search(doc)]
     assert len(stated) > 100, len(stated)
+
+
+def _one_task_at_a_time(executor, tasks):
+    """Each task submitted once the one before has ended and its worker is idle: a pool that gives
+    tasks to idle workers runs them all on one."""
+    for _ in range(tasks):
+        executor.submit(os.getpid).result()
+        time.sleep(0.05)
+
+
+@pytest.mark.parametrize("kind", ["thread", "process"])
+def test_counted_executors_start_a_worker_per_task(kind):
+    """Under the spy, an executor of 4 workers given 4 tasks starts 4 workers even when each task
+    ends before the next is submitted (stock concurrent.futures reuses the idle one: 1 worker), so a
+    check that counts starts does not depend on how long the caller was held up between submits.
+    Processes by forkserver, which, like spawn, starts workers as tasks come."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+
+    def make():
+        if kind == "thread":
+            return ThreadPoolExecutor(4)
+        return ProcessPoolExecutor(4, mp_context=multiprocessing.get_context("forkserver"))
+    cls = ThreadPoolExecutor if kind == "thread" else ProcessPoolExecutor
+    adjust = "_adjust_thread_count" if kind == "thread" else "_adjust_process_count"
+    stock = getattr(cls, adjust)
+    with _support.count_starts_and_joins() as counts, make() as executor:
+        _one_task_at_a_time(executor, 4)
+    assert counts[f"{kind} start"] == 4
+    assert getattr(cls, adjust) is stock, "the executor's own behaviour is back after the block"

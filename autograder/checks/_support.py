@@ -421,16 +421,63 @@ class raises_value_error:
         raise AssertionError(f"{self.what} should raise ValueError, but raised {kind.__name__}: {error}")
 
 
+class _NoneIdle:
+    """Stands in for an executor's idle-worker semaphore while the executor decides whether to
+    start a worker: none is idle, so it starts one (up to max_workers); a worker that becomes idle
+    meanwhile still counts on the real semaphore."""
+
+    def __init__(self, real):
+        self.real = real
+
+    def acquire(self, *args, **kwargs):
+        return False
+
+    def release(self, *args, **kwargs):
+        return self.real.release(*args, **kwargs)
+
+
+def _workers_not_reused(adjust, attribute):
+    """An executor's `adjust` (which starts a worker per task submitted unless one is idle) that
+    starts one whether or not another is idle, up to max_workers."""
+    def adjust_without_reuse(self):
+        real = getattr(self, attribute, None)
+        if real is None:
+            return adjust(self)
+        setattr(self, attribute, _NoneIdle(real))
+        try:
+            return adjust(self)
+        finally:
+            setattr(self, attribute, real)
+    return adjust_without_reuse
+
+
 @contextmanager
 def count_starts_and_joins():
-    """Spy on Thread and Process start/join calls made while the block runs."""
+    """Spy on Thread and Process start/join calls made while the block runs.
+
+    concurrent.futures' executors start their workers as tasks come, and give a task to an idle
+    worker rather than start one: a ThreadPoolExecutor(4) given 4 short tasks starts fewer than 4
+    threads whenever the calling thread is held up between two submits for longer than a task
+    takes, as on a busy machine (a correct answer of 03 failed "4 threads should have been
+    started" once that way). For the block they start a worker per task, up to max_workers, as
+    Python did before 3.8, so that the counts depend on the answer and not on the machine."""
+    from concurrent.futures import process as process_pool
+    from concurrent.futures import thread as thread_pool
     counts = {"thread start": 0, "thread join": 0, "process start": 0, "process join": 0}
     originals = {
         (threading.Thread, "start"): threading.Thread.start,
         (threading.Thread, "join"): threading.Thread.join,
         (multiprocessing.process.BaseProcess, "start"): multiprocessing.process.BaseProcess.start,
         (multiprocessing.process.BaseProcess, "join"): multiprocessing.process.BaseProcess.join,
+        (thread_pool.ThreadPoolExecutor, "_adjust_thread_count"):
+            thread_pool.ThreadPoolExecutor._adjust_thread_count,
+        (process_pool.ProcessPoolExecutor, "_adjust_process_count"):
+            process_pool.ProcessPoolExecutor._adjust_process_count,
     }
+    thread_pool.ThreadPoolExecutor._adjust_thread_count = _workers_not_reused(
+        originals[(thread_pool.ThreadPoolExecutor, "_adjust_thread_count")], "_idle_semaphore")
+    process_pool.ProcessPoolExecutor._adjust_process_count = _workers_not_reused(
+        originals[(process_pool.ProcessPoolExecutor, "_adjust_process_count")], "_idle_worker_semaphore")
 
     def spy(cls, name, key):
         original = originals[(cls, name)]
