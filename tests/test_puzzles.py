@@ -1,5 +1,6 @@
 """The judge's puzzles (autograder/checks/_puzzles.py) and its reading of a process's CPU time:
 the evidence that work handed to workers was not done by the calling process."""
+import os
 import subprocess
 import sys
 import time
@@ -63,6 +64,52 @@ def test_without_a_judge_the_calling_threads_cpu_is_read():
     with pytest.raises(AssertionError, match="did not come back done"):
         _support.assert_worked_outside([puzzle], [puzzle.answer - 1], spent, 10.0, "a call")
     _support.assert_worked_outside([puzzle], [puzzle.answer], spent, 10.0, "a call")
+
+
+def _spent(seconds, wall):
+    spent = _support.Spent()
+    spent.seconds, spent.wall = seconds, wall
+    return spent
+
+
+def test_a_caller_that_may_have_been_waiting_is_undecided_never_passed():
+    """Over the allowance by no more than waiting could cost over the call's wall time: undecided.
+    A caller that solved the puzzles itself spent their whole CPU time, twice the allowance: it
+    fails unless the call took several seconds, and is then undecided, never passed."""
+    puzzles = [_puzzles.make(0.1), _puzzles.make(0.1)]
+    answers = [p.answer for p in puzzles]
+    allowance = 0.1  # the puzzles: 0.2 s in all
+    _support.assert_worked_outside(puzzles, answers, _spent(0.05, 8.0), allowance, "a call")
+    with pytest.raises(pytest.skip.Exception, match="cannot tell whether the work ran in the calling process"):
+        _support.assert_worked_outside(puzzles, answers, _spent(0.3, 8.0), allowance, "a call")
+    with pytest.raises(AssertionError, match="the calling process itself spent"):
+        _support.assert_worked_outside(puzzles, answers, _spent(0.2, 0.3), allowance, "a call")
+    with pytest.raises(pytest.skip.Exception):
+        _support.assert_worked_outside(puzzles, answers, _spent(0.2, 3.0), allowance, "a call")
+    with pytest.raises(AssertionError, match="did not come back done"):
+        _support.assert_worked_outside(puzzles, [a + 1 for a in answers], _spent(0.3, 8.0), allowance, "a call")
+
+
+def _process_cpu():
+    times = os.times()
+    return times.user + times.system
+
+
+def test_waiting_for_joblib_costs_less_than_the_waiting_allowance():
+    """WAITING_CPU covers a caller that waits on joblib (its retrieval loop looks every 10 ms, and
+    loky's threads): measured here, a call whose two tasks sleep 4 s costs the whole process less
+    than WAITING_CPU of a core beyond what a call of no wait costs."""
+    from joblib import Parallel, delayed
+    Parallel(n_jobs=2)(delayed(time.sleep)(0.0) for _ in range(2))  # workers started and warm
+    spent = []
+    for seconds in (0.0, 4.0):
+        cpu, wall = _process_cpu(), time.perf_counter()
+        Parallel(n_jobs=2)(delayed(time.sleep)(seconds) for _ in range(2))
+        spent.append((_process_cpu() - cpu, time.perf_counter() - wall))
+    (short, _), (long, wall) = spent
+    assert long - short < _support.WAITING_CPU * wall, (
+        f"waiting {wall:.1f} s for joblib cost the caller {long - short:.3f} s of CPU, "
+        f"more than {_support.WAITING_CPU} per second")
 
 
 def test_threads_started_during_the_call_are_not_the_callers():
