@@ -52,6 +52,17 @@ def test_system_summary_is_consistent():
     assert 1 <= info["usable cores"] <= info["logical cores"]
 
 
+def test_busy_cpu_seconds_counts_work_on_the_cores():
+    """Work done meanwhile shows in the cores' count (whoever else runs only adds to it)."""
+    import os
+    cpus = os.sched_getaffinity(0)
+    before, spent = system.busy_cpu_seconds(cpus), time.process_time()
+    while time.process_time() - spent < 0.3:
+        pass
+    assert system.busy_cpu_seconds(cpus) - before >= 0.25  # ticks of 10 ms
+    assert system.busy_cpu_seconds(set()) == 0
+
+
 def test_compare_interleaves_and_reports_ratios():
     result = timing.compare({"fast": lambda: None, "slow": lambda: time.sleep(0.01)}, repeat=2)
     assert result["slow"] > result["fast"]

@@ -13,6 +13,8 @@ from contextlib import contextmanager
 
 import numpy as np
 
+from helpers.system import busy_cpu_seconds
+
 
 # --- the student's process -----------------------------------------------------------------------
 # While grading, the checks run in the judge and the student's code in another
@@ -57,18 +59,6 @@ class MachineUse:
     others = 0.0
 
 
-def _busy_seconds(cpus):
-    """CPU time the CPUs in `cpus` spent busy (all but idle and iowait), from /proc/stat."""
-    busy = 0
-    with open("/proc/stat") as stat:
-        for line in stat:
-            name, *ticks = line.split()
-            if name[:3] == "cpu" and name[3:].isdigit() and int(name[3:]) in cpus:
-                user, nice, system, _idle, _iowait, irq, softirq, steal = map(int, ticks[:8])
-                busy += user + nice + system + irq + softirq + steal
-    return busy / os.sysconf("SC_CLK_TCK")
-
-
 @contextmanager
 def machine_use():
     """(the judge) with machine_use() as use: <a timed try> -> use.others, the CPU seconds that
@@ -80,9 +70,9 @@ def machine_use():
     cpus, pid = os.sched_getaffinity(0), student_pid()
     tree = ProcessTree(pid)
     use = MachineUse()
-    start = (_busy_seconds(cpus), time.process_time(), tree.cpu_seconds())
+    start = (busy_cpu_seconds(cpus), time.process_time(), tree.cpu_seconds())
     yield use
-    end = (_busy_seconds(cpus), time.process_time(), tree.cpu_seconds())
+    end = (busy_cpu_seconds(cpus), time.process_time(), tree.cpu_seconds())
     busy, judge, student = (b - a for a, b in zip(start, end))
     use.others = max(0.0, busy - judge - (student if pid != os.getpid() else 0.0))
 
