@@ -471,8 +471,8 @@ def count_starts_and_joins():
     concurrent.futures' executors start their workers as tasks come, and give a task to an idle
     worker rather than start one: a ThreadPoolExecutor(4) given 4 short tasks starts fewer than 4
     threads whenever the calling thread is held up between two submits for longer than a task
-    takes, as on a busy machine (a correct answer of 03 failed "4 threads should have been
-    started" once that way). For the block they start a worker per task, up to max_workers, as
+    takes, as on a busy machine (the one cause found for a single false failure of a correct
+    answer of 03, whose message was lost). For the block they start a worker per task, up to max_workers, as
     Python did before 3.8, so that the counts depend on the answer and not on the machine."""
     from concurrent.futures import process as process_pool
     from concurrent.futures import thread as thread_pool
