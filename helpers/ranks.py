@@ -479,7 +479,11 @@ def _wait(processes, deadline, timeout, grace=3.0):
             raise TimeoutError(f"the ranks did not finish within {timeout:g} s ({', '.join(p.name for p in alive)} "
                                "still running: a hang, e.g. a recv or a collective some rank never joined?)")
         due = deadline if failed_at is None else min(deadline, failed_at + grace)
-        multiprocessing.connection.wait([p.sentinel for p in alive], timeout=max(0.0, due - now) + 0.01)
+        ready = multiprocessing.connection.wait([p.sentinel for p in alive], timeout=max(0.0, due - now) + 0.01)
+        # A sentinel ready before its rank has ended (a spawned rank that closed its end of the
+        # pipe early) would otherwise have this loop spin.
+        if ready and all(p.exitcode is None for p in alive if p.sentinel in ready):
+            time.sleep(0.01)
 
 
 def _context(start_method=None):
