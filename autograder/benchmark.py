@@ -8,7 +8,8 @@
         per student for each, how busy the cores were during `grade`
         (busy CPU seconds / (wall seconds x cores), the cores' own count in
         /proc/stat: run it on an otherwise idle machine), and where `grade`'s time went
-        (kernel start, course/answer/test cells, hidden checks, nbgrader);
+        (kernel start, course/answer/test cells, hidden checks, nbgrader), per student
+        and per assignment;
 
     python -m autograder benchmark --repeat 20 [--busy]
         grades the reference answers 20 times with jobs = cores (optionally
@@ -40,6 +41,7 @@ from .pipeline import jobs
 PARTS = ("kernel start", "course cells", "answer cells", "test cells", "judge, after the kernel")
 # The judge starts with the kernel and runs beside it: its whole time, shown apart.
 ALONGSIDE = "hidden checks (judge)"
+WHOLE = "whole"
 
 
 @contextlib.contextmanager
@@ -85,16 +87,31 @@ def _timings(work, student, assignment):
     return json.loads(path.read_text()) if path.is_file() else {}
 
 
-def _per_assignment(work, students, assignments):
-    """{assignment: {part: mean seconds per submission}} over the students' gradings."""
+def _per_assignment(work, students, assignments, results):
+    """{assignment: {part: mean seconds per submission}} over the students' gradings, with WHOLE:
+    the jobs' whole time per submission (nbgrader's own work and a regrade alone included)."""
     table = {}
     for assignment in assignments:
         sums = defaultdict(float)
         for student in students:
             for part, seconds in _timings(work, student, assignment).items():
                 sums[part] += seconds
+        whole = sum(r.seconds for r in results if r.assignment == assignment)
         table[assignment] = {part: sums[part] / len(students) for part in (*PARTS, ALONGSIDE)}
+        table[assignment][WHOLE] = whole / len(students)
     return table
+
+
+def _print_per_assignment(table):
+    """Seconds per submission of each assignment, one job, as a table: where a class's grading
+    time goes, and which assignment's checks to look at first."""
+    columns = (WHOLE, *PARTS, ALONGSIDE)
+    width = max(len(a) for a in table)
+    print(f"  seconds per submission, one job ({WHOLE}: the job's time; the parts after it, as above, "
+          "nbgrader's own work not shown):")
+    print(f"    {'assignment':<{width}} | " + " | ".join(columns))
+    for assignment, parts in table.items():
+        print(f"    {assignment:<{width}} | " + " | ".join(f"{parts[c]:>{len(c)}.1f}" for c in columns))
 
 
 def _where_time_went(work, students, assignments, results):
@@ -133,11 +150,12 @@ def compare_with_plain(assignments, copies, n_jobs=None):
         ours = totals(assignments, work)
         maxima = {a: _max(a, work) for a in assignments}
         breakdown = _where_time_went(work, students, assignments, results)
+        per_assignment = _per_assignment(work, students, assignments, results)
     cores = jobs.default_jobs()
     return {"assignments": assignments, "students": copies, "jobs": n_jobs or cores,
             "plain_seconds_per_student": plain / copies, "grade_seconds_per_student": ours_seconds / copies,
             "ratio": plain / ours_seconds, "busy_cores": busy / (ours_seconds * len(cpus)),
-            "breakdown": breakdown, "all_graded": all(r.ok for r in results),
+            "breakdown": breakdown, "per_assignment": per_assignment, "all_graded": all(r.ok for r in results),
             "full_marks": bool(ours) and all(score == maxima[a] for (_, a), score in ours.items()),
             "plain_scores": plain_scores, "scores": ours}
 
@@ -158,7 +176,7 @@ def stability(assignments, repeat, busy):
             seconds = time.perf_counter() - start
             scores = totals(assignments, work)
             maxima = {a: _max(a, work) for a in assignments}
-            per_assignment = _per_assignment(work, students, assignments)
+            per_assignment = _per_assignment(work, students, assignments, results)
     finally:
         if spinner:
             spinner.kill()
@@ -180,10 +198,7 @@ def main(args):
         gradings = result["runs"] * len(assignments)
         print(f"  {gradings} gradings in {result['seconds']:.0f} s ({result['seconds'] / gradings:.1f} s each); "
               f"graded again alone because a check could not decide: {result['undecided']}")
-        print("  seconds per submission, one job:")
-        print("    " + " | ".join(["assignment", *PARTS, ALONGSIDE]))
-        for a, parts in result["per_assignment"].items():
-            print("    " + " | ".join([a, *(f"{parts[p]:.1f}" for p in (*PARTS, ALONGSIDE))]))
+        _print_per_assignment(result["per_assignment"])
         return 0 if result["all_graded"] and steady else 1
     result = compare_with_plain(assignments, args.copies, args.jobs)
     print(f"benchmark: {result['students']} students x {len(assignments)} assignments (reference answers)")
@@ -196,5 +211,6 @@ def main(args):
             print(f"    {part:<32} {seconds:7.1f}  (alongside the kernel, from its start)")
         else:
             print(f"    {part:<32} {seconds:7.1f}")
+    _print_per_assignment(result["per_assignment"])
     print(f"  every submission graded: {result['all_graded']}; full marks everywhere: {result['full_marks']}")
     return 0 if result["all_graded"] and result["full_marks"] else 1

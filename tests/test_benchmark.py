@@ -19,7 +19,7 @@ def test_the_assignment_times_nothing():
         f"{A}'s checks measure time: pick an assignment whose checks do not")
 
 
-def test_benchmark_against_plain_nbgrader():
+def test_benchmark_against_plain_nbgrader(capsys):
     result = benchmark.compare_with_plain([A], copies=1, n_jobs=2)
     assert result["all_graded"] and result["full_marks"], result
     assert result["plain_scores"] == result["scores"], "plain nbgrader and grade disagree on the reference"
@@ -27,3 +27,9 @@ def test_benchmark_against_plain_nbgrader():
     assert set(benchmark.PARTS) <= set(result["breakdown"]), result["breakdown"]
     assert all(seconds > 0 for part, seconds in result["breakdown"].items()
                if part in ("kernel start", "hidden checks (judge)")), result["breakdown"]
+    # Per assignment: the job's whole time holds its parts (the judge's runs beside them).
+    row = result["per_assignment"][A]
+    assert row[benchmark.WHOLE] >= sum(row[p] for p in benchmark.PARTS) > 0, row
+    benchmark._print_per_assignment(result["per_assignment"])
+    printed = capsys.readouterr().out.splitlines()
+    assert printed[-1].split("|")[0].strip() == A and len(printed[-1].split("|")) == 2 + len(benchmark.PARTS) + 1, printed
