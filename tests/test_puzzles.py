@@ -55,6 +55,24 @@ def test_the_process_cpu_the_judge_reads_counts_every_thread_even_ended_ones():
         child.wait(timeout=30)
 
 
+def test_the_judge_reads_how_the_process_spent_its_cpu():
+    """User and system time and page faults, which say, when a caller spends more than expected,
+    whether its code ran or the kernel worked for it; the message shows them."""
+    before = _support._process_counts(os.getpid())
+    solve_puzzle(_puzzles.make(0.1).task)
+    touched = bytearray(64 * 2**20)  # fresh pages: one minor fault per page touched
+    for i in range(0, len(touched), 4096):
+        touched[i] = 1
+    user, system, minor, major = (b - a for a, b in zip(before, _support._process_counts(os.getpid())))
+    assert user >= 0.05 and system >= 0 and minor >= 8000 and major >= 0, (user, system, minor, major)
+    assert _support._process_cpu(os.getpid()) == pytest.approx(sum(_support._process_counts(os.getpid())[:2]),
+                                                                abs=0.05)
+    puzzle, spent = _puzzles.make(0.05), _spent(1.0, 0.5)
+    spent.detail = "user 0.02 s, system 0.98 s, 250000 minor and 0 major page faults"
+    with pytest.raises(AssertionError, match=r"worker processes \(user 0.02 s, system 0.98 s, 250000 minor"):
+        _support.assert_worked_outside([puzzle], [puzzle.answer], spent, 0.1, "a call")
+
+
 def test_without_a_judge_the_calling_threads_cpu_is_read():
     with _support.caller_cpu() as spent:
         solve_puzzle(_puzzles.make(0.05).task)

@@ -80,6 +80,7 @@ def machine_use():
 class Spent:
     seconds = 0.0
     wall = 0.0  # the block's wall-clock seconds, as the judge timed them
+    detail = ""  # how the student's process spent it (user, system, page faults), for the message
 
 
 @contextmanager
@@ -92,9 +93,17 @@ def caller_cpu():
     pid = student_pid()
     alone = pid == os.getpid()
     with _heap_frozen():
-        start, began = time.thread_time() if alone else _process_cpu(pid), time.perf_counter()
+        start, began = time.thread_time() if alone else _process_counts(pid), time.perf_counter()
         yield spent
-        spent.seconds = time.thread_time() - start if alone else _process_cpu(pid) - start
+        if alone:
+            spent.seconds = time.thread_time() - start
+        else:
+            # The split says, when a caller spends more than expected, whether its own code ran
+            # (user) or the kernel worked for it (system: forks, page faults).
+            user, system, minor, major = (b - a for a, b in zip(start, _process_counts(pid)))
+            spent.seconds = user + system
+            spent.detail = (f"user {user:.2f} s, system {system:.2f} s, "
+                            f"{minor:.0f} minor and {major:.0f} major page faults")
         spent.wall = time.perf_counter() - began
 
 
@@ -160,11 +169,19 @@ def _threads_settled(tree, quiet=0.1, limit=2.0):
             threads, since = now, time.monotonic()
 
 
-def _process_cpu(pid):
+def _process_counts(pid):
+    """(user CPU seconds, system CPU seconds, minor page faults, major page faults) of the process
+    so far, all its threads, ended ones included (/proc/<pid>/stat)."""
     with open(f"/proc/{pid}/stat") as stat:
         text = stat.read()
     fields = text[text.rindex(")") + 2:].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
+    ticks = os.sysconf("SC_CLK_TCK")
+    return int(fields[11]) / ticks, int(fields[12]) / ticks, int(fields[7]), int(fields[9])
+
+
+def _process_cpu(pid):
+    user, system, _, _ = _process_counts(pid)
+    return user + system
 
 
 def work_for_workers(tasks, processes):
@@ -193,6 +210,11 @@ def work_for_workers(tasks, processes):
 WAITING_CPU = 0.05
 
 
+def _told(spent):
+    detail = getattr(spent, "detail", "")
+    return f" ({detail})" if detail else ""
+
+
 def assert_worked_outside(puzzles, answers, spent, allowance, what):
     """The calls solved their puzzles (answers in the calls' order), and the student's process
     spent less than `allowance` CPU seconds meanwhile (caller_cpu): the work was done elsewhere.
@@ -213,11 +235,11 @@ def assert_worked_outside(puzzles, answers, spent, allowance, what):
         import pytest
         pytest.skip(f"{what}: the calling process spent {spent.seconds:.2f} s of CPU during a call that "
                     f"took {spent.wall:.1f} s on this machine: as much as waiting for the workers may cost "
-                    "there, so the judge cannot tell whether the work ran in the calling process")
+                    f"there, so the judge cannot tell whether the work ran in the calling process{_told(spent)}")
     assert spent.seconds < allowance, (
         f"{what}: the calling process itself spent {spent.seconds:.2f} s of CPU while the calls ran, "
         f"where the calls' own work took {sum(p.seconds for p in puzzles):.2f} s: the work ran in the "
-        "calling process (threads, or direct calls), not in worker processes")
+        f"calling process (threads, or direct calls), not in worker processes{_told(spent)}")
 
 
 def timeout(seconds):
