@@ -168,6 +168,24 @@ def cdist_joblib(X, Y, n_jobs, prefer="processes"):
         raise ValueError("bad arguments")
     return Parallel(n_jobs=n_jobs, prefer=prefer)([delayed(cdist)(X, Y)])[0]
 ''',
+        # Right with threads and with one job; with worker processes each chunk is written into
+        # the worker's copy of the output, and the caller's stays zero.
+        "chunks written into the caller's output array": '''
+import numpy as np
+from joblib import Parallel, delayed
+from scipy.spatial.distance import cdist
+def cdist_joblib(X, Y, n_jobs, prefer="processes"):
+    if n_jobs < 1 or prefer not in ("processes", "threads"):
+        raise ValueError("bad arguments")
+    X = np.asarray(X, float)
+    out = np.zeros((len(X), len(Y)))
+    bounds = np.array_split(np.arange(len(X)), n_jobs)
+    def fill(rows):
+        if len(rows):
+            out[rows[0]:rows[-1] + 1] = cdist(X[rows[0]:rows[-1] + 1], Y)
+    Parallel(n_jobs=n_jobs, prefer=prefer)(delayed(fill)(rows) for rows in bounds)
+    return out
+''',
         "prefer ignored: always threads": '''
 import numpy as np
 from joblib import Parallel, delayed
