@@ -2,6 +2,7 @@
 import contextlib
 import os
 import shutil
+import time
 from pathlib import Path
 
 from autograder.deferred_imports import defer_iri_parser
@@ -271,15 +272,40 @@ class Judge:
                               until_failure=until_failure)
         finally:
             hidden.STUDENT = None
-            # An answer that replaced what grading relies on (a forged threadpoolctl, say) leaves its
-            # process to no other answer, as in grading, where each submission has its own.
+            # An answer that replaced what grading relies on (a forged threadpoolctl, say), or left
+            # processes or threads that keep a core busy (a forged worker spinning since import),
+            # leaves its process to no other answer, as in grading, where each submission has its own.
             if code is not None and not session.broken and session.changed():
                 session.stop("replaced what grading relies on")
+            if code is not None and not session.broken and _keeps_a_core_busy(session):
+                session.stop("left work running that keeps a core busy")
 
     def stop(self):
         for session in self.sessions.values():
             session.stop()
         self.sessions.clear()
+
+
+def _keeps_a_core_busy(session, interval=0.2, share=0.15, settle=0.5):
+    """Whether what an answer left in its student's process tree (processes, threads) keeps using
+    at least `share` of a core: over `interval` seconds once the answer's call has returned, and
+    again `settle` seconds later (what winds down after a call, workers shutting down or BLAS
+    threads spinning before they sleep, has ended by then). The idle process with no child and one
+    thread is not sampled: it waits for the judge's next request. A spinner left by one answer
+    would otherwise take a core from every answer judged after it in the same process (the
+    module's judge keeps it), and from the other tests of the run."""
+    from autograder.pipeline.judge import ProcessTree
+    tree = ProcessTree(session.pid)
+    members = tree.members()
+    if len(members) <= 1 and members.get(session.pid, {}).get("threads", 1) <= 1:
+        return False
+    for wait in (0.0, settle):
+        time.sleep(wait)
+        before = tree.cpu_seconds()
+        time.sleep(interval)
+        if tree.cpu_seconds() - before < share * interval:
+            return False
+    return True
 
 
 @pytest.fixture(scope="module")

@@ -87,3 +87,49 @@ def test_a_serial_run_threads_fails_without_waiting_for_a_person(judge):
     code = samples.catalogue("02_gil").WRONG["run_threads"]["serial calls"]
     outcomes = judge("02_gil", "run_threads", code)
     assert any(not o.passed and not o.undecided for o in outcomes), [(o.description, o.message) for o in outcomes]
+
+
+def _leaving(pidfile, target):
+    """An answer to 01's run_in_child (fn called in the caller) that starts, at import, a daemon
+    process running `target` and writes its pid to `pidfile`."""
+    return (f"import os, time\n"
+            f"from helpers.workers import mp_context\n"
+            f"_LEFT = mp_context().Process(target={target}, daemon=True)\n"
+            f"_LEFT.start()\n"
+            f"open({str(pidfile)!r}, 'w').write(str(_LEFT.pid))\n"
+            f"def run_in_child(fn, *args):\n"
+            f"    return os.getpid(), fn(*args)\n")
+
+
+def _running(pid, within=10.0):
+    """Whether process `pid` still runs `within` seconds from now (gone or a zombie: not)."""
+    import time
+    from pathlib import Path
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        try:
+            text = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            return False
+        if text[text.rindex(")") + 2] in "ZX":
+            return False
+        time.sleep(0.05)
+    return True
+
+
+def test_an_answer_that_leaves_a_core_busy_is_no_later_answers_neighbour(judge, tmp_path):
+    """A process left spinning by one answer (as the catalogue's forged pid of 01 does) is stopped
+    with its student's process after that answer, so that no later answer is judged beside it;
+    a process left asleep keeps its student's process, which is not started again for nothing."""
+    a = "01_processes_threads"
+    spinning, sleeping = tmp_path / "spinning.pid", tmp_path / "sleeping.pid"
+    judge(a, "run_in_child", _leaving(spinning, 'exec, args=("while True: pass",)'), until_failure=True)
+    assert judge.sessions[a].broken, "the student's process with a spinner beside it was kept"
+    assert not _running(int(spinning.read_text())), "the spinner still runs"
+
+    kept = judge.session(a)
+    judge(a, "run_in_child", _leaving(sleeping, "time.sleep, args=(60,)"), until_failure=True)
+    assert judge.sessions[a] is kept and not kept.broken, "an answer that left an idle process restarted it"
+    assert _running(int(sleeping.read_text()), within=0.2)
+    kept.stop()  # the sleeper goes with it: no later test shares its process
+    assert not _running(int(sleeping.read_text()))
