@@ -262,15 +262,22 @@ def test_cdist_joblib_uses_joblib(cdist_joblib):
     p = random.randint(2, 6)
     X, Y = _points(random.randint(40, 70), p), _points(random.randint(10, 30), p)
     undecided = []  # a call whose workers the judge could not tell apart: the next calls still can fail
-    # Two calls, each kind once, with different n_jobs (a constant fails one); worker processes
-    # start afresh for the judge to see, about 1 CPU-s each, so the larger n_jobs goes to threads.
-    for n_jobs, prefer in ((2, "processes"), (5, "threads")):
-        _, call, work = _spied_and_helped(cdist_joblib, X, Y, n_jobs, prefer, workers=n_jobs)
+    # Each kind of worker is judged once (where the work ran: worker processes start afresh for
+    # the judge to see, about 1 CPU-s each, so the larger n_jobs goes to threads), and its n_jobs
+    # is read from the spy at a second value too (a constant, even for one kind only, fails), the
+    # processes' call reusing the judged call's two workers and starting one more.
+    for n_jobs, prefer, judged in ((2, "processes", True), (3, "processes", False),
+                                   (5, "threads", True), (3, "threads", False)):
+        if judged:
+            _, call, work = _spied_and_helped(cdist_joblib, X, Y, n_jobs, prefer, workers=n_jobs)
+        else:
+            _, call = there(_spied, cdist_joblib, X, Y, n_jobs, prefer)
         assert call is not None, "cdist_joblib did not use joblib.Parallel"
-        try:
-            _ran_elsewhere(work, f"cdist_joblib(..., n_jobs={n_jobs}, prefer={prefer!r})", prefer)
-        except pytest.skip.Exception as err:
-            undecided.append(str(err))
+        if judged:
+            try:
+                _ran_elsewhere(work, f"cdist_joblib(..., n_jobs={n_jobs}, prefer={prefer!r})", prefer)
+            except pytest.skip.Exception as err:
+                undecided.append(str(err))
         assert call["n_jobs"] == n_jobs, (
             f"with n_jobs={n_jobs} the Parallel call had n_jobs={call['n_jobs']}")
         assert len(call["tasks"]) >= n_jobs, (

@@ -196,6 +196,18 @@ def cdist_joblib(X, Y, n_jobs, prefer="processes"):
     chunks = np.array_split(np.asarray(X, float), max(1, min(len(X), n_jobs)))
     return np.vstack(Parallel(n_jobs=n_jobs, prefer="threads")(delayed(cdist)(c, Y) for c in chunks))
 ''',
+        # n_jobs honoured for threads only; two worker processes whatever is asked.
+        "n_jobs fixed at 2 for processes": '''
+import numpy as np
+from joblib import Parallel, delayed
+from scipy.spatial.distance import cdist
+def cdist_joblib(X, Y, n_jobs, prefer="processes"):
+    if n_jobs < 1 or prefer not in ("processes", "threads"):
+        raise ValueError("bad arguments")
+    jobs = n_jobs if prefer == "threads" else 2
+    chunks = np.array_split(np.asarray(X, float), max(jobs, n_jobs))
+    return np.vstack(Parallel(n_jobs=jobs, prefer=prefer)(delayed(cdist)(c, Y) for c in chunks))
+''',
         "squared distances": '''
 import numpy as np
 from joblib import Parallel, delayed
