@@ -286,12 +286,14 @@ class Judge:
         self.sessions.clear()
 
 
-def _keeps_a_core_busy(session, interval=0.2, share=0.15, settle=0.5):
-    """Whether what an answer left in its student's process tree (processes, threads) keeps using
-    at least `share` of a core: over `interval` seconds once the answer's call has returned, and
-    again `settle` seconds later (what winds down after a call, workers shutting down or BLAS
-    threads spinning before they sleep, has ended by then). The idle process with no child and one
-    thread is not sampled: it waits for the judge's next request. A spinner left by one answer
+def _keeps_a_core_busy(session, looks=5, every=0.1, settle=0.5):
+    """Whether what an answer left in its student's process tree keeps a core busy: some thread of
+    the tree is running or waiting for a core (state R) now, and at each of `looks` looks, `every`
+    seconds apart, once `settle` seconds have passed (what winds down after a call,
+    workers shutting down or BLAS threads spinning before they sleep, has ended by then). A thread
+    that spins is in state R however busy the machine is, a thread that waits is not: so the
+    answer is the same on an idle and on a loaded machine. The idle process with no child and one
+    thread is not looked at: it waits for the judge's next request. A spinner left by one answer
     would otherwise take a core from every answer judged after it in the same process (the
     module's judge keeps it), and from the other tests of the run."""
     from autograder.pipeline.judge import ProcessTree
@@ -299,13 +301,29 @@ def _keeps_a_core_busy(session, interval=0.2, share=0.15, settle=0.5):
     members = tree.members()
     if len(members) <= 1 and members.get(session.pid, {}).get("threads", 1) <= 1:
         return False
-    for wait in (0.0, settle):
-        time.sleep(wait)
-        before = tree.cpu_seconds()
-        time.sleep(interval)
-        if tree.cpu_seconds() - before < share * interval:
+    running = set(_running_threads(tree))  # nothing running now: nothing spins (most answers)
+    for look in range(looks):
+        if not running:
             return False
-    return True
+        time.sleep(settle if look == 0 else every)
+        running &= set(_running_threads(tree))
+    return bool(running)
+
+
+def _running_threads(tree):
+    """(pid, thread id) of the tree's threads in state R (/proc/<pid>/task/<tid>/stat)."""
+    for pid in tree.members():
+        try:
+            tasks = os.listdir(f"/proc/{pid}/task")
+        except OSError:
+            continue
+        for tid in tasks:
+            try:
+                text = Path(f"/proc/{pid}/task/{tid}/stat").read_text()
+            except OSError:
+                continue
+            if text[text.rindex(")") + 2] == "R":
+                yield pid, tid
 
 
 @pytest.fixture(scope="module")
