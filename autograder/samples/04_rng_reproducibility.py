@@ -1,5 +1,15 @@
 """Wrong and alternative answers of 04_rng_reproducibility (see autograder/samples/__init__.py)."""
 
+# The workers' context of the wrong seeded_loader answers whose fault is elsewhere: a forkserver
+# that imported torch once, as the notebook teaches (without the preload each worker imports torch
+# again, about 1.3 CPU-s each on a fast machine and over 3 on a slow one, 8 workers per answer).
+_FORKSERVER_PRELOADED = '''
+import multiprocessing
+def _forkserver_preloaded():
+    multiprocessing.set_forkserver_preload(["torch", "helpers.rng_data"])
+    return dict(multiprocessing_context="forkserver")
+'''
+
 # The seeded_loader of the catalogue's one-process answers: their _OneProcessLoader (defined
 # before it) reads every item in the calling process.
 _ONE_PROCESS_LOADER = '''
@@ -183,28 +193,28 @@ def set_seed(seed):
 ''',
     },
     "seeded_loader": {
-        "no generator (global torch RNG)": '''
+        "no generator (global torch RNG)": _FORKSERVER_PRELOADED + '''
 import torch
 from torch.utils.data import DataLoader
 from helpers.rng_data import seed_worker
 def seeded_loader(dataset, batch_size, num_workers, seed):
-    extra = dict(multiprocessing_context="forkserver", worker_init_fn=seed_worker) if num_workers > 0 else {}
+    extra = dict(_forkserver_preloaded(), worker_init_fn=seed_worker) if num_workers > 0 else {}
     return DataLoader(dataset, batch_size=batch_size, shuffle=True, num_workers=num_workers, **extra)
 ''',
-        "torch.manual_seed instead of a generator": '''
+        "torch.manual_seed instead of a generator": _FORKSERVER_PRELOADED + '''
 import torch
 from torch.utils.data import DataLoader
 from helpers.rng_data import seed_worker
 def seeded_loader(dataset, batch_size, num_workers, seed):
     torch.manual_seed(seed)
-    extra = dict(multiprocessing_context="forkserver", worker_init_fn=seed_worker) if num_workers > 0 else {}
+    extra = dict(_forkserver_preloaded(), worker_init_fn=seed_worker) if num_workers > 0 else {}
     return DataLoader(dataset, batch_size=batch_size, shuffle=True, num_workers=num_workers, **extra)
 ''',
-        "no worker_init_fn": '''
+        "no worker_init_fn": _FORKSERVER_PRELOADED + '''
 import torch
 from torch.utils.data import DataLoader
 def seeded_loader(dataset, batch_size, num_workers, seed):
-    extra = dict(multiprocessing_context="forkserver") if num_workers > 0 else {}
+    extra = _forkserver_preloaded() if num_workers > 0 else {}
     return DataLoader(dataset, batch_size=batch_size, shuffle=True, num_workers=num_workers,
                       generator=torch.Generator().manual_seed(seed), **extra)
 ''',
@@ -218,12 +228,12 @@ def seeded_loader(dataset, batch_size, num_workers, seed):
     return DataLoader(dataset, batch_size=batch_size, shuffle=True, num_workers=num_workers,
                       generator=torch.Generator().manual_seed(seed), **extra)
 ''',
-        "not shuffled": '''
+        "not shuffled": _FORKSERVER_PRELOADED + '''
 import torch
 from torch.utils.data import DataLoader
 from helpers.rng_data import seed_worker
 def seeded_loader(dataset, batch_size, num_workers, seed):
-    extra = dict(multiprocessing_context="forkserver", worker_init_fn=seed_worker) if num_workers > 0 else {}
+    extra = dict(_forkserver_preloaded(), worker_init_fn=seed_worker) if num_workers > 0 else {}
     return DataLoader(dataset, batch_size=batch_size, shuffle=False, num_workers=num_workers,
                       generator=torch.Generator().manual_seed(seed), **extra)
 ''',
