@@ -11,6 +11,13 @@
         (kernel start, course/answer/test cells, hidden checks, nbgrader), per student
         and per assignment;
 
+    python -m autograder benchmark --pace
+        prints only the machine's pace: the CPU seconds a fresh interpreter
+        spends on `import torch` (median of three), a figure to read the
+        others by, since the same 2-core machine has run the same work at
+        paces up to 2.8 times apart from one day to the next (bin/test
+        prints it first);
+
     python -m autograder benchmark --repeat 20 [--busy]
         grades the reference answers 20 times with jobs = cores (optionally
         while another process keeps one core busy) and prints the distinct
@@ -42,6 +49,31 @@ PARTS = ("kernel start", "course cells", "answer cells", "test cells", "judge, a
 # The judge starts with the kernel and runs beside it: its whole time, shown apart.
 ALONGSIDE = "hidden checks (judge)"
 WHOLE = "whole"
+
+
+# What sets the pace of grading and of the tests: each kernel, judge, student's process and
+# test worker is an interpreter that imports torch (or forks from one that did). Measured:
+# 1.3 CPU-s on 2026-11-25's machine, 3.4-3.6 CPU-s on 2026-11-27's, where plain nbgrader took
+# 199.8 s and 431.7 s per student for the same twelve notebooks.
+PACE_PROBE = "import torch"
+
+
+def pace(probe=PACE_PROBE, tries=3):
+    """The CPU seconds (user + system, the kernel's count for the child) a fresh interpreter
+    spends running `probe`: the median of `tries`, after one untimed run that fills the page cache."""
+    spent = []
+    for _ in range(tries + 1):
+        child = subprocess.Popen([sys.executable, "-c", probe], stdin=subprocess.DEVNULL)
+        _, status, usage = os.wait4(child.pid, 0)
+        child.returncode = os.waitstatus_to_exitcode(status)
+        if child.returncode != 0:
+            raise RuntimeError(f"the pace probe {probe!r} failed (exit status {child.returncode})")
+        spent.append(usage.ru_utime + usage.ru_stime)
+    return sorted(spent[1:])[len(spent[1:]) // 2]
+
+
+def pace_line(seconds):
+    return f"machine pace: a fresh interpreter imports torch in {seconds:.2f} CPU-s (median of 3)"
 
 
 @contextlib.contextmanager
@@ -187,6 +219,9 @@ def stability(assignments, repeat, busy):
 
 def main(args):
     assignments = args.assignments or course.assignments()
+    print(f"benchmark: {pace_line(pace())}", flush=True)
+    if args.pace:
+        return 0
     if args.repeat:
         result = stability(assignments, args.repeat, args.busy)
         steady = True

@@ -74,6 +74,7 @@ def parser():
     bench.add_argument("--jobs", type=int, default=None)
     bench.add_argument("--repeat", type=int, default=0, help="grade the reference answers N times instead")
     bench.add_argument("--busy", action="store_true", help="keep one core busy meanwhile")
+    bench.add_argument("--pace", action="store_true", help="print only the machine's pace (CPU-s of import torch)")
     bench.set_defaults(fn=_verb("benchmark"))
     web = verbs.add_parser("site", help="build the course website (Sphinx + MyST-NB) from the release "
                            "notebooks, executed here", description=_docstring("site"),

@@ -8,6 +8,8 @@ its figures are in course/instructor_guide.md.
 """
 import inspect
 
+import pytest
+
 from autograder import benchmark, hidden
 
 A = "10_model_pipeline_parallel"
@@ -33,3 +35,13 @@ def test_benchmark_against_plain_nbgrader(capsys):
     benchmark._print_per_assignment(result["per_assignment"])
     printed = capsys.readouterr().out.splitlines()
     assert printed[-1].split("|")[0].strip() == A and len(printed[-1].split("|")) == 2 + len(benchmark.PARTS) + 1, printed
+
+
+def test_pace_is_the_childs_own_cpu_time():
+    """The pace counts the probe's CPU time, which a busy machine does not stretch: a probe with
+    about a second of work costs far more than an empty one; a failing probe is an error, not a pace."""
+    empty = benchmark.pace("pass", tries=1)
+    busy = benchmark.pace("sum(range(30_000_000))", tries=1)
+    assert 0 < empty < busy / 5, (empty, busy)
+    with pytest.raises(RuntimeError, match="failed"):
+        benchmark.pace("raise SystemExit(3)", tries=1)
