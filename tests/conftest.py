@@ -312,6 +312,7 @@ def _keeps_a_core_busy(session, looks=5, every=0.1, settle=0.5):
 
 def _running_threads(tree):
     """(pid, thread id) of the tree's threads in state R (/proc/<pid>/task/<tid>/stat)."""
+    from autograder.pipeline.judge import _read_proc  # a thread's name may be any bytes
     for pid in tree.members():
         try:
             tasks = os.listdir(f"/proc/{pid}/task")
@@ -319,7 +320,7 @@ def _running_threads(tree):
             continue
         for tid in tasks:
             try:
-                text = Path(f"/proc/{pid}/task/{tid}/stat").read_text()
+                text = _read_proc(f"/proc/{pid}/task/{tid}/stat")
             except OSError:
                 continue
             if text[text.rindex(")") + 2] == "R":

@@ -206,14 +206,22 @@ def test_a_check_that_overruns_stops_the_student_process(monkeypatch):
         assert student.broken and student.process.poll() is not None
 
 
-def test_stopping_the_student_process_ends_what_it_started():
+# A spinner's own name, as it may set it (prctl PR_SET_NAME): bytes that are not UTF-8 once made
+# the judge's reading of the tree raise, and the stop with it, before anything was killed.
+SPINNERS = {"plain": "while True: pass",
+            "named with bytes that are not UTF-8":
+                "import ctypes; ctypes.CDLL(None).prctl(15, bytes([0xff, 0x29, 0xfe]), 0, 0, 0); any(iter(int, 1))"}
+
+
+@pytest.mark.parametrize("spinner", SPINNERS)
+def test_stopping_the_student_process_ends_what_it_started(spinner):
     # A spinning child and grandchild (as a forged answer starts at import): outside a sandbox
     # nothing else would end them, and they would take a core for the rest of the test run.
-    with _student('''
+    with _student(f'''
         import os, subprocess, sys
         def family():
             child = subprocess.Popen([sys.executable, "-c",
-                "import subprocess, sys, time; subprocess.Popen([sys.executable, '-c', 'while True: pass']); "
+                "import subprocess, sys, time; subprocess.Popen([sys.executable, '-c', {SPINNERS[spinner]!r}]); "
                 "time.sleep(600)"])
             return child.pid
     ''') as student:
@@ -223,6 +231,10 @@ def test_stopping_the_student_process_ends_what_it_started():
             time.sleep(0.05)
         family = _descendants(student.pid)
         assert child in family and len(family) == 2
+        while time.monotonic() < deadline and spinner != "plain" and not any(
+                _name(pid).startswith(b"\xff") for pid in family):
+            time.sleep(0.05)  # the stop is to meet the name, not the interpreter still starting
+        assert spinner == "plain" or any(_name(pid).startswith(b"\xff") for pid in family)
     deadline = time.monotonic() + 10  # SIGKILL ends a process soon after it is sent, not at once
     while time.monotonic() < deadline and any(_alive(pid) for pid in family):
         time.sleep(0.05)
@@ -235,12 +247,19 @@ def _descendants(pid):
     return set(ProcessTree(pid).members()) - {pid}
 
 
+def _name(pid):
+    try:
+        return Path(f"/proc/{pid}/comm").read_bytes()
+    except OSError:
+        return b""
+
+
 def _alive(pid):
     try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        state = Path(f"/proc/{pid}/stat").read_bytes().rsplit(b")", 1)[1].split()[0]
     except OSError:
         return False
-    return state != "Z"
+    return state != b"Z"
 
 
 def test_cpu_spent_in_children_is_seen_from_outside():
@@ -264,6 +283,32 @@ def test_cpu_spent_in_children_is_seen_from_outside():
             assert seen.cpu < 0.1
         finally:
             hidden.STUDENT = None
+
+
+def test_the_tree_is_read_whatever_a_process_calls_itself():
+    """A process may name itself with any 15 bytes (prctl PR_SET_NAME): bytes that are not UTF-8,
+    and a ')' that could end the name early for a careless parser. The judge still reads it, its
+    CPU and its threads (pathlib's read_text raised UnicodeDecodeError on such a name)."""
+    import subprocess
+    from autograder.pipeline.judge import ProcessTree
+    named = subprocess.Popen([sys.executable, "-c", textwrap.dedent('''
+        import ctypes, threading, time
+        ctypes.CDLL(None).prctl(15, b"\\xff) 9 R \\xfe(", 0, 0, 0)
+        threading.Thread(target=time.sleep, args=(30,), daemon=True).start()
+        print("named", flush=True)
+        time.sleep(30)
+    ''')], stdout=subprocess.PIPE, text=True)
+    try:
+        assert named.stdout.readline().strip() == "named"
+        with open(f"/proc/{named.pid}/comm", "rb") as comm:
+            assert comm.read().startswith(b"\xff) 9 R \xfe("), "the name was not set"
+        members = ProcessTree(os.getpid()).members()
+        assert members[named.pid]["ppid"] == os.getpid() and members[named.pid]["threads"] == 2, members
+        assert ProcessTree(named.pid).cpu_seconds() > 0
+        assert set(ProcessTree(named.pid).thread_states().values()) <= set("RSD"), "a state misread"
+    finally:
+        named.kill()
+        named.wait()
 
 
 def test_cpu_of_a_single_threaded_call_is_never_more_than_its_wall_time():

@@ -172,9 +172,9 @@ def _threads_settled(tree, quiet=0.1, limit=2.0):
 def _process_counts(pid):
     """(user CPU seconds, system CPU seconds, minor page faults, major page faults) of the process
     so far, all its threads, ended ones included (/proc/<pid>/stat)."""
-    with open(f"/proc/{pid}/stat") as stat:
+    with open(f"/proc/{pid}/stat", "rb") as stat:  # bytes: the process names itself, in any bytes
         text = stat.read()
-    fields = text[text.rindex(")") + 2:].split()
+    fields = text[text.rindex(b")") + 2:].split()
     ticks = os.sysconf("SC_CLK_TCK")
     return int(fields[11]) / ticks, int(fields[12]) / ticks, int(fields[7]), int(fields[9])
 
