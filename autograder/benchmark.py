@@ -16,7 +16,7 @@
         spends on `import torch` (median of three), a figure to read the
         others by, since the same 2-core machine has run the same work at
         paces up to 2.8 times apart from one day to the next (bin/test
-        prints it first);
+        prints it last, on the machine it has left idle);
 
     python -m autograder benchmark --repeat 20 [--busy]
         grades the reference answers 20 times with jobs = cores (optionally
