@@ -195,3 +195,29 @@ def test_copies_left_by_killed_grading_processes_are_removed(tmp_path, monkeypat
     assert not orphan.exists() and live.exists() and fresh.exists() and other.exists()
     assert planted.is_symlink() and (target / "work" / "answers.ipynb").exists()
     assert pre.remove_orphaned_copies(tmp_path) == []  # the judge's own new copy is not an orphan
+
+
+def test_no_copy_of_the_code_is_left_in_the_temp_folder(tmp_path):
+    """The judge and its student's process get their specs (the submission's code) in memory, not
+    as files: a student's process that died while loading the notebook (os._exit) once left its
+    spec, readable by everyone, in the machine's temp folder, and so did a judge killed by the
+    grader's clock or a grading process killed mid-submission."""
+    import os
+    import tempfile
+    import uuid
+    marker = f"# the marker of this test: {uuid.uuid4().hex}"
+    answer = notebooks.answer_cells(notebooks.read(course.source_notebook("01_processes_threads")))["run_in_child"]
+    payload = {"cells": [("course cell a", f"import os\n{marker}\nos._exit(1)"), ("run_in_child", answer)],
+               "exercises": [("01_processes_threads", "run_in_child")]}
+    verdicts = verify.verify(payload, str(tmp_path))
+    assert verdicts["run_in_child"][0], verdicts  # graded without the cell that stopped the process
+    left = []
+    for entry in os.scandir(tempfile.gettempdir()):
+        try:
+            if entry.is_file(follow_symlinks=False) and entry.stat().st_size < 2**20:
+                with open(entry.path, "rb") as f:
+                    if marker.encode() in f.read():
+                        left.append(entry.path)
+        except OSError:
+            continue
+    assert not left, f"the submission's code was left in {left}"

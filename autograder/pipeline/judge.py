@@ -26,7 +26,6 @@ import os
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
@@ -368,16 +367,18 @@ class StudentProcess:
 
     # --- start ---------------------------------------------------------------------------
     @classmethod
-    def start(cls, entry, args=(), cwd=None, env=None, on_progress=None, stdout=None, meanwhile=None):
+    def start(cls, entry, args=(), cwd=None, env=None, on_progress=None, stdout=None, meanwhile=None,
+              pass_fds=()):
         """Start the student's process, `entry` ("module:function") with argv [module, requests fd,
         replies fd, *args]: forked from the sandbox zygote when the grader gave us one
-        (autograder/pipeline/warm.py), else a new interpreter. `meanwhile()` runs here while it loads."""
+        (autograder/pipeline/warm.py), else a new interpreter. `meanwhile()` runs here while it loads.
+        `pass_fds`: more descriptors it inherits, with their numbers."""
         from ..sandbox import zygote
         req_r, req_w = os.pipe()
         rep_r, rep_w = os.pipe()
         out = stdout.fileno() if hasattr(stdout, "fileno") else stdout
         process = zygote.start(os.environ.get("COURSE_ZYGOTE"), entry, [str(req_r), str(rep_w), *args],
-                               cwd=cwd, env=env, pass_fds=(req_r, rep_w), stdout=out,
+                               cwd=cwd, env=env, pass_fds=(req_r, rep_w, *pass_fds), stdout=out,
                                stderr=subprocess.STDOUT if out is not None else None)
         os.close(req_r)
         os.close(rep_w)
@@ -547,11 +548,35 @@ def preload_for(assignments):
     return sorted(names)
 
 
+def spec_in_memory(spec):
+    """A descriptor of an anonymous in-memory file holding `spec` as JSON, for a child process to
+    inherit and read as spec_path_of(fd): nothing on disk to remove, whatever ends the child or us."""
+    fd = os.memfd_create("course-spec", os.MFD_CLOEXEC)
+    data = json.dumps(spec).encode()
+    written = 0
+    while written < len(data):
+        written += os.write(fd, data[written:])
+    return fd
+
+
+def spec_path_of(fd):
+    """The path by which a process that inherited `fd` opens it afresh, from its start."""
+    return f"/proc/self/fd/{fd}"
+
+
+def read_spec(path):
+    """The JSON spec at `path`; an inherited in-memory one (spec_path_of) is closed once read."""
+    spec = json.loads(Path(path).read_text())
+    if path.startswith("/proc/self/fd/"):
+        os.close(int(path.rsplit("/", 1)[1]))
+    return spec
+
+
 def main():
     """python -P -c "from autograder.pipeline.judge import main; main()" <fd to the grader> <spec>"""
     began = time.monotonic()
     write_fd, spec_path = int(sys.argv[1]), sys.argv[2]
-    spec = json.loads(Path(spec_path).read_text())
+    spec = read_spec(spec_path)
     channel = os.fdopen(write_fd, "w", buffering=1)
 
     def tell(message):
@@ -568,9 +593,10 @@ def main():
 
     from .. import hidden
     preload = spec.get("preload") or preload_for(sorted({a for a, _ in spec["exercises"]}))
-    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as student_spec:
-        json.dump({"cells": spec["cells"], "preload": preload}, student_spec)
-    os.chmod(student_spec.name, 0o644)
+    # In memory, not in a file: a judge killed while its student's process loads (a cell that
+    # never ends, stopped by the grader's clock), or left by os._exit below, left the student's
+    # code in the machine's temp folder, readable by everyone.
+    student_spec = spec_in_memory({"cells": spec["cells"], "preload": preload})
 
     def load_checks():  # while the student's process starts and replays the notebook
         for assignment in {a for a, _ in spec["exercises"]}:
@@ -579,13 +605,14 @@ def main():
     try:
         with hold():  # loading runs the notebook's cells: work like any other
             session = StudentProcess.start(
-                "autograder.sandbox.student:main", [student_spec.name], env=for_student_code(os.environ),
-                on_progress=lambda label: tell({"loading": label}), stdout=sys.stdout, meanwhile=load_checks)
+                "autograder.sandbox.student:main", [spec_path_of(student_spec)], env=for_student_code(os.environ),
+                on_progress=lambda label: tell({"loading": label}), stdout=sys.stdout, meanwhile=load_checks,
+                pass_fds=(student_spec,))
     except StudentProcessGone:
         channel.close()
         os._exit(0)  # the grader sees the cell that was loading, and tries again without it
     finally:
-        os.unlink(student_spec.name)
+        os.close(student_spec)
     started = time.monotonic()
     print(f"[judge] the student's process loaded the notebook in {started - began:.2f} s", flush=True)
     tell({"loaded": True})

@@ -20,7 +20,6 @@ import json
 import os
 import re
 import subprocess
-import tempfile
 import time
 from functools import lru_cache
 
@@ -88,6 +87,7 @@ def verify(payload, workdir, env=None, log=None, cell_timeout=180):
     cell that kills or hangs the child while loading is left out of the next
     try, as a dead kernel would have left out every cell after it.
     """
+    from .judge import spec_in_memory, spec_path_of
     verdicts, remaining, skipped = {}, list(payload["exercises"]), set()
     # Worked out here, once per assignment and worker: the judge then starts the student's
     # process at once and loads the checks while that process loads the notebook.
@@ -96,8 +96,8 @@ def verify(payload, workdir, env=None, log=None, cell_timeout=180):
         assignment_of = {e: a for a, e in remaining}
         cells = [(label, code) for label, code in payload["cells"] if label not in skipped]
         read_fd, write_fd = os.pipe()
-        with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as spec:
-            json.dump({**payload, "cells": cells, "exercises": remaining, "preload": preload}, spec)
+        # In memory: a grading process killed meanwhile (a lost Dask worker) leaves no file behind.
+        spec = spec_in_memory({**payload, "cells": cells, "exercises": remaining, "preload": preload})
         # Forked from the worker's judge zygote (warm.py), else a new interpreter; either way
         # with -P: the submission's folder (the working directory) never comes first on sys.path.
         out = open(log or os.devnull, "a")
@@ -105,10 +105,13 @@ def verify(payload, workdir, env=None, log=None, cell_timeout=180):
         sandbox_zygote = warm.socket_path("sandbox")
         if sandbox_zygote:
             judge_env[warm.SOCKET_VARIABLE] = sandbox_zygote  # where the judge has its student's process forked
-        child = zygote.start(warm.socket_path("judge"), warm.JUDGE, [str(write_fd), spec.name], cwd=workdir,
-                             env=judge_env, pass_fds=(write_fd,), new_session=True,
-                             stdout=out.fileno(), stderr=subprocess.STDOUT)
-        os.close(write_fd)
+        try:
+            child = zygote.start(warm.socket_path("judge"), warm.JUDGE, [str(write_fd), spec_path_of(spec)],
+                                 cwd=workdir, env=judge_env, pass_fds=(write_fd, spec), new_session=True,
+                                 stdout=out.fileno(), stderr=subprocess.STDOUT)
+        finally:
+            os.close(write_fd)
+            os.close(spec)
         current, loading, budget, judged_here, paused = None, None, cell_timeout, [], None
         deadline, buffer, timed_out = time.monotonic() + budget, b"", False
         with os.fdopen(read_fd, "rb", buffering=0) as pipe:
@@ -155,7 +158,6 @@ def verify(payload, workdir, env=None, log=None, cell_timeout=180):
                     deadline = time.monotonic() + budget
         _kill_session(child)
         code = child.wait()
-        os.unlink(spec.name)
         out.close()
         if loading is not None and current is None:
             skipped.add(loading)  # that cell stopped the process: try again without it

@@ -369,6 +369,8 @@ def _safe_str(err):
 def main():
     requests_fd, replies_fd, spec_path = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
     spec = json.loads(Path(spec_path).read_text())  # before the sandbox hides /tmp
+    if spec_path.startswith("/proc/self/fd/"):  # inherited from the judge (in memory): done with it
+        os.close(int(spec_path.rsplit("/", 1)[1]))
     # Still one thread here: limits, private files, no network, then the unprivileged uid.
     enter()
     os.environ.pop("NBGRADER_EXECUTION", None)  # graded as the student would run it
