@@ -1,4 +1,5 @@
 """09_data_parallel ships a torchrun entry script: it must train with 2 ranks and match DDP."""
+import os
 import subprocess
 import sys
 
@@ -16,7 +17,8 @@ def test_torchrun_script_trains_two_ranks(tmp_path):
     done = subprocess.run(
         [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
          str(FOLDER / "train_torchrun.py"), "--epochs", "2", "--seed", "3", "--out", str(out)],
-        cwd=tmp_path, capture_output=True, text=True, timeout=240)
+        # torchrun keeps its log folders (torchelastic_*, one per rank) in the temp folder: this test's own.
+        cwd=tmp_path, capture_output=True, text=True, timeout=240, env={**os.environ, "TMPDIR": str(tmp_path)})
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     assert "over 2 ranks" in done.stdout
     sys.path.insert(0, str(FOLDER))
