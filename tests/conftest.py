@@ -311,20 +311,8 @@ def _keeps_a_core_busy(session, looks=5, every=0.1, settle=0.5):
 
 
 def _running_threads(tree):
-    """(pid, thread id) of the tree's threads in state R (/proc/<pid>/task/<tid>/stat)."""
-    from autograder.pipeline.judge import _read_proc  # a thread's name may be any bytes
-    for pid in tree.members():
-        try:
-            tasks = os.listdir(f"/proc/{pid}/task")
-        except OSError:
-            continue
-        for tid in tasks:
-            try:
-                text = _read_proc(f"/proc/{pid}/task/{tid}/stat")
-            except OSError:
-                continue
-            if text[text.rindex(")") + 2] == "R":
-                yield pid, tid
+    """(pid, thread id) of the tree's threads in state R."""
+    return {(pid, tid) for pid in tree.members() for tid, state in tree.thread_states(pid).items() if state == "R"}
 
 
 @pytest.fixture(scope="module")

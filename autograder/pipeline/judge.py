@@ -30,7 +30,7 @@ import threading
 import time
 from pathlib import Path
 
-from ..sandbox import wire
+from ..sandbox import wire, zygote
 from ..sandbox.limits import for_student_code
 from . import lease
 
@@ -250,13 +250,14 @@ class ProcessTree:
                 return None
         return runtimes or None
 
-    def thread_states(self):
-        """{thread id: state letter} of the root process's live threads ("R": running or waiting for
-        a core, "S": asleep, ...; /proc/<pid>/task/<tid>/stat)."""
+    def thread_states(self, pid=None):
+        """{thread id: state letter} of the live threads of the root process, or of member `pid`
+        ("R": running or waiting for a core, "S": asleep, ...; /proc/<pid>/task/<tid>/stat)."""
+        pid = self.pid if pid is None else pid
         states = {}
-        for task in _tasks(self.pid):
+        for task in _tasks(pid):
             try:
-                text = _read_proc(f"/proc/{self.pid}/task/{task}/stat")
+                text = _read_proc(f"/proc/{pid}/task/{task}/stat")
             except OSError:
                 continue
             states[int(task)] = text[text.rindex(")") + 2]
@@ -373,7 +374,6 @@ class StudentProcess:
         replies fd, *args]: forked from the sandbox zygote when the grader gave us one
         (autograder/pipeline/warm.py), else a new interpreter. `meanwhile()` runs here while it loads.
         `pass_fds`: more descriptors it inherits, with their numbers."""
-        from ..sandbox import zygote
         req_r, req_w = os.pipe()
         rep_r, rep_w = os.pipe()
         out = stdout.fileno() if hasattr(stdout, "fileno") else stdout
@@ -548,35 +548,11 @@ def preload_for(assignments):
     return sorted(names)
 
 
-def spec_in_memory(spec):
-    """A descriptor of an anonymous in-memory file holding `spec` as JSON, for a child process to
-    inherit and read as spec_path_of(fd): nothing on disk to remove, whatever ends the child or us."""
-    fd = os.memfd_create("course-spec", os.MFD_CLOEXEC)
-    data = json.dumps(spec).encode()
-    written = 0
-    while written < len(data):
-        written += os.write(fd, data[written:])
-    return fd
-
-
-def spec_path_of(fd):
-    """The path by which a process that inherited `fd` opens it afresh, from its start."""
-    return f"/proc/self/fd/{fd}"
-
-
-def read_spec(path):
-    """The JSON spec at `path`; an inherited in-memory one (spec_path_of) is closed once read."""
-    spec = json.loads(Path(path).read_text())
-    if path.startswith("/proc/self/fd/"):
-        os.close(int(path.rsplit("/", 1)[1]))
-    return spec
-
-
 def main():
     """python -P -c "from autograder.pipeline.judge import main; main()" <fd to the grader> <spec>"""
     began = time.monotonic()
     write_fd, spec_path = int(sys.argv[1]), sys.argv[2]
-    spec = read_spec(spec_path)
+    spec = zygote.read_spec(spec_path)
     channel = os.fdopen(write_fd, "w", buffering=1)
 
     def tell(message):
@@ -596,7 +572,7 @@ def main():
     # In memory, not in a file: a judge killed while its student's process loads (a cell that
     # never ends, stopped by the grader's clock), or left by os._exit below, left the student's
     # code in the machine's temp folder, readable by everyone.
-    student_spec = spec_in_memory({"cells": spec["cells"], "preload": preload})
+    student_spec = zygote.spec_in_memory({"cells": spec["cells"], "preload": preload})
 
     def load_checks():  # while the student's process starts and replays the notebook
         for assignment in {a for a, _ in spec["exercises"]}:
@@ -605,7 +581,7 @@ def main():
     try:
         with hold():  # loading runs the notebook's cells: work like any other
             session = StudentProcess.start(
-                "autograder.sandbox.student:main", [spec_path_of(student_spec)], env=for_student_code(os.environ),
+                "autograder.sandbox.student:main", [zygote.spec_path_of(student_spec)], env=for_student_code(os.environ),
                 on_progress=lambda label: tell({"loading": label}), stdout=sys.stdout, meanwhile=load_checks,
                 pass_fds=(student_spec,))
     except StudentProcessGone:

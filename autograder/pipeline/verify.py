@@ -87,7 +87,6 @@ def verify(payload, workdir, env=None, log=None, cell_timeout=180):
     cell that kills or hangs the child while loading is left out of the next
     try, as a dead kernel would have left out every cell after it.
     """
-    from .judge import spec_in_memory, spec_path_of
     verdicts, remaining, skipped = {}, list(payload["exercises"]), set()
     # Worked out here, once per assignment and worker: the judge then starts the student's
     # process at once and loads the checks while that process loads the notebook.
@@ -97,7 +96,7 @@ def verify(payload, workdir, env=None, log=None, cell_timeout=180):
         cells = [(label, code) for label, code in payload["cells"] if label not in skipped]
         read_fd, write_fd = os.pipe()
         # In memory: a grading process killed meanwhile (a lost Dask worker) leaves no file behind.
-        spec = spec_in_memory({**payload, "cells": cells, "exercises": remaining, "preload": preload})
+        spec = zygote.spec_in_memory({**payload, "cells": cells, "exercises": remaining, "preload": preload})
         # Forked from the worker's judge zygote (warm.py), else a new interpreter; either way
         # with -P: the submission's folder (the working directory) never comes first on sys.path.
         out = open(log or os.devnull, "a")
@@ -106,7 +105,7 @@ def verify(payload, workdir, env=None, log=None, cell_timeout=180):
         if sandbox_zygote:
             judge_env[warm.SOCKET_VARIABLE] = sandbox_zygote  # where the judge has its student's process forked
         try:
-            child = zygote.start(warm.socket_path("judge"), warm.JUDGE, [str(write_fd), spec_path_of(spec)],
+            child = zygote.start(warm.socket_path("judge"), warm.JUDGE, [str(write_fd), zygote.spec_path_of(spec)],
                                  cwd=workdir, env=judge_env, pass_fds=(write_fd, spec), new_session=True,
                                  stdout=out.fileno(), stderr=subprocess.STDOUT)
         finally:

@@ -25,11 +25,11 @@ import sys
 import traceback
 from itertools import repeat
 from operator import is_
-from pathlib import Path
 
 from .. import course
 from . import wire
 from .enter import enter
+from .zygote import read_spec
 
 WATCHED_PREFIXES = ("builtins", "numpy", "math", "random", "os", "time", "threading", "multiprocessing",
                     "concurrent", "asyncio", "dis", "inspect", "pickle", "copy", "functools",
@@ -368,9 +368,7 @@ def _safe_str(err):
 # --- grading entry point ----------------------------------------------------------------------------
 def main():
     requests_fd, replies_fd, spec_path = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
-    spec = json.loads(Path(spec_path).read_text())  # before the sandbox hides /tmp
-    if spec_path.startswith("/proc/self/fd/"):  # inherited from the judge (in memory): done with it
-        os.close(int(spec_path.rsplit("/", 1)[1]))
+    spec = read_spec(spec_path)  # before the sandbox (inherited from the judge, in memory)
     # Still one thread here: limits, private files, no network, then the unprivileged uid.
     enter()
     os.environ.pop("NBGRADER_EXECUTION", None)  # graded as the student would run it

@@ -64,6 +64,32 @@ def _receive_request(sock):
     return json.loads(data[:size]), list(fds)
 
 
+# --- a spec handed to a child: in memory, inherited ------------------------------------------
+def spec_in_memory(spec):
+    """A descriptor of an anonymous in-memory file holding `spec` as JSON, for a child process to
+    inherit and read as spec_path_of(fd): nothing on disk to remove, whatever ends the child or us."""
+    fd = os.memfd_create("course-spec", os.MFD_CLOEXEC)
+    data = json.dumps(spec).encode()
+    written = 0
+    while written < len(data):
+        written += os.write(fd, data[written:])
+    return fd
+
+
+def spec_path_of(fd):
+    """The path by which a process that inherited `fd` opens it afresh, from its start."""
+    return f"/proc/self/fd/{fd}"
+
+
+def read_spec(path):
+    """The JSON spec at `path`; an inherited in-memory one (spec_path_of) is closed once read."""
+    with open(path) as spec_file:
+        spec = json.load(spec_file)
+    if path.startswith("/proc/self/fd/"):
+        os.close(int(path.rsplit("/", 1)[1]))
+    return spec
+
+
 # --- the requester's side ---------------------------------------------------------------------
 class Child:
     """A process forked by a zygote for us, used like subprocess.Popen (pid, poll, wait, kill)."""
