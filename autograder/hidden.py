@@ -23,12 +23,17 @@ names are unique in the course), and the namespace is the caller's globals
 (the notebook's, in a kernel).
 
 A failure raises an AssertionError whose message says, in plain words, which
-checks failed and why, without showing the checks' code or inputs.
+checks failed and why, without showing the checks' code or inputs. An error
+that the answer's code raised is the answer's ("your code raised ..."); one the
+check's own code raised is settled on the reference solution (`run`), so that a
+bug in a check never costs a correct answer its marks.
 """
 import inspect
+import re
 import sys
 import threading
 import time
+import traceback
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -104,13 +109,17 @@ def describe(fn):
     return doc.splitlines()[0].rstrip(".") if doc else fn.__name__.removeprefix("test_").replace("_", " ")
 
 
+class MissingDefinition(NameError):
+    """The notebook does not define what a check needs (not a NameError raised by any code)."""
+
+
 def _arguments(fn, namespace):
     args = {}
     for name in inspect.signature(fn).parameters:
         if name in namespace:
             args[name] = namespace[name]
         else:
-            raise NameError(f"the notebook does not define `{name}`; run its answer cell first")
+            raise MissingDefinition(f"the notebook does not define `{name}`; run its answer cell first")
     return args
 
 
@@ -152,15 +161,110 @@ def _call_with_timeout(fn, kwargs, timeout):
     return box.get("value")
 
 
+def _worded_by_us(err):
+    """An AssertionError, pytest.fail(), the check's time limit, a missing definition or a lost
+    student's process: a verdict the checks or the runner put in words."""
+    return (isinstance(err, (AssertionError, CheckTimeout, MissingDefinition))
+            or type(err).__name__ in ("Failed", "StudentProcessGone"))
+
+
 def _failure_message(err):
     if isinstance(err, AssertionError):
         text = str(err).split("\nassert ")[0].strip()  # drop pytest's rewritten expression
         return text or "the result is not what the exercise asks for"
-    if isinstance(err, (TimeoutError, NameError)) or type(err).__name__ in ("Failed", "StudentProcessGone"):
+    if _worded_by_us(err):
         return str(err)  # our own wording, or pytest.fail()/pytest.raises()
-    if type(err).__name__ == "StudentError":
-        return f"your code raised {err}"
-    return f"your code raised {type(err).__name__}: {err}"
+    return f"your code raised {_error_text(err)}"
+
+
+def _error_text(err):
+    return str(err) if type(err).__name__ == "StudentError" else f"{type(err).__name__}: {err}"
+
+
+# --- whose code raised an error: the student's, or the check's own -----------------------------
+_FRAME = re.compile(r'^\s*File "(.*)", line (\d+)', re.M)
+
+
+def _frames_innermost_first(err):
+    """(file name, line) of the frames an error went through, innermost first: as the student's
+    process wrote them (judge.py keeps its trace on the error), else this process's own."""
+    trace = getattr(err, "student_traceback", None)
+    if isinstance(trace, str):
+        return [(name, int(line)) for name, line in _FRAME.findall(trace)][::-1]
+    return [(frame.f_code.co_filename, line) for frame, line in traceback.walk_tb(err.__traceback__)][::-1]
+
+
+def _library_folders():
+    import sysconfig
+    from .course import ROOT
+    folders = {sys.prefix, sys.base_prefix, sys.exec_prefix, str(ROOT / "helpers"),
+               *(sysconfig.get_paths().get(k) for k in ("stdlib", "platstdlib", "purelib", "platlib"))}
+    return tuple(str(Path(f)) + "/" for f in folders if f)
+
+
+def raised_by_the_check(err):
+    """Whether the check's own code raised `err`, not the student's: its innermost frame that is
+    no library's (the standard library, site-packages, the course's helpers) lies in the
+    grader's code (autograder/, the checks), or it has no such frame.
+
+    Errors raised in the judge are always the check's (no student code runs there); those from the
+    student's process carry that process's trace, in which the checks' code sent there with
+    `there()` keeps its file name. A student who forges that trace gains nothing: an error
+    blamed on the check is settled on the reference solution (`run`), never passed."""
+    return _innermost_own_frame(err)[0]
+
+
+def _innermost_own_frame(err):
+    """(raised by the check, where): the innermost frame that is no library's, and whether it is
+    the grader's."""
+    from .course import ROOT
+    libraries, ours = _library_folders(), (str(ROOT / "autograder") + "/", str(Path(CHECKS_DIR)) + "/")
+    for name, line in _frames_innermost_first(err):
+        if name.startswith("<frozen ") or name.startswith(libraries):
+            continue
+        # The checks' functions reach the student's process by value, and cloudpickle names their
+        # file "<dynamic-code>" there (an answer's own cells are "<answer cell ...>" and the like).
+        return name.startswith(ours) or name == "<dynamic-code>", f"{Path(name).name}, line {line}"
+    return True, "no frame of its own"
+
+
+def _settled_on_reference(fn, err, assignment, exercise, reference, hold):
+    """The outcome of check `fn`, whose own code raised `err` on the answer, settled by running
+    it on the reference solutions: passing there, it shows that what the answer gave it caused
+    the error (a failure); not passing there, it shows a fault of the check or of the machine, not
+    of the answer, and a person decides (undecided, never passed)."""
+    global STUDENT
+    raised = _error_text(err)
+    why = None
+    if reference is None:
+        why = "no reference solution is at hand to show whether the check is at fault"
+    else:
+        try:
+            judged_session, judged_namespace = reference(assignment, exercise)
+        except Exception as ref_err:  # noqa: BLE001
+            why = f"the reference solution could not be started to compare ({_error_text(ref_err)})"
+        else:
+            answers_session, STUDENT = STUDENT, judged_session
+            try:
+                kwargs = _arguments(fn, judged_namespace)
+                with hold() if hold else _nothing():
+                    _call_with_timeout(fn, kwargs, getattr(fn, "timeout", DEFAULT_TIMEOUT))
+            except BaseException as ref_err:  # noqa: BLE001
+                if isinstance(ref_err, CheckTimeout) and judged_session is not None:
+                    judged_session.stop("a check did not finish in time on the reference solution")
+                why = ("it could not decide on the reference solution either"
+                       if type(ref_err).__name__ == "Skipped" else
+                       f"it does not pass on the reference solution either ({_failure_message(ref_err)})")
+            finally:
+                STUDENT = answers_session
+    if why is None:
+        return Outcome(fn.__name__, describe(fn), False,
+                       f"the check could not use what your code returned or did ({raised}); "
+                       "does it return what the exercise asks for?")
+    where = _innermost_own_frame(err)[1]
+    return Outcome(fn.__name__, describe(fn), False,
+                   f"could not be decided: the check itself raised {raised} ({where}) on your answer, "
+                   f"and {why}; this check goes to a person", undecided=True)
 
 
 # The student's process the checks are judging (autograder/pipeline/judge.py), or None when
@@ -185,7 +289,7 @@ def _nothing():
     return contextlib.nullcontext()
 
 
-def run(assignment, exercise, namespace, session=None, hold=None, until_failure=False):
+def run(assignment, exercise, namespace, session=None, hold=None, until_failure=False, reference=None):
     """Run every hidden check of `exercise` against `namespace`; a list of Outcomes.
 
     With `session` (a judge.StudentProcess), `namespace` holds handles on the
@@ -195,6 +299,11 @@ def run(assignment, exercise, namespace, session=None, hold=None, until_failure=
     alone for its timed part (`_support.alone()`), the wait not counted in its time.
     `until_failure`: stop at the first check that fails (enough to show that an
     answer is wrong); one that could not decide shows nothing, and the next ones run.
+    `reference(assignment, exercise)`: (student's process or None, namespace) serving the reference
+    solutions, started on first use. A check whose own code raised an error on the answer (not the
+    answer's code, not a failed assertion: `raised_by_the_check`) runs there once: an error that
+    only the answer's values cause fails the answer; one the reference solution meets too is the
+    check's or the machine's fault, and a person decides. Without it, such a check is undecided.
     """
     checks = checks_for(assignment, exercise)
     if not checks:
@@ -222,8 +331,13 @@ def run(assignment, exercise, namespace, session=None, hold=None, until_failure=
                                         f"could not be decided ({err}); this check goes to a person",
                                         time.perf_counter() - start, undecided=True))
                 continue
-            outcomes.append(Outcome(fn.__name__, describe(fn), False, _failure_message(err),
-                                    time.perf_counter() - start))
+            if not _worded_by_us(err) and raised_by_the_check(err):
+                settled = _settled_on_reference(fn, err, assignment, exercise, reference, hold)
+                settled.seconds = time.perf_counter() - start
+                outcomes.append(settled)
+            else:
+                outcomes.append(Outcome(fn.__name__, describe(fn), False, _failure_message(err),
+                                        time.perf_counter() - start))
         else:
             outcomes.append(Outcome(fn.__name__, describe(fn), True, "", time.perf_counter() - start))
         if until_failure and not outcomes[-1].passed and not outcomes[-1].undecided:

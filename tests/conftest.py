@@ -248,14 +248,20 @@ class Judge:
     started again when an answer stops it."""
 
     def __init__(self):
-        self.sessions = {}
+        self.sessions, self.references = {}, {}
 
-    def session(self, assignment):
+    def session(self, assignment, sessions=None):
         from autograder.pipeline.judge import StudentProcess
-        session = self.sessions.get(assignment)
+        sessions = self.sessions if sessions is None else sessions
+        session = sessions.get(assignment)
         if session is None or session.broken or session.process.poll() is not None:
-            session = self.sessions[assignment] = StudentProcess.for_reference(assignment)
+            session = sessions[assignment] = StudentProcess.for_reference(assignment)
         return session
+
+    def reference(self, assignment, exercise):
+        """The reference solutions, in a process no answer has been loaded into (as in grading)."""
+        session = self.session(assignment, self.references)
+        return session, session.namespace()
 
     def __call__(self, assignment, exercise, code=None, until_failure=False):
         from autograder import hidden
@@ -269,7 +275,7 @@ class Judge:
         hidden.STUDENT = session
         try:
             return hidden.run(assignment, exercise, namespace, session=session, hold=lease.hold,
-                              until_failure=until_failure)
+                              until_failure=until_failure, reference=self.reference)
         finally:
             hidden.STUDENT = None
             # An answer that replaced what grading relies on (a forged threadpoolctl, say), or left
@@ -281,9 +287,10 @@ class Judge:
                 session.stop("left work running that keeps a core busy")
 
     def stop(self):
-        for session in self.sessions.values():
+        for session in [*self.sessions.values(), *self.references.values()]:
             session.stop()
         self.sessions.clear()
+        self.references.clear()
 
 
 def _keeps_a_core_busy(session, looks=5, every=0.1, settle=0.5):

@@ -39,6 +39,14 @@ def fake_assignment(tmp_path, monkeypatch):
         def test_other_uses_double(other, double):
             """other adds one to double"""
             assert other(1) == double(1) + 1
+
+        def test_halve_reports_its_value(halve):
+            """halve returns {"value": x / 2}"""
+            assert halve(8)["value"] == 4, "halve(8) should report 4"
+
+        def test_shout_upper_cases(shout):
+            """shout upper-cases its input"""
+            assert shout("hi").uppercase() == "HI"  # a bug of the check's own: str has no .uppercase
     '''))
     monkeypatch.setattr(hidden, "CHECKS_DIR", tmp_path)
     sys.modules.pop("autograder.checks._99_fake", None)
@@ -92,6 +100,89 @@ def test_exceptions_are_reported_by_type(fake_assignment):
         raise KeyError("oops")
     outcomes = hidden.run(fake_assignment, "double", {"double": double})
     assert all("your code raised KeyError" in o.message for o in outcomes)
+
+
+def _reference(namespace, called=None):
+    """A `reference` for hidden.run that serves `namespace` in this process, counting its uses."""
+    def reference(assignment, exercise):
+        if called is not None:
+            called.append((assignment, exercise))
+        return None, namespace
+    return reference
+
+
+def test_an_error_the_answers_value_causes_in_the_check_fails_and_says_so(fake_assignment):
+    """halve returns a bare number: the check's own code raises TypeError on it. On the reference
+    solution the check passes, so the answer is at fault: a failure, but not "your code raised"."""
+    called = []
+    outcomes = hidden.run(fake_assignment, "halve", {"halve": lambda x: x / 2},
+                          reference=_reference({"halve": lambda x: {"value": x / 2}}, called))
+    assert called == [(fake_assignment, "halve")]
+    [outcome] = outcomes
+    assert not outcome.passed and not outcome.undecided
+    assert "your code raised" not in outcome.message
+    assert "could not use what your code returned or did (TypeError" in outcome.message
+
+
+def test_an_error_of_the_checks_own_never_costs_a_correct_answer_its_marks(fake_assignment):
+    """A bug in the check raises on every answer, the reference solution's too: the check cannot
+    decide, and a person looks at it; it is neither failed nor passed, and says where it raised."""
+    shout = str.upper
+    [outcome] = hidden.run(fake_assignment, "shout", {"shout": shout}, reference=_reference({"shout": shout}))
+    assert not outcome.passed and outcome.undecided
+    assert "the check itself raised AttributeError" in outcome.message
+    assert "99_fake.py, line" in outcome.message and "goes to a person" in outcome.message
+    # Without a reference solution to compare with, it cannot decide either.
+    [outcome] = hidden.run(fake_assignment, "shout", {"shout": shout})
+    assert not outcome.passed and outcome.undecided
+
+
+def test_a_reference_that_cannot_decide_or_start_never_passes_the_answer(fake_assignment):
+    def undecided(x):
+        pytest.skip("the machine is busy")
+
+    def cannot_start(assignment, exercise):
+        raise OSError("no memory")
+    for reference in (_reference({"halve": undecided}), cannot_start):
+        [outcome] = hidden.run(fake_assignment, "halve", {"halve": lambda x: x / 2}, reference=reference)
+        assert not outcome.passed and outcome.undecided, outcome.message
+
+
+def test_an_error_the_answer_raises_is_its_own_and_needs_no_reference(fake_assignment):
+    """The answer's own code raised (here inside a library it called): "your code raised", and the
+    reference solution is not started."""
+    import json
+    called = []
+
+    def halve(x):
+        return json.loads("{not json")
+    [outcome] = hidden.run(fake_assignment, "halve", {"halve": halve},
+                           reference=_reference({"halve": lambda x: {"value": x / 2}}, called))
+    assert called == [] and not outcome.passed and not outcome.undecided
+    assert outcome.message.startswith("your code raised JSONDecodeError")
+
+
+def test_a_name_error_in_the_answer_is_the_answers(fake_assignment):
+    """Only the runner's own "does not define" is worded as such; a NameError raised by code is
+    settled like any other error."""
+    def halve(x):
+        return undefined_name  # noqa: F821
+    [outcome] = hidden.run(fake_assignment, "halve", {"halve": halve}, reference=_reference({}))
+    assert not outcome.passed and not outcome.undecided
+    assert outcome.message.startswith("your code raised NameError")
+
+
+def test_an_answer_that_forges_the_checks_frames_gains_nothing(fake_assignment):
+    """An error from the student's process carries that process's trace, which its code may forge
+    to blame the check: the check then runs on the reference solution, which passes it, and the
+    answer fails all the same."""
+    def halve(x):
+        err = ValueError("not mine")
+        err.student_traceback = f'  File "{hidden.CHECKS_DIR / "99_fake.py"}", line 1, in test_halve\n'
+        raise err
+    [outcome] = hidden.run(fake_assignment, "halve", {"halve": halve},
+                           reference=_reference({"halve": lambda x: {"value": x / 2}}))
+    assert not outcome.passed and not outcome.undecided
 
 
 def test_missing_definition(fake_assignment):

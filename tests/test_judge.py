@@ -170,6 +170,33 @@ def test_functions_sent_over_run_there():
             hidden.STUDENT = None
 
 
+def test_whose_code_raised_is_read_from_the_student_process_trace():
+    """hidden.raised_by_the_check on errors from a real student's process. The answer's own code
+    is the student's, also where the error comes from a library it called; the checks' code sent
+    there by value (cloudpickle names its file "<dynamic-code>"), a library the check called there,
+    and a call with arguments the answer's function does not take are the check's, and hidden.run
+    settles those on the reference solution."""
+    import json
+
+    def whose(fn, *args):
+        with pytest.raises(Exception) as raised:
+            fn(*args)
+        return "check" if hidden.raised_by_the_check(raised.value) else "student"
+
+    with _student("import json\ndef parse(text): return json.loads(text)\ndef fails(): raise KeyError(1)") as student:
+        hidden.STUDENT = student
+        try:
+            ns = student.namespace()
+            assert whose(ns["fails"]) == "student"
+            assert whose(ns["parse"], "{not json") == "student"
+            pinned_child = hidden.load_checks("01_processes_threads")._pinned_child  # goes by value
+            assert whose(there, pinned_child, None, None, None) == "check"
+            assert whose(there, json.loads, "{not json") == "check"
+            assert whose(ns["fails"], "an argument it does not take") == "check"
+        finally:
+            hidden.STUDENT = None
+
+
 def test_a_student_process_that_lies_or_dies_fails_the_request():
     # The student's code patches its own server to reply with a pickle that runs a command.
     with _student('''

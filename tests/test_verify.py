@@ -3,6 +3,8 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 from autograder import course, notebooks
 from autograder.pipeline import verify
 
@@ -222,3 +224,45 @@ def test_no_copy_of_the_code_is_left_in_the_temp_folder(tmp_path):
         except OSError:
             continue
     assert not left, f"the submission's code was left in {left}"
+
+
+def test_an_error_a_check_meets_on_an_answers_value_is_settled_on_the_reference(tmp_path):
+    """A cpu_info that answers with a list in a process pinned to one CPU: the affinity check's own
+    code raises TypeError on that list, in the judge. The judge runs that check again on the
+    reference solutions, which pass it: the answer fails, told that the check could not use its
+    value (not that its code raised), and the reference's process and folder are gone afterwards."""
+    import glob
+    import os
+    import tempfile
+    if len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("the affinity check needs at least 2 usable CPUs")
+    reference = notebooks.answer_cells(notebooks.read(course.source_notebook("01_processes_threads")))["cpu_info"]
+    answer = notebooks.solution_code(reference) + textwrap.dedent('''
+        _counts = cpu_info
+
+        def cpu_info(cgroup_root="/sys/fs/cgroup"):
+            info = _counts(cgroup_root)
+            return list(info.values()) if len(os.sched_getaffinity(0)) == 1 else info
+    ''')
+    before = set(glob.glob(os.path.join(tempfile.gettempdir(), "course-reference-*")))
+    log = tmp_path / "judge.log"
+    verdicts = verify.verify({"cells": [("cpu_info", answer)], "exercises": [("01_processes_threads", "cpu_info")]},
+                             str(tmp_path), log=str(log))
+    passed, report, undecided = verdicts["cpu_info"]
+    assert not passed and not undecided, report
+    assert "could not use what your code returned or did (TypeError" in report, report
+    assert "your code raised" not in report, report
+    assert "starting the reference solutions of 01_processes_threads" in log.read_text()
+    assert set(glob.glob(os.path.join(tempfile.gettempdir(), "course-reference-*"))) == before
+
+
+def test_an_error_of_the_runners_own_is_undecided_not_failed(tmp_path):
+    """An error the hidden-check runner itself raises in the judge (here: an exercise with no checks)
+    is the grader's fault: the exercise goes to a person, and its log says why."""
+    log = tmp_path / "judge.log"
+    verdicts = verify.verify({"cells": [], "exercises": [("01_processes_threads", "no_such_exercise")]},
+                             str(tmp_path), log=str(log))
+    passed, report, undecided = verdicts["no_such_exercise"]
+    assert not passed and undecided, report
+    assert "the grader itself failed (LookupError" in report
+    assert "Traceback" in log.read_text()

@@ -186,6 +186,8 @@ def test_to_device_moves_every_tensor(to_device):
     comparison of devices and shapes).
     """
     batch, moved = map(_rebuild, there(_moved_batch, to_device, torch.device("meta")))
+    assert isinstance(moved, dict) and list(moved) == list(batch), (
+        "to_device(batch, device) must return a batch of the same kind: a dict with the same keys here")
     tensors = [moved["inputs"], moved["targets"][0], moved["targets"][1][0], moved["pair"][0]]
     assert all(isinstance(t, _Tensor) for t in tensors), "tensors must stay tensors"
     assert all(t.device_type == "meta" for t in tensors), "some tensors were not moved to the device"
@@ -405,7 +407,7 @@ def test_layer_flops_by_hand(layer_flops):
     expected = _counted(layer, shape)
 
     def refuse(*args, **kwargs):
-        raise RuntimeError("layer_flops should count by hand, not run the layer")
+        raise AssertionError("layer_flops should count by hand, not run the layer")
 
     layer.forward = refuse
     assert layer_flops(layer, shape) == expected, "Conv2d FLOPs differ from FlopCounterMode"

@@ -28,6 +28,7 @@ import subprocess
 import sys
 import threading
 import time
+import traceback
 from pathlib import Path
 
 from ..sandbox import wire, zygote
@@ -548,6 +549,38 @@ def preload_for(assignments):
     return sorted(names)
 
 
+class _References:
+    """references(assignment, exercise) -> (process, namespace) serving the reference solutions of
+    `assignment`, started on first use (hidden.run settles there a check whose own code raised on an
+    answer). It is the instructor's code: no sandbox, but the student's environment and limits, and a
+    folder of its own, so that nothing of the submission's folder reaches it."""
+
+    def __init__(self, hold, on_start=None):
+        self.hold, self.on_start, self.started, self.folders = hold, on_start, {}, []
+
+    def __call__(self, assignment, exercise):
+        import tempfile
+        if self.on_start:  # a second run of a check: the grader's clock for the exercise starts again
+            self.on_start(exercise)
+        process = self.started.get(assignment)
+        if process is None or process.broken:
+            self.folders.append(tempfile.mkdtemp(prefix="course-reference-"))
+            print(f"[judge] {exercise}: a check raised an error of its own; starting the reference "
+                  f"solutions of {assignment} to settle it", flush=True)
+            with self.hold():
+                process = self.started[assignment] = StudentProcess.start(
+                    "autograder.sandbox.student:serve_reference_main", [assignment],
+                    cwd=self.folders[-1], env=for_student_code(os.environ))
+        return process, process.namespace()
+
+    def stop(self):
+        import shutil
+        for process in self.started.values():
+            process.stop()
+        for folder in self.folders:
+            shutil.rmtree(folder, ignore_errors=True)
+
+
 def main():
     """python -P -c "from autograder.pipeline.judge import main; main()" <fd to the grader> <spec>"""
     began = time.monotonic()
@@ -594,6 +627,7 @@ def main():
     tell({"loaded": True})
     hidden.STUDENT = session
     namespace = session.namespace()
+    references = _References(hold, on_start=lambda exercise: tell({"start": exercise}))
     for assignment, exercise in spec["exercises"]:
         tell({"start": exercise})
         if exercise in session.failures:
@@ -607,13 +641,16 @@ def main():
             continue
         undecided = []
         try:
-            outcomes = hidden.run(assignment, exercise, namespace, session=session, hold=hold)
+            outcomes = hidden.run(assignment, exercise, namespace, session=session, hold=hold,
+                                  reference=references)
             passed = all(o.passed for o in outcomes)
             if all(o.passed or o.undecided for o in outcomes):
                 undecided = [o.description for o in outcomes if o.undecided]
             text = "" if passed else hidden.report(exercise, outcomes)
-        except Exception as err:  # noqa: BLE001
-            passed, text = False, f"{exercise}: {type(err).__name__}: {err}"
+        except Exception as err:  # noqa: BLE001 (the runner's own fault: never the student's)
+            passed, text = False, f"{exercise}: the grader itself failed ({type(err).__name__}: {err})"
+            undecided = [text]
+            traceback.print_exc()  # into the judge's log, for the instructor
         if not session.broken:
             try:  # a quick look at what the checks use; all of it once the exercises are done
                 tampered = session.changed(["builtins", *preload])
@@ -638,6 +675,7 @@ def main():
             tell({"revoke": "your code replaced functions that grading relies on while it was checked ("
                             + ", ".join(tampered[:5]) + "); no check can pass"})
     session.stop()
+    references.stop()
     channel.close()
     sys.stdout.flush()
     os._exit(0)

@@ -309,8 +309,9 @@ class VerifyHiddenChecks(NbGraderPreprocessor):
             self.log.warning("hidden checks failed outside the kernel: %s", "; ".join(failed))
             if undecided:  # regraded alone after the batch; still undecided -> a person looks
                 cell.outputs.append(_error_output(
-                    UNDECIDED, "a hidden check could not decide on this machine at grading time "
-                    "(too busy to measure a speedup); it will be looked at by a person:\n" + "\n".join(failed)))
+                    UNDECIDED, "a hidden check could not decide at grading time (a machine too busy to "
+                    "measure a speedup, or an error of the check's own); it will be looked at by a person:\n"
+                    + "\n".join(failed)))
             elif not any(o.output_type == "error" for o in cell.get("outputs", [])):
                 cell.outputs.append(_error_output(
                     "HiddenCheckFailed", "checked by the judge, outside your notebook:\n" + "\n".join(failed)))
