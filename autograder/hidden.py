@@ -236,7 +236,11 @@ def _settled_on_reference(fn, err, assignment, exercise, reference, hold):
     global STUDENT
     raised = _error_text(err)
     why = None
-    if reference is None:
+    if isinstance(err, (OSError, MemoryError)):
+        # The machine failed the check (out of memory, descriptors, processes): a rerun on the
+        # reference could pass and blame the answer for a moment of load. Graded again alone.
+        why = "it is the machine's error, not the answer's"
+    elif reference is None:
         why = "no reference solution is at hand to show whether the check is at fault"
     else:
         try:

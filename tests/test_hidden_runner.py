@@ -44,6 +44,15 @@ def fake_assignment(tmp_path, monkeypatch):
             """halve returns {"value": x / 2}"""
             assert halve(8)["value"] == 4, "halve(8) should report 4"
 
+        def test_tally_gets_a_descriptor(tally):
+            """tally is called on what the machine gives"""
+            import os
+            tally(os.dup(-1))  # a machine out of descriptors (EBADF standing in for EMFILE)
+
+        def test_tally_gets_memory(tally):
+            """tally is called on a large buffer"""
+            tally(bytearray(1 << 62))  # a machine out of memory
+
         def test_shout_upper_cases(shout):
             """shout upper-cases its input"""
             assert shout("hi").uppercase() == "HI"  # a bug of the check's own: str has no .uppercase
@@ -146,6 +155,17 @@ def test_a_reference_that_cannot_decide_or_start_never_passes_the_answer(fake_as
     for reference in (_reference({"halve": undecided}), cannot_start):
         [outcome] = hidden.run(fake_assignment, "halve", {"halve": lambda x: x / 2}, reference=reference)
         assert not outcome.passed and outcome.undecided, outcome.message
+
+
+def test_the_machines_error_in_the_check_blames_no_one(fake_assignment):
+    """An OSError or MemoryError that the check's own code meets (no descriptor, process or memory
+    left on a loaded machine) is not settled on the reference, which might pass a moment later and
+    so blame the answer: the check is undecided, and the submission is graded again alone."""
+    called = []
+    outcomes = hidden.run(fake_assignment, "tally", {"tally": len}, reference=_reference({"tally": len}, called))
+    assert [(o.passed, o.undecided) for o in outcomes] == [(False, True), (False, True)]
+    assert all("the machine's error" in o.message for o in outcomes)
+    assert called == []
 
 
 def test_an_error_the_answer_raises_is_its_own_and_needs_no_reference(fake_assignment):
