@@ -350,6 +350,22 @@ def apt_install(*packages):
         assert done.returncode == 0, f"apt-get install {packages} failed:\n{done.stdout[-2000:]}{done.stderr[-2000:]}"
 
 
+def process_running(pid, within=0.0):
+    """Whether process `pid` runs now and still does `within` seconds from now (gone or a zombie:
+    not): False as soon as it is seen gone."""
+    deadline = time.monotonic() + within
+    while True:
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_bytes()
+        except OSError:
+            return False
+        if stat[stat.rindex(b")") + 2:][:1] in (b"Z", b"X"):
+            return False
+        if time.monotonic() >= deadline:
+            return True
+        time.sleep(0.05)
+
+
 def free_port():
     import socket
 
@@ -550,4 +566,5 @@ def course_tools():
     return types.SimpleNamespace(cli=course_cli, prepare=prepare_course, scores=gradebook_scores, copy=copy_course,
                                  assignments=SCALE_ASSIGNMENTS, free_port=free_port, apt_install=apt_install,
                                  skip_if_only_undecided=skip_if_only_undecided, undecided_cells=undecided_cells,
-                                 beside_timing_checks=beside_timing_checks, workdir=GradingWorkdir)
+                                 beside_timing_checks=beside_timing_checks, workdir=GradingWorkdir,
+                                 running=process_running)

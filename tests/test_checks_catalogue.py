@@ -101,23 +101,7 @@ def _leaving(pidfile, target):
             f"    return os.getpid(), fn(*args)\n")
 
 
-def _running(pid, within=10.0):
-    """Whether process `pid` still runs `within` seconds from now (gone or a zombie: not)."""
-    import time
-    from pathlib import Path
-    deadline = time.monotonic() + within
-    while time.monotonic() < deadline:
-        try:
-            text = Path(f"/proc/{pid}/stat").read_text()
-        except OSError:
-            return False
-        if text[text.rindex(")") + 2] in "ZX":
-            return False
-        time.sleep(0.05)
-    return True
-
-
-def test_an_answer_that_leaves_a_core_busy_is_no_later_answers_neighbour(judge, tmp_path):
+def test_an_answer_that_leaves_a_core_busy_is_no_later_answers_neighbour(judge, tmp_path, course_tools):
     """A process left spinning by one answer (as the catalogue's forged pid of 01 does) is stopped
     with its student's process after that answer, so that no later answer is judged beside it;
     a process left asleep keeps its student's process, which is not started again for nothing."""
@@ -125,11 +109,12 @@ def test_an_answer_that_leaves_a_core_busy_is_no_later_answers_neighbour(judge, 
     spinning, sleeping = tmp_path / "spinning.pid", tmp_path / "sleeping.pid"
     judge(a, "run_in_child", _leaving(spinning, 'exec, args=("while True: pass",)'), until_failure=True)
     assert judge.sessions[a].broken, "the student's process with a spinner beside it was kept"
-    assert not _running(int(spinning.read_text())), "the spinner still runs"
+    running = course_tools.running
+    assert not running(int(spinning.read_text()), within=10), "the spinner still runs"
 
     kept = judge.session(a)
     judge(a, "run_in_child", _leaving(sleeping, "time.sleep, args=(60,)"), until_failure=True)
     assert judge.sessions[a] is kept and not kept.broken, "an answer that left an idle process restarted it"
-    assert _running(int(sleeping.read_text()), within=0.2)
+    assert running(int(sleeping.read_text()), within=0.2)
     kept.stop()  # the sleeper goes with it: no later test shares its process
-    assert not _running(int(sleeping.read_text()))
+    assert not running(int(sleeping.read_text()), within=10)

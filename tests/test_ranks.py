@@ -129,10 +129,12 @@ LAUNCHER = textwrap.dedent('''
 ''')
 
 
-def test_no_rank_outlives_a_killed_launcher(tmp_path):
+def test_no_rank_outlives_a_killed_launcher(tmp_path, course_tools):
     """The launcher killed with SIGKILL (no clean-up runs): its ranks leave within seconds."""
+    # Its temp folders (the ranks' rendezvous, the pool's) are left by the kill: in the test's own.
+    (tmp_path / "tmp").mkdir()
     launcher = subprocess.Popen([sys.executable, "-c", LAUNCHER, str(tmp_path)], cwd=course.ROOT,
-                                env={**os.environ, "PYTHONPATH": str(course.ROOT)})
+                                env={**os.environ, "PYTHONPATH": str(course.ROOT), "TMPDIR": str(tmp_path / "tmp")})
     deadline = time.monotonic() + 60
     while len(list(tmp_path.glob("*.pid"))) < 2:
         assert time.monotonic() < deadline and launcher.poll() is None, "the ranks did not start"
@@ -141,17 +143,9 @@ def test_no_rank_outlives_a_killed_launcher(tmp_path):
     launcher.send_signal(signal.SIGKILL)
     launcher.wait()
     deadline = time.monotonic() + 15
-    while any(_running(pid) for pid in pids):
-        assert time.monotonic() < deadline, f"ranks {[p for p in pids if _running(p)]} outlived their launcher"
+    while any(course_tools.running(pid) for pid in pids):
+        assert time.monotonic() < deadline, f"ranks {[p for p in pids if course_tools.running(p)]} outlived their launcher"
         time.sleep(0.2)
-
-
-def _running(pid):
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
 
 
 # In a fresh interpreter, so that no forkserver started earlier in this process (without the
@@ -193,6 +187,7 @@ def test_ranks_start_with_what_ddp_imports_preloaded(launcher, tmp_path):
     script = tmp_path / "probe.py"
     script.write_text(_PRELOAD_PROBE.format(folder=str(course.SOURCE / "09_data_parallel"), launcher=launcher))
     env = {k: v for k, v in os.environ.items() if k != "COURSE_START_METHOD"}
+    env["TMPDIR"] = str(tmp_path)  # the probe's folder of notes, gone with the test's
     done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300, env=env)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.split("\n")[-2] == "['True', 'True']", done.stdout + done.stderr[-2000:]

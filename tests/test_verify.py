@@ -1,4 +1,5 @@
 """What the judge replays, and what counts as tampering in the student's process."""
+import re
 import subprocess
 import sys
 import textwrap
@@ -226,7 +227,7 @@ def test_no_copy_of_the_code_is_left_in_the_temp_folder(tmp_path):
     assert not left, f"the submission's code was left in {left}"
 
 
-def test_an_error_a_check_meets_on_an_answers_value_is_settled_on_the_reference(tmp_path):
+def test_an_error_a_check_meets_on_an_answers_value_is_settled_on_the_reference(tmp_path, course_tools):
     """A cpu_info that answers with a list in a process pinned to one CPU: the affinity check's own
     code raises TypeError on that list, in the judge. The judge runs that check again on the
     reference solutions, which pass it: the answer fails, told that the check could not use its
@@ -244,7 +245,8 @@ def test_an_error_a_check_meets_on_an_answers_value_is_settled_on_the_reference(
             info = _counts(cgroup_root)
             return list(info.values()) if len(os.sched_getaffinity(0)) == 1 else info
     ''')
-    before = set(glob.glob(os.path.join(tempfile.gettempdir(), "course-reference-*")))
+    references = os.path.join(tempfile.gettempdir(), "course-judge-*-reference-*")
+    before = set(glob.glob(references))
     log = tmp_path / "judge.log"
     verdicts = verify.verify({"cells": [("cpu_info", answer)], "exercises": [("01_processes_threads", "cpu_info")]},
                              str(tmp_path), log=str(log))
@@ -252,8 +254,11 @@ def test_an_error_a_check_meets_on_an_answers_value_is_settled_on_the_reference(
     assert not passed and not undecided, report
     assert "could not use what your code returned or did (TypeError" in report, report
     assert "your code raised" not in report, report
-    assert "starting the reference solutions of 01_processes_threads" in log.read_text()
-    assert set(glob.glob(os.path.join(tempfile.gettempdir(), "course-reference-*"))) == before
+    started = re.search(r"the reference solutions of 01_processes_threads settle it \(process (\d+)\)",
+                        log.read_text())
+    assert started, log.read_text()[-3000:]
+    assert not course_tools.running(int(started[1]), within=10), "the reference's process outlived its judge"
+    assert set(glob.glob(references)) == before
 
 
 def test_an_error_of_the_runners_own_is_undecided_not_failed(tmp_path):

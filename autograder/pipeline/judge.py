@@ -564,13 +564,15 @@ class _References:
             self.on_start(exercise)
         process = self.started.get(assignment)
         if process is None or process.broken:
-            self.folders.append(tempfile.mkdtemp(prefix="course-reference-"))
-            print(f"[judge] {exercise}: a check raised an error of its own; starting the reference "
-                  f"solutions of {assignment} to settle it", flush=True)
+            # Named as the judges' copies are: a judge killed meanwhile leaves it to the next
+            # grading process's clean-up (preprocessors.remove_orphaned_copies).
+            self.folders.append(tempfile.mkdtemp(prefix=f"course-judge-{os.getpid()}-reference-"))
             with self.hold():
                 process = self.started[assignment] = StudentProcess.start(
                     "autograder.sandbox.student:serve_reference_main", [assignment],
                     cwd=self.folders[-1], env=for_student_code(os.environ))
+            print(f"[judge] {exercise}: a check raised an error of its own; the reference solutions of "
+                  f"{assignment} settle it (process {process.pid})", flush=True)
         return process, process.namespace()
 
     def stop(self):
