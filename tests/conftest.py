@@ -255,6 +255,8 @@ class Judge:
         sessions = self.sessions if sessions is None else sessions
         session = sessions.get(assignment)
         if session is None or session.broken or session.process.poll() is not None:
+            if session is not None:
+                session.stop()  # what is left of it: its temp folder
             session = sessions[assignment] = StudentProcess.for_reference(assignment)
         return session
 

@@ -197,6 +197,36 @@ def test_whose_code_raised_is_read_from_the_student_process_trace():
             hidden.STUDENT = None
 
 
+def test_the_reference_works_in_a_temp_folder_of_its_own_removed_when_it_stops():
+    """The reference solutions run unsandboxed, so with the machine's /tmp: what their pools and
+    forkservers leave there (a `pymp-*` folder each, since the process ends with os._exit) goes
+    into a folder of the process's own, removed when it stops, as is one left by a process that died."""
+    import tempfile
+    from autograder.pipeline.judge import StudentProcess
+    for ending in ("stop", "die"):
+        session = StudentProcess.for_reference("01_processes_threads")
+        hidden.STUDENT = session
+        try:
+            folder = session.temp_folder
+            assert there(tempfile.gettempdir) == there(os.getcwd) == folder != tempfile.gettempdir()
+            left = there(_start_a_forkserver)
+            assert left.startswith(folder + os.sep), left
+        finally:
+            hidden.STUDENT = None
+        if ending == "die":
+            session.process.kill()
+            session.process.wait()
+        session.stop()
+        assert not os.path.exists(folder), f"{folder} outlived its process ({ending})"
+
+
+def _start_a_forkserver():
+    """(in the reference's process) start its forkserver; the folder of its listening socket."""
+    import multiprocessing.forkserver
+    multiprocessing.forkserver.ensure_running()
+    return os.path.dirname(multiprocessing.forkserver._forkserver._forkserver_address)
+
+
 def test_a_student_process_that_lies_or_dies_fails_the_request():
     # The student's code patches its own server to reply with a pickle that runs a command.
     with _student('''

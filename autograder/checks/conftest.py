@@ -31,6 +31,8 @@ def _student(assignment):
     from autograder.pipeline.judge import StudentProcess
     session = _sessions.get(assignment)
     if session is None or session.broken or session.process.poll() is not None:
+        if session is not None:
+            session.stop()  # what is left of it: its temp folder
         session = _sessions[assignment] = StudentProcess.for_reference(assignment)
         session.ns = session.namespace()
     return session

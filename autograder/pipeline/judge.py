@@ -365,6 +365,7 @@ class StudentProcess:
         self.lock = threading.Lock()
         self.broken = None  # why no more requests can be made, once that happens
         self.failures, self.tampered = {}, []
+        self.temp_folder = None  # removed when the process stops (for_reference)
         self._wait_loaded(on_progress)
 
     # --- start ---------------------------------------------------------------------------
@@ -389,8 +390,24 @@ class StudentProcess:
 
     @classmethod
     def for_reference(cls, assignment, env=None):
-        """A student's process that serves the reference solutions (the course's tests)."""
-        return cls.start("autograder.sandbox.student:serve_reference_main", [assignment], env=env)
+        """A process that serves the reference solutions of `assignment` (the course's tests; the
+        judge, to settle a check's own error). It is the instructor's code: no sandbox, and so no
+        private /tmp. Its working directory and TMPDIR are a folder of its own, removed when it
+        stops: a forkserver or pool it starts would otherwise leave its folder in the machine's
+        temp folder, since the process ends with os._exit. The folder is named as the judges'
+        copies are, so that one left by a killed process goes with them
+        (preprocessors.remove_orphaned_copies)."""
+        import shutil
+        import tempfile
+        folder = tempfile.mkdtemp(prefix=f"course-judge-{os.getpid()}-reference-")
+        try:
+            process = cls.start("autograder.sandbox.student:serve_reference_main", [assignment], cwd=folder,
+                                env={**(os.environ if env is None else env), "TMPDIR": folder})
+        except BaseException:
+            shutil.rmtree(folder, ignore_errors=True)
+            raise
+        process.temp_folder = folder
+        return process
 
     def _wait_loaded(self, on_progress):
         while True:
@@ -508,6 +525,9 @@ class StudentProcess:
         except ProcessLookupError:
             pass
         self.process.wait()
+        if self.temp_folder:
+            import shutil
+            shutil.rmtree(self.temp_folder, ignore_errors=True)
 
     def __enter__(self):
         return self
@@ -552,35 +572,29 @@ def preload_for(assignments):
 class _References:
     """references(assignment, exercise) -> (process, namespace) serving the reference solutions of
     `assignment`, started on first use (hidden.run settles there a check whose own code raised on an
-    answer). It is the instructor's code: no sandbox, but the student's environment and limits, and a
-    folder of its own, so that nothing of the submission's folder reaches it."""
+    answer), with the student's environment and limits, in a folder of its own: nothing of the
+    submission's folder reaches it."""
 
     def __init__(self, hold, on_start=None):
-        self.hold, self.on_start, self.started, self.folders = hold, on_start, {}, []
+        self.hold, self.on_start, self.started = hold, on_start, {}
 
     def __call__(self, assignment, exercise):
-        import tempfile
         if self.on_start:  # a second run of a check: the grader's clock for the exercise starts again
             self.on_start(exercise)
         process = self.started.get(assignment)
         if process is None or process.broken:
-            # Named as the judges' copies are: a judge killed meanwhile leaves it to the next
-            # grading process's clean-up (preprocessors.remove_orphaned_copies).
-            self.folders.append(tempfile.mkdtemp(prefix=f"course-judge-{os.getpid()}-reference-"))
+            if process is not None:
+                process.stop()
             with self.hold():
-                process = self.started[assignment] = StudentProcess.start(
-                    "autograder.sandbox.student:serve_reference_main", [assignment],
-                    cwd=self.folders[-1], env=for_student_code(os.environ))
+                process = self.started[assignment] = StudentProcess.for_reference(
+                    assignment, env=for_student_code(os.environ))
             print(f"[judge] {exercise}: a check raised an error of its own; the reference solutions of "
                   f"{assignment} settle it (process {process.pid})", flush=True)
         return process, process.namespace()
 
     def stop(self):
-        import shutil
         for process in self.started.values():
             process.stop()
-        for folder in self.folders:
-            shutil.rmtree(folder, ignore_errors=True)
 
 
 def main():
