@@ -1,7 +1,8 @@
 """The hidden checks against the catalogue of wrong and alternative answers.
 
 Every plausible wrong answer the catalogue names must fail at least one check
-of its exercise; every correct alternative must pass them all. As while
+of its exercise; every correct alternative must pass them all; an answer that
+returns None, for every exercise, must fail on a check's own words. As while
 grading, the checks run here (the judge's role) and the answers in a student's
 process of their own (autograder/pipeline/judge.py), on top of the reference
 solutions of the other exercises: one such process per assignment, started
@@ -51,6 +52,19 @@ def _catalogue_tests(assignment):
             _skip_if_only_undecided(outcomes)
             failed = [f"{o.description}: {o.message}" for o in outcomes if not o.passed]
             assert not failed, f"the correct alternative '{label}' fails: {failed}"
+
+        @pytest.mark.parametrize("exercise", course.contract()[assignment])
+        def test_an_answer_that_returns_nothing_fails_in_plain_words(self, judge, exercise):
+            """The commonest slip (no `return`): a check fails it, decided, and says why in its own
+            words, rather than meeting None with an error of its own (then settled on the reference,
+            with only a generic message)."""
+            code = f"def {exercise}(*args, **kwargs):\n    return None\n"
+            outcomes = judge(assignment, exercise, code, until_failure=True)
+            failed = [o for o in outcomes if not o.passed and not o.undecided]
+            if not failed:
+                _skip_if_only_undecided(outcomes)
+            assert failed, f"an answer returning None passes every hidden check of {exercise}"
+            assert "could not use what your code returned" not in failed[-1].message, failed[-1].message
 
     Catalogue.__name__ = Catalogue.__qualname__ = f"TestCatalogue_{assignment}"
     return Catalogue
