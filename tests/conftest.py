@@ -352,6 +352,18 @@ def apt_install(*packages):
         assert done.returncode == 0, f"apt-get install {packages} failed:\n{done.stdout[-2000:]}{done.stderr[-2000:]}"
 
 
+@pytest.fixture
+def short_tmp():
+    """A temp folder for a subprocess's TMPDIR, removed afterwards. A process that ends with
+    os._exit leaves what multiprocessing made in its temp folder (a pymp-* folder, a forkserver's
+    socket); pytest's tmp_path cannot serve, since that socket's path must fit in 108 bytes
+    (AF_UNIX), which /tmp/pytest-of-root/pytest-N/popen-gwN/<test>/pymp-*/listener-* overruns."""
+    import tempfile
+    folder = tempfile.mkdtemp(prefix="course-test-")
+    yield Path(folder)
+    shutil.rmtree(folder, ignore_errors=True)
+
+
 def process_running(pid, within=0.0):
     """Whether process `pid` runs now and still does `within` seconds from now (gone or a zombie:
     not): False as soon as it is seen gone."""

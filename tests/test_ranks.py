@@ -129,12 +129,11 @@ LAUNCHER = textwrap.dedent('''
 ''')
 
 
-def test_no_rank_outlives_a_killed_launcher(tmp_path, course_tools):
+def test_no_rank_outlives_a_killed_launcher(tmp_path, course_tools, short_tmp):
     """The launcher killed with SIGKILL (no clean-up runs): its ranks leave within seconds."""
-    # Its temp folders (the ranks' rendezvous, the pool's) are left by the kill: in the test's own.
-    (tmp_path / "tmp").mkdir()
+    # Its temp folders (the ranks' rendezvous, the forkserver's) are left by the kill: in the test's own.
     launcher = subprocess.Popen([sys.executable, "-c", LAUNCHER, str(tmp_path)], cwd=course.ROOT,
-                                env={**os.environ, "PYTHONPATH": str(course.ROOT), "TMPDIR": str(tmp_path / "tmp")})
+                                env={**os.environ, "PYTHONPATH": str(course.ROOT), "TMPDIR": str(short_tmp)})
     deadline = time.monotonic() + 60
     while len(list(tmp_path.glob("*.pid"))) < 2:
         assert time.monotonic() < deadline and launcher.poll() is None, "the ranks did not start"
@@ -181,13 +180,13 @@ if __name__ == "__main__":
 
 
 @pytest.mark.parametrize("launcher", ["helpers.ranks", "ddp_worker"])
-def test_ranks_start_with_what_ddp_imports_preloaded(launcher, tmp_path):
+def test_ranks_start_with_what_ddp_imports_preloaded(launcher, tmp_path, short_tmp):
     if "forkserver" not in multiprocessing.get_all_start_methods():
         pytest.skip("no forkserver on this platform: ranks are spawned")
     script = tmp_path / "probe.py"
     script.write_text(_PRELOAD_PROBE.format(folder=str(course.SOURCE / "09_data_parallel"), launcher=launcher))
     env = {k: v for k, v in os.environ.items() if k != "COURSE_START_METHOD"}
-    env["TMPDIR"] = str(tmp_path)  # the probe's folder of notes, gone with the test's
+    env["TMPDIR"] = str(short_tmp)  # the probe's folder of notes, and the forkserver's
     done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300, env=env)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.split("\n")[-2] == "['True', 'True']", done.stdout + done.stderr[-2000:]

@@ -63,7 +63,7 @@ def _spec(assignment, out):
             "folder": str(course.SOURCE / assignment)}
 
 
-def test_alternatives_pass_the_visible_tests(assignment, tmp_path):
+def test_alternatives_pass_the_visible_tests(assignment, tmp_path, short_tmp):
     spec = _spec(assignment, tmp_path / "results.json")
     if not spec["alternatives"]:
         pytest.skip(f"{assignment} catalogues no alternative answer")
@@ -71,8 +71,10 @@ def test_alternatives_pass_the_visible_tests(assignment, tmp_path):
     # minutes and would hold a pipe open; they are stopped with the child's session.
     log = tmp_path / "child.log"
     with open(log, "w") as out:
+        # It ends with os._exit: what its pools and forkservers leave in TMPDIR goes with short_tmp.
         child = subprocess.Popen([sys.executable, "-P", "-c", CHILD], stdin=subprocess.PIPE, stdout=out,
-                                 stderr=subprocess.STDOUT, text=True, cwd=tmp_path, start_new_session=True)
+                                 stderr=subprocess.STDOUT, text=True, cwd=tmp_path, start_new_session=True,
+                                 env={**os.environ, "TMPDIR": str(short_tmp)})
         try:
             child.communicate(json.dumps(spec), timeout=600)
         finally:

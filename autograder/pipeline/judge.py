@@ -399,7 +399,8 @@ class StudentProcess:
         (preprocessors.remove_orphaned_copies)."""
         import shutil
         import tempfile
-        folder = tempfile.mkdtemp(prefix=f"course-judge-{os.getpid()}-reference-")
+        # Short: the socket of a forkserver it starts goes in it, and AF_UNIX paths have 108 bytes.
+        folder = tempfile.mkdtemp(prefix=f"course-judge-{os.getpid()}-r")
         try:
             process = cls.start("autograder.sandbox.student:serve_reference_main", [assignment], cwd=folder,
                                 env={**(os.environ if env is None else env), "TMPDIR": folder})
@@ -589,7 +590,7 @@ class _References:
                 process = self.started[assignment] = StudentProcess.for_reference(
                     assignment, env=for_student_code(os.environ))
             print(f"[judge] {exercise}: a check raised an error of its own; the reference solutions of "
-                  f"{assignment} settle it (process {process.pid})", flush=True)
+                  f"{assignment} settle it (process {process.pid}, in {process.temp_folder})", flush=True)
         return process, process.namespace()
 
     def stop(self):
