@@ -11,9 +11,11 @@ Deselect with `-m "not browser"`.
 """
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from pathlib import Path
@@ -47,6 +49,10 @@ def lab(tmp_path_factory, port_factory):
         "JUPYTER_RUNTIME_DIR": str(tmp / "runtime"),
         "JUPYTERLAB_WORKSPACES_DIR": str(tmp / "workspaces"),
         "JUPYTERLAB_SETTINGS_DIR": str(tmp / "settings"),
+        # The kernels are stopped with a signal: what their pools and forkservers made in the temp
+        # folder stays there (pymp-*), so they get one of their own, short enough for the
+        # forkserver's socket path (AF_UNIX: 108 bytes).
+        "TMPDIR": tempfile.mkdtemp(prefix="course-test-"),
     })
     # No "get notified about Jupyter news?" toast (and no fetch of it: the network is closed).
     notification = tmp / "settings" / "@jupyterlab" / "apputils-extension" / "notification.jupyterlab-settings"
@@ -75,6 +81,7 @@ def lab(tmp_path_factory, port_factory):
     finally:
         _stop(server)
         log.close()
+        shutil.rmtree(env["TMPDIR"], ignore_errors=True)
 
 
 def _stop(server):
