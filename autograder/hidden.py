@@ -197,7 +197,9 @@ def _frames_innermost_first(err):
 def _library_folders():
     import sysconfig
     from .course import ROOT
-    folders = {sys.prefix, sys.base_prefix, sys.exec_prefix, str(ROOT / "helpers"),
+    # The library folders themselves, not sys.prefix: a course installed under the interpreter's
+    # prefix (/usr/local/course beside /usr/local/bin/python) would otherwise count as a library.
+    folders = {str(ROOT / "helpers"),
                *(sysconfig.get_paths().get(k) for k in ("stdlib", "platstdlib", "purelib", "platlib"))}
     return tuple(str(Path(f)) + "/" for f in folders if f)
 
@@ -220,11 +222,12 @@ def _innermost_own_frame(err):
     from .course import ROOT
     libraries, ours = _library_folders(), (str(ROOT / "autograder") + "/", str(Path(CHECKS_DIR)) + "/")
     for name, line in _frames_innermost_first(err):
-        if name.startswith("<frozen ") or name.startswith(libraries):
-            continue
         # The checks' functions reach the student's process by value, and cloudpickle names their
         # file "<dynamic-code>" there (an answer's own cells are "<answer cell ...>" and the like).
-        return name.startswith(ours) or name == "<dynamic-code>", f"{Path(name).name}, line {line}"
+        if name.startswith(ours) or name == "<dynamic-code>":
+            return True, f"{Path(name).name}, line {line}"
+        if not (name.startswith("<frozen ") or name.startswith(libraries)):
+            return False, f"{Path(name).name}, line {line}"
     return True, "no frame of its own"
 
 
