@@ -82,6 +82,15 @@ def assignments():
     return sorted(p.name for p in SOURCE.iterdir() if (p / f"{p.name}.ipynb").is_file())
 
 
+NUMBER_WORDS = ("zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen "
+                "fifteen sixteen seventeen eighteen nineteen twenty").split()
+
+
+def number_word(n):
+    """How the course's pages spell a count ("twelve"), digits past twenty."""
+    return NUMBER_WORDS[n] if 0 <= n < len(NUMBER_WORDS) else str(n)
+
+
 def source_notebook(assignment):
     return SOURCE / assignment / f"{assignment}.ipynb"
 

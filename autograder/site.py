@@ -57,10 +57,11 @@ suppress_warnings = ["myst.xref_missing", "myst.header", "misc.highlighting_fail
 INDEX = """\
 # {title}
 
-Ten Jupyter notebooks on parallel computing in Python and PyTorch: cores,
+{count} Jupyter notebooks on parallel computing in Python and PyTorch: cores,
 processes and threads, the GIL, race conditions, reproducible random numbers,
 process pools, joblib and vectorisation, PyTorch devices, mixed precision,
-data parallelism and model/pipeline parallelism.
+data parallelism, model and pipeline parallelism, profiling and scaling laws
+(the roofline), and collectives by hand with ZeRO and FSDP.
 
 Every page below is a course notebook run on the machine that built this site,
 with its outputs and plots. The exercises are blank: to answer them, get the
@@ -142,8 +143,9 @@ def _write_sources(src, assignments, run_root):
 
     src.mkdir(parents=True, exist_ok=True)
     (src / "conf.py").write_text(CONF.format(title=TITLE))
-    (src / "index.md").write_text(INDEX.format(title=TITLE, assignments="\n".join(
-        f"assignments/{a}" for a in assignments)))
+    (src / "index.md").write_text(INDEX.format(
+        title=TITLE, count=course.number_word(len(course.assignments())).capitalize(),
+        assignments="\n".join(f"assignments/{a}" for a in assignments)))
     for page in ("syllabus.md", "instructor_guide.md"):
         shutil.copy(course.ROOT / "course" / page, src / page)
     shutil.copytree(course.ROOT / "course" / "img", src / "img", dirs_exist_ok=True)

@@ -196,3 +196,22 @@ def test_every_cli_verb_is_documented():
     guide = (course.ROOT / "course" / "instructor_guide.md").read_text()
     missing = [v for v in verbs if v not in ("all", "author") and f"python -m autograder {v}" not in guide]
     assert not missing, f"verbs missing from the instructor guide: {missing}"
+
+
+def test_the_pages_count_the_assignments_the_course_has():
+    """Every "<number> (Jupyter) notebooks" or "<number> notebook assignments" the README, the syllabus and the site's
+    home page say of the course is the number of assignments in source/ (the syllabus once said
+    "ten" when there were twelve), and the site's home page is built with that number."""
+    from autograder import site
+
+    count = len(course.assignments())
+    words = "|".join(course.NUMBER_WORDS[1:]) + r"|\d+"
+    claim = re.compile(rf"\b({words})\s+(?:jupyter\s+)?(?:notebooks|notebook\s+assignments)\b", re.I)
+    pages = {"README.md": (course.ROOT / "README.md").read_text(),
+             "course/syllabus.md": (course.ROOT / "course" / "syllabus.md").read_text(),
+             "the site's home page": site.INDEX.replace("{count}", course.number_word(count))}
+    found = [(page, m[0]) for page, text in pages.items() for m in claim.finditer(text)]
+    assert found, "the pages no longer say how many assignments the course has"
+    wrong = [(page, said) for page, said in found
+             if said.split()[0].lower() not in (course.number_word(count), str(count))]
+    assert not wrong, f"the course has {count} assignments, but: {wrong}"
