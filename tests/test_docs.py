@@ -215,3 +215,18 @@ def test_the_pages_count_the_assignments_the_course_has():
     wrong = [(page, said) for page, said in found
              if said.split()[0].lower() not in (course.number_word(count), str(count))]
     assert not wrong, f"the course has {count} assignments, but: {wrong}"
+
+
+def test_each_notebook_says_which_assignment_of_how_many_it_is():
+    """The first cell of every source notebook (and so of its release) says "assignment N of M"
+    with N its own number and M the course's count (01-10 said "of 10" once 11 and 12 existed)."""
+    from autograder import notebooks
+
+    total = len(course.assignments())
+    wrong = {}
+    for number, assignment in enumerate(course.assignments(), 1):
+        for path in (course.source_notebook(assignment), course.release_notebook(assignment)):
+            said = re.findall(r"assignment (\d+)(?: of (\d+))?\.", notebooks.read(path).cells[0].source)
+            if said[:1] != [(str(number), str(total))]:
+                wrong[path.relative_to(course.ROOT).as_posix()] = said
+    assert not wrong, f"the course has {total} assignments; first cells say: {wrong}"
