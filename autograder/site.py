@@ -54,6 +54,9 @@ exclude_patterns = ["_build", "**.ipynb_checkpoints"]
 suppress_warnings = ["myst.xref_missing", "myst.header", "misc.highlighting_failure"]
 '''
 
+# The course/ pages the site publishes beside the notebooks (the home page links each).
+PAGES = ("syllabus.md", "instructor_guide.md", "measurements.md")
+
 INDEX = """\
 # {title}
 
@@ -87,6 +90,7 @@ syllabus
 :maxdepth: 1
 
 instructor_guide
+measurements
 ```
 """
 
@@ -146,7 +150,7 @@ def _write_sources(src, assignments, run_root):
     (src / "index.md").write_text(INDEX.format(
         title=TITLE, count=course.number_word(len(course.assignments())).capitalize(),
         assignments="\n".join(f"assignments/{a}" for a in assignments)))
-    for page in ("syllabus.md", "instructor_guide.md"):
+    for page in PAGES:
         shutil.copy(course.ROOT / "course" / page, src / page)
     shutil.copytree(course.ROOT / "course" / "img", src / "img", dirs_exist_ok=True)
     (src / "assignments").mkdir(exist_ok=True)
@@ -194,7 +198,7 @@ def _published_text():
     as one flat string: a solution line that is also teaching code is no secret."""
     parts = [cell.source for a in course.assignments() if course.release_notebook(a).is_file()
              for cell in notebooks.read(course.release_notebook(a)).cells]
-    parts += [(course.ROOT / "course" / page).read_text() for page in ("syllabus.md", "instructor_guide.md")]
+    parts += [(course.ROOT / "course" / page).read_text() for page in PAGES]
     return _flat("\n".join(parts))
 
 

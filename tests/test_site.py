@@ -68,7 +68,7 @@ def test_site_in_a_browser(served_site, chromium):
             assert "Parallel Computing in Python and PyTorch" in page.title()
             nav = page.locator("nav.bd-docs-nav")
             titles = {}
-            for target in ("syllabus", *(f"assignments/{a}" for a in SITE_ASSIGNMENTS), "instructor_guide"):
+            for target in ("syllabus", *(f"assignments/{a}" for a in SITE_ASSIGNMENTS), "instructor_guide", "measurements"):
                 link = nav.locator(f"a[href$='{target}.html']").first
                 titles[target] = link.inner_text().strip()
                 assert titles[target], f"no navigation entry for {target}"
@@ -96,5 +96,9 @@ def test_site_in_a_browser(served_site, chromium):
                     shot.parent.mkdir(parents=True, exist_ok=True)
                     page.screenshot(path=str(shot))
             assert shot is not None and shot.stat().st_size > 10_000, "no screenshot of an assignment page"
+            # The guide's links to the measurements page are links of the site, not to a .md file.
+            page.goto(f"{served_site['base']}/instructor_guide.html")
+            assert page.locator("article a[href*='measurements.html']").count() >= 1, \
+                "the guide's link to the measurements does not lead to the site's page"
         finally:
             browser.close()
