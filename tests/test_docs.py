@@ -230,3 +230,30 @@ def test_each_notebook_says_which_assignment_of_how_many_it_is():
             if said[:1] != [(str(number), str(total))]:
                 wrong[path.relative_to(course.ROOT).as_posix()] = said
     assert not wrong, f"the course has {total} assignments; first cells say: {wrong}"
+
+
+def _heading_anchors(text):
+    """The anchors GitHub and MyST give a markdown file's headings ("## Beyond one machine" ->
+    "beyond-one-machine")."""
+    return {re.sub(r"[^\w\- ]", "", h.strip().lower()).replace(" ", "-")
+            for h in re.findall(r"^#+ (.*)$", text, re.M)}
+
+
+def test_every_link_between_the_docs_leads_somewhere():
+    """Each relative link of the README, the course pages and the student folder's README names a
+    file of the repository, and its #anchor, if any, a heading of that file (the guide's
+    measurements were moved to a page of their own and linked from it)."""
+    docs = [*DOCS, course.ROOT / "autograder" / "student" / "bundle" / "README.md"]
+    links, broken = 0, []
+    for doc in docs:
+        for target, anchor in re.findall(r"\]\(([^)#\s]*)(#[^)\s]*)?\)", doc.read_text()):
+            if re.match(r"[a-z]+:", target):
+                continue
+            links += 1
+            where = (doc.parent / target) if target else doc
+            if not where.exists():
+                broken.append(f"{doc.name}: {target}")
+            elif anchor and (not where.is_file() or anchor[1:] not in _heading_anchors(where.read_text())):
+                broken.append(f"{doc.name}: {target}{anchor}")
+    assert links >= 5, "the docs link to each other less than they did: is the pattern still right?"
+    assert not broken, f"links that lead nowhere: {broken}"
