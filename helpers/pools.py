@@ -52,6 +52,6 @@ def count_inside(n, seed):
 
 
 def count_inside_global(n):
-    """Like count_inside, from NumPy's legacy global generator (the seeds' version)."""
+    """Like count_inside, from NumPy's legacy global generator (the version many tutorials use)."""
     xy = np.random.uniform(-1.0, 1.0, size=(n, 2))
     return int(np.count_nonzero((xy * xy).sum(axis=1) < 1.0))

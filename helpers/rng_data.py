@@ -72,14 +72,16 @@ class OwnRngNoise(Dataset):
 def seed_worker(worker_id):
     """A DataLoader worker_init_fn: reseed what the DataLoader does not.
 
-    PyTorch already seeds `random`, torch and NumPy's global generator in each
-    worker from `get_worker_info().seed` (base seed + worker id). What it
+    PyTorch already seeds `random` and torch in each worker with
+    `get_worker_info().seed` (base seed + worker id), and NumPy's global
+    generator with a seed derived from the base seed and the worker id (since
+    PyTorch 1.9). What it
     cannot know about is a generator that the dataset created for itself:
     this gives a dataset attribute `rng` (a NumPy Generator) a fresh,
     worker-specific generator derived from the same seed.
     """
     info = get_worker_info()
     seed = info.seed  # base_seed + worker_id, a 64-bit int
-    np.random.seed(seed % 2**32)  # what torch does already; harmless, and explicit
+    np.random.seed(seed % 2**32)  # the recipe of PyTorch's docs: torch has already seeded it (otherwise), this makes it explicit
     if isinstance(getattr(info.dataset, "rng", None), np.random.Generator):
         info.dataset.rng = np.random.default_rng(seed)

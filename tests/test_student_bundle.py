@@ -152,3 +152,22 @@ def test_cli_verb_builds_dist_student():
     done = subprocess.run([sys.executable, "-m", "autograder", "student", "--help"], cwd=course.ROOT,
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and "dist/student" in done.stdout
+
+
+# How the course's own history could slip into what students read: the tutorials it grew from
+# were called "the seeds" while it was written ("the seeds' race", "keep the seed's widths"), which
+# means nothing to a student. (Seeds of random generators are another matter: "spawns the seeds".)
+SOURCE_MATERIAL = re.compile(r"\bseeds'|\bseed's\b|\bseed tutorials?\b|\bthe seeds (?:use|draw|say)\b", re.I)
+
+
+def test_students_read_nothing_about_the_courses_source_material(bundle):
+    """No text a student reads (the bundle's notebooks, helpers and README) or gets back in
+    feedback (the hidden checks' messages) speaks of the material the course was written from."""
+    found = []
+    readable = [p for p in bundle.rglob("*") if p.is_file() and p.suffix in (".ipynb", ".py", ".md")]
+    for path in [*readable, *sorted((course.ROOT / "autograder" / "checks").glob("*.py"))]:
+        for number, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
+            if SOURCE_MATERIAL.search(line):
+                found.append(f"{path.name}:{number}: {SOURCE_MATERIAL.search(line)[0]}")
+    assert len(readable) > 20, "the bundle holds fewer files than it should: is the fixture right?"
+    assert not found, f"words about the course's source material: {found[:10]}"

@@ -189,7 +189,7 @@ def test_fixed_case_1_tensor_cores(fixed_case_1):
     assert not _misaligned(model), "some Linear sizes are not multiples of 8"
     assert all(len(b) % 8 == 0 for b in _batches(data)), "the batch size must be a multiple of 8"
     widths = [m.out_features for m in _layers(model, nn.Linear)]
-    assert widths[:3] == [64, 32, 16], "keep the seed's hidden widths 64, 32, 16"
+    assert widths[:3] == [64, 32, 16], "keep the original hidden widths 64, 32, 16"
     assert _has_activations(model), "put an activation between the Linear layers"
 
 
@@ -214,7 +214,7 @@ def test_fixed_case_2_tensor_cores(fixed_case_2):
     assert all(n % 8 == 0 for n in sizes), "every batch size must be a multiple of 8 (the last one too)"
     assert not _misaligned(model), "some Linear sizes are not multiples of 8"
     widths = [m.out_features for m in _layers(model, nn.Linear)]
-    assert widths[:2] == [64, 32], "keep the seed's hidden widths 64, 32"
+    assert widths[:2] == [64, 32], "keep the original hidden widths 64, 32"
     assert _has_activations(model), "keep the activations between the Linear layers"
 
 
@@ -242,7 +242,7 @@ def test_fixed_case_3_tensor_cores(fixed_case_3):
     assert all(len(b[0]) % 8 == 0 for b in loader), "every batch size must be a multiple of 8"
     assert not _misaligned(model), "some Conv2d channel counts are not multiples of 8"
     widths = [m.out_channels for m in _layers(model, nn.Conv2d)]
-    assert widths[:3] == [64, 128, 64], "keep the seed's channel widths 64, 128, 64"
+    assert widths[:3] == [64, 128, 64], "keep the original channel widths 64, 128, 64"
     assert _has_activations(model), "keep the activations between the convolutions"
 
 

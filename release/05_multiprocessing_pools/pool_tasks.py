@@ -9,7 +9,7 @@ from math import sqrt
 
 
 def square(x):
-    """The seeds' first example task."""
+    """The first example task: n to the power of 4 (one task of the first pool demonstration)."""
     return x * x
 
 
