@@ -10,7 +10,8 @@ import numpy as np
 
 
 def blas_threads():
-    """{library prefix: number of threads} of the BLAS/OpenMP pools loaded in this process."""
+    """{"user_api:prefix" (e.g. "blas:libopenblas"): number of threads} of the BLAS/OpenMP pools
+    loaded in this process (two libraries of the same name and API count once)."""
     from threadpoolctl import threadpool_info
 
     return {f"{info['user_api']}:{info['prefix']}": info["num_threads"] for info in threadpool_info()}

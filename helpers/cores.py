@@ -10,6 +10,7 @@ re-importing it, a missing `if __name__ == "__main__":`, a fork that hangs)
 without putting the notebook's kernel at risk.
 """
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -106,22 +107,26 @@ def run_script(code, *args, timeout=60, name="script.py", folder=None):
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(COURSE_ROOT), env.get("PYTHONPATH")]))
     start = time.perf_counter()
+    # A session of its own, so that a script stopped at the time limit takes the processes it
+    # started (a hung fork, a pool's workers) with it, instead of leaving them running.
+    script = subprocess.Popen([sys.executable, str(path), *map(str, args)], cwd=folder, env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              start_new_session=os.name == "posix")
     try:
-        done = subprocess.run([sys.executable, str(path), *map(str, args)], cwd=folder, env=env,
-                              capture_output=True, text=True, timeout=timeout)
-        returncode, out, err, timed_out = done.returncode, done.stdout, done.stderr, False
-    except subprocess.TimeoutExpired as expired:
+        out, err = script.communicate(timeout=timeout)
+        returncode, timed_out = script.returncode, False
+    except subprocess.TimeoutExpired:
+        if os.name == "posix":
+            try:
+                os.killpg(script.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        else:
+            script.kill()
+        out, err = script.communicate()
         returncode, timed_out = None, True
-        out = _text(expired.stdout)
-        err = _text(expired.stderr)
     return {"returncode": returncode, "timed_out": timed_out,
             "seconds": time.perf_counter() - start, "stdout": out, "stderr": err}
-
-
-def _text(data):
-    if data is None:
-        return ""
-    return data.decode(errors="replace") if isinstance(data, bytes) else data
 
 
 def last_lines(text, n=3):

@@ -3,23 +3,14 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 
-def amdahl(parallel_fraction, workers):
-    """Amdahl's law: speedup with n workers when a fraction p of the work parallelises."""
-    workers = np.asarray(workers, dtype=float)
-    return 1.0 / ((1.0 - parallel_fraction) + parallel_fraction / workers)
-
-
-def speedup_plot(workers, speedups, *, parallel_fraction=None, usable=None, label="measured",
+def speedup_plot(workers, speedups, *, usable=None, label="measured",
                  title="Speedup against one worker", ax=None):
-    """Measured speedup vs workers, with the ideal line and (optionally) Amdahl's curve."""
+    """Measured speedup vs workers, with the ideal line (Amdahl's curve is yours to draw: it is
+    an exercise of assignment 05)."""
     ax = ax or plt.subplots(figsize=(6, 4))[1]
     workers = np.asarray(workers, dtype=float)
     ax.plot(workers, speedups, "o-", label=label)
     ax.plot(workers, workers, "--", color="grey", label="ideal (speedup = workers)")
-    if parallel_fraction is not None:
-        dense = np.linspace(workers.min(), workers.max(), 100)
-        ax.plot(dense, amdahl(parallel_fraction, dense), ":", color="tab:red",
-                label=f"Amdahl, parallel fraction {parallel_fraction:.2f}")
     if usable:
         ax.axvline(usable, color="tab:green", alpha=0.4, label=f"usable cores ({usable})")
     ax.set_xlabel("workers")

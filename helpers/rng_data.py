@@ -82,6 +82,6 @@ def seed_worker(worker_id):
     """
     info = get_worker_info()
     seed = info.seed  # base_seed + worker_id, a 64-bit int
-    np.random.seed(seed % 2**32)  # the recipe of PyTorch's docs: torch has already seeded it (otherwise), this makes it explicit
+    np.random.seed(seed % 2**32)  # the recipe of PyTorch's docs: replaces the NumPy seed torch chose
     if isinstance(getattr(info.dataset, "rng", None), np.random.Generator):
         info.dataset.rng = np.random.default_rng(seed)

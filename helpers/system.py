@@ -8,6 +8,9 @@ import sys
 
 def process_alive(pid):
     """Whether a process with this pid exists (another user's included)."""
+    if os.name == "nt":  # there, os.kill(pid, 0) sends Ctrl-C (CTRL_C_EVENT is 0) instead of asking
+        import psutil
+        return psutil.pid_exists(pid)
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -15,6 +18,13 @@ def process_alive(pid):
     except PermissionError:
         return True
     return True
+
+
+def default_start_method():
+    """The start method multiprocessing uses unless told otherwise, read without fixing it:
+    multiprocessing.get_context() would, and a later set_start_method() would then raise
+    "context has already been set"."""
+    return multiprocessing.get_start_method(allow_none=True) or multiprocessing.get_all_start_methods()[0]
 
 
 def usable_cores():
@@ -34,6 +44,8 @@ def busy_cpu_seconds(cpus=None):
     """CPU seconds the CPUs numbered in `cpus` (default: those this process may use) have spent
     busy since the machine started, whoever ran on them (all but idle and iowait), from Linux's
     /proc/stat; None elsewhere. Two readings around some work give how busy the cores were."""
+    if cpus is None and not hasattr(os, "sched_getaffinity"):
+        return None  # macOS, Windows: no /proc/stat either
     cpus = set(os.sched_getaffinity(0) if cpus is None else cpus)
     busy = 0
     try:
@@ -63,8 +75,7 @@ def summary():
         "physical cores": physical,
         "usable cores": usable_cores(),
         "memory (GiB)": memory_gib,
-        "default start method": multiprocessing.get_start_method(allow_none=True)
-        or multiprocessing.get_context().get_start_method(),
+        "default start method": default_start_method(),
         "NVIDIA driver (nvidia-smi)": shutil.which("nvidia-smi") is not None,
     }
 

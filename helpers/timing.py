@@ -37,13 +37,13 @@ class Comparison(dict):
     """{name: best seconds}, plus ratios against a baseline."""
 
     def speedups(self, baseline):
-        return {name: self[baseline] / seconds for name, seconds in self.items()}
+        return {name: self[baseline] / max(seconds, 1e-12) for name, seconds in self.items()}
 
     def table(self, baseline=None):
-        baseline = baseline or next(iter(self))
+        baseline = next(iter(self)) if baseline is None else baseline  # a key may be 0 (workers)
         rows = [f"{'candidate':<28}{'seconds':>10}{'speedup':>10}"]
         for name, seconds in self.items():
-            rows.append(f"{name:<28}{seconds:>10.4f}{self[baseline] / seconds:>9.2f}x")
+            rows.append(f"{name:<28}{seconds:>10.4f}{self[baseline] / max(seconds, 1e-12):>9.2f}x")
         return "\n".join(rows)
 
 

@@ -12,6 +12,8 @@ import os
 import threading
 import time
 
+from helpers.system import default_start_method
+
 START_METHOD_VARIABLE = "COURSE_START_METHOD"
 
 
@@ -22,7 +24,7 @@ def start_method():
             raise ValueError(f"{START_METHOD_VARIABLE}={chosen!r} is not available here; "
                              f"choose one of {multiprocessing.get_all_start_methods()}")
         return chosen
-    return multiprocessing.get_context().get_start_method()
+    return default_start_method()
 
 
 def mp_context(method=None):

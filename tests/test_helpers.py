@@ -73,7 +73,7 @@ def test_compare_interleaves_and_reports_ratios():
 def test_plots_draw(tmp_path):
     import matplotlib.pyplot as plt
 
-    plots.speedup_plot([1, 2, 4], [1, 1.8, 3.0], parallel_fraction=0.9, usable=2)
+    plots.speedup_plot([1, 2, 4], [1, 1.8, 3.0], usable=2)
     plots.timeline_plot([{"lane": "a", "start": 0, "end": 1, "label": 1},
                          {"lane": "b", "start": 0.5, "end": 2}])
     plots.bar_chart({"x": 1.0, "y": 2.0}, log=True)
@@ -81,5 +81,4 @@ def test_plots_draw(tmp_path):
     plt.savefig(tmp_path / "p.png")
     plt.close("all")
     assert (tmp_path / "p.png").stat().st_size > 1000
-    assert plots.amdahl(0.5, 2) == pytest.approx(4 / 3)
 

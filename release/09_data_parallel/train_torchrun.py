@@ -4,7 +4,7 @@
     python -m torch.distributed.run ...   (the same launcher, when torchrun is not on PATH)
 
 torchrun starts one process per rank and hands each its place through
-environment variables (RANK, LOCAL_RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT);
+environment variables (RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT);
 `init_process_group()` reads them (the "env://" method). `--standalone`
 makes torchrun pick a free port on this machine itself. On several machines run
 the same command on each, with `--nnodes=N --node_rank=i` (or a shared
@@ -31,7 +31,7 @@ def main():
     parser.add_argument("--out", default="weights_torchrun.pt")
     args = parser.parse_args()
 
-    use_cuda = torch.cuda.is_available() and torch.cuda.device_count() >= int(os.environ["WORLD_SIZE"])
+    use_cuda = torch.cuda.is_available() and torch.cuda.device_count() >= int(os.environ["LOCAL_WORLD_SIZE"])
     dist.init_process_group("nccl" if use_cuda else "gloo")      # env:// from torchrun
     rank, world = dist.get_rank(), dist.get_world_size()
     if use_cuda:

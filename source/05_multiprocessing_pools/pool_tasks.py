@@ -9,7 +9,7 @@ from math import sqrt
 
 
 def square(x):
-    """The first example task: n to the power of 4 (one task of the first pool demonstration)."""
+    """The first example task: x squared."""
     return x * x
 
 
