@@ -11,7 +11,7 @@ from autograder.course import Course  # noqa: E402
 
 # Where submissions, grades, feedback and the gradebook live: the course root and
 # gradebook.db there, unless COURSE_WORKDIR / COURSE_DB_URL say otherwise (tests grade
-# in a temp folder; for a class of hundreds, COURSE_DB_URL=postgresql://grader@dbhost/
+# in a temp folder; for a class of hundreds, COURSE_DB_URL=postgresql+psycopg://grader@dbhost/
 # parallel_course, see course/instructor_guide.md). autograder.course.Course decides.
 WORK = Course()
 

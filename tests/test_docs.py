@@ -257,3 +257,15 @@ def test_every_link_between_the_docs_leads_somewhere():
                 broken.append(f"{doc.name}: {target}{anchor}")
     assert links >= 5, "the docs link to each other less than they did: is the pattern still right?"
     assert not broken, f"links that lead nowhere: {broken}"
+
+
+def test_the_syllabus_lists_each_assignments_exercises_in_notebook_order():
+    """The schedule's "Graded exercises" column names every graded exercise of its assignment,
+    in the order the notebook asks for them (it once listed 01, 03, 05 and 07 out of order)."""
+    contract = course.contract()
+    rows = re.findall(r"^\| \d+ \| `(\w+)` \| .*? \| (.*?) \| [^|]* \|$",
+                      (course.ROOT / "course" / "syllabus.md").read_text(), re.M)
+    assert {a for a, _ in rows} == set(contract), "the schedule should have a row per assignment"
+    wrong = {a: re.findall(r"`(\w+)`", listed) for a, listed in rows
+             if re.findall(r"`(\w+)`", listed) != contract[a]}
+    assert not wrong, f"listed otherwise than the notebooks ask for them: {wrong}"

@@ -157,7 +157,7 @@ def test_cli_verb_builds_dist_student():
 # How the course's own history could slip into what students read: the tutorials it grew from
 # were called "the seeds" while it was written ("the seeds' race", "keep the seed's widths"), which
 # means nothing to a student. (Seeds of random generators are another matter: "spawns the seeds".)
-SOURCE_MATERIAL = re.compile(r"\bseeds'|\bseed's\b|\bseed tutorials?\b|\bthe seeds (?:use|draw|say)\b", re.I)
+SOURCE_MATERIAL = re.compile(r"\bseeds'|\bseed's\b|\bseed (?:tutorials?|widths?|code)\b|\bthe seeds (?:use|draw|say)\b", re.I)
 
 
 def test_students_read_nothing_about_the_courses_source_material(bundle):

@@ -398,7 +398,7 @@ def test_bytecode_ops_read_modify_write(bytecode_ops):
     assert "LOAD_GLOBAL" in ops and "STORE_GLOBAL" in ops, "the read (LOAD_GLOBAL) or write (STORE_GLOBAL) is missing"
     read, write = ops.index("LOAD_GLOBAL"), ops.index("STORE_GLOBAL")
     assert read < write and any(op.startswith("BINARY") for op in ops[read:write]), (
-        "the operations are not in bytecode order")
+        "the read, the addition and the write of n = n + 1 are not all there, in that order")
 
 
 # --- process_safe_counter --------------------------------------------------------------

@@ -237,8 +237,9 @@ def assert_worked_outside(puzzles, answers, spent, allowance, what):
     and 0.58 s of system time, over an allowance of 0.19 s. System time that takes the process
     over the allowance leaves the check undecided, never passed."""
     assert len(answers) == len(puzzles) and all(p.solved_by(a) for p, a in zip(puzzles, answers)), (
-        f"{what}: the work handed to the workers (the checks' puzzles) did not come back done: "
-        "results must be what the workers computed")
+        f"{what}: the results that came back do not match the work each task was given (a task "
+        "lost, repeated, changed or out of order?): results must be what the workers computed, "
+        "one for each task, in order")
     import pytest
     own = spent.seconds if spent.user is None else spent.user
     if allowance <= own < allowance + WAITING_CPU * spent.wall:
