@@ -1,5 +1,5 @@
 # Sourced by the other bin/ scripts (the course's and the students'): creates the
-# course environment in .venv on first use (or when requirements.txt changed),
+# course environment in .venv on first use (or when requirements.txt or constraints.txt changed),
 # then activates it. Inside the conda environment of environment.yml, uses that.
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="$ROOT/.venv"
@@ -37,19 +37,20 @@ install_requirements() {
   local sources=()
   if "$VENV/bin/python" -m pip install --quiet "uv==0.13.8" >/dev/null 2>&1; then
     mapfile -t sources < <(pip_sources_for_uv)
-    "$VENV/bin/uv" pip install --quiet --compile-bytecode --python "$VENV/bin/python" "${sources[@]}" -r "$ROOT/requirements.txt" &&
+    "$VENV/bin/uv" pip install --quiet --compile-bytecode --python "$VENV/bin/python" "${sources[@]}" \
+      -r "$ROOT/requirements.txt" -c "$ROOT/constraints.txt" &&
       return 0
     echo "uv could not install the environment; trying pip" >&2
   fi
   # Notes from pip about package folders that do not exist are noise: keep the rest.
-  "$VENV/bin/python" -m pip install --quiet -r "$ROOT/requirements.txt" 2>&1 |
+  "$VENV/bin/python" -m pip install --quiet -r "$ROOT/requirements.txt" -c "$ROOT/constraints.txt" 2>&1 |
     grep -v "is ignored: it is neither a file nor a directory" || true
 }
 
 checksum() { (sha256sum "$1" 2>/dev/null || shasum -a 256 "$1") | cut -d' ' -f1; }
 
 if [ "${CONDA_DEFAULT_ENV:-}" != "parallel-course" ]; then
-  want="$(checksum "$ROOT/requirements.txt")"
+  want="$(checksum "$ROOT/requirements.txt") $(checksum "$ROOT/constraints.txt")"
   if [ ! -x "$VENV/bin/python" ] || [ "$(cat "$STAMP" 2>/dev/null)" != "$want" ]; then
     py="$(pick_python)" || exit 1
     echo "Setting up the course environment in .venv (one time, a minute or more)..."

@@ -14,6 +14,44 @@ def _pins(lines):
     return pins
 
 
+def _canonical(pins):
+    """Names as packaging compares them; versions without a local label (torch's "+cpu": the lock
+    pins 2.13.0, which the CPU build here and PyPI's build elsewhere both satisfy)."""
+    return {re.sub(r"[-_.]+", "-", name): version.split("+")[0] for name, version in pins.items()}
+
+
+# What installs the environment rather than belongs to it.
+INSTALLERS = {"pip", "setuptools", "wheel", "distribute", "uv"}
+
+
+def test_the_lock_holds_the_environment_the_tests_run_in():
+    """constraints.txt pins every package installed here (the installers aside) at the version
+    installed, and each of requirements.txt's pins the same: a package an upgrade pulled in, or a
+    version changed by hand, fails here until the lock is written again; and both install paths
+    use it (before it, nbgrader's SQLAlchemy, Jupyter's pyzmq and 140 more floated)."""
+    from importlib import metadata
+
+    lock = _canonical(_pins((course.ROOT / "constraints.txt").read_text().splitlines()))
+    import sysconfig
+
+    # The environment's own folders: not sys.path, to which an imported setuptools adds the
+    # packages it vendors.
+    folders = sorted({sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]})
+    installed = _canonical({d.metadata["Name"].lower(): d.version
+                            for d in metadata.distributions(path=folders)})
+    installed = {name: version for name, version in installed.items() if name not in INSTALLERS}
+    assert len(lock) > 100, "constraints.txt should pin the whole environment"
+    missing = {n: v for n, v in installed.items() if lock.get(n) != v}
+    extra = {n: v for n, v in lock.items() if n not in installed}
+    assert not missing and not extra, (
+        f"constraints.txt is not this environment: installed but not pinned so {missing}; "
+        f"pinned but not installed {extra}")
+    wanted = _canonical(_pins((course.ROOT / "requirements.txt").read_text().splitlines()))
+    assert {n: lock.get(n) for n in wanted} == wanted, "requirements.txt and constraints.txt disagree"
+    assert '-c "$ROOT/constraints.txt"' in (course.ROOT / "bin" / "env.sh").read_text()
+    assert "- -c constraints.txt" in (course.ROOT / "environment.yml").read_text()
+
+
 def test_requirements_are_all_pinned():
     lines = [l.split("#")[0].strip() for l in (course.ROOT / "requirements.txt").read_text().splitlines()]
     loose = [l for l in lines if l and "==" not in l]

@@ -23,12 +23,12 @@ def _files(folder):
 
 
 def test_bundle_has_what_students_need(bundle):
-    for name in ("README.md", "requirements.txt", "environment.yml", "nbgrader_config.py",
+    for name in ("README.md", "requirements.txt", "constraints.txt", "environment.yml", "nbgrader_config.py",
                  "bin/lab", "bin/validate", "bin/env.sh", "helpers/__init__.py"):
         assert (bundle / name).is_file(), f"the student folder lacks {name}"
     for name in ("bin/lab", "bin/validate"):
         assert os.access(bundle / name, os.X_OK), f"{name} is not executable"
-    for name in ("requirements.txt", "environment.yml"):
+    for name in ("requirements.txt", "constraints.txt", "environment.yml"):
         assert (bundle / name).read_text() == (course.ROOT / name).read_text()
     assert sorted(p.name for p in bundle.iterdir() if p.is_dir()) == sorted(
         [*course.assignments(), "bin", "course", "helpers"])

@@ -1,8 +1,8 @@
 """`student`: build dist/student/, the folder students receive.
 
 It holds the release notebooks (with their extra files) of every assignment in
-source/, the `helpers` package, the pinned environment (requirements.txt and
-environment.yml), launchers that make `import helpers` work (bin/lab,
+source/, the `helpers` package, the pinned environment (requirements.txt,
+constraints.txt and environment.yml), launchers that make `import helpers` work (bin/lab,
 bin/validate for Linux and macOS; README.md says what to do on Windows), a
 small nbgrader_config.py for self-checks, and a README on how to work.
 Nothing from the grading side goes in: no solution, no hidden test, none of
@@ -43,7 +43,7 @@ def build(out=None, assignments=None):
     shutil.copytree(course.ROOT / "course" / "img", out / "course" / "img",
                     ignore=shutil.ignore_patterns("*.py", "__pycache__", "jupyterlab.png", "site.png"))
     shutil.copytree(course.ROOT / "helpers", out / "helpers", ignore=_IGNORE)
-    for name in ("requirements.txt", "environment.yml"):
+    for name in ("requirements.txt", "constraints.txt", "environment.yml"):
         shutil.copy2(course.ROOT / name, out / name)
     shutil.copytree(BUNDLE, out, ignore=_IGNORE, dirs_exist_ok=True)
     # bin/env.sh is the course's own set-up script: the same for students.
