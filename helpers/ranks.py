@@ -83,8 +83,9 @@ COLLECTIVES = ("broadcast", "reduce", "all_reduce", "all_gather", "all_gather_in
                "broadcast_object_list", "all_gather_object", "gather_object",
                "scatter_object_list", "_all_gather_base", "_reduce_scatter_base")
 RECEIVING = ("recv", "irecv")
-# The argument that holds what a rank hands to each call (its payload).
-_PAYLOAD_ARGUMENTS = ("tensor", "input_tensor", "input", "input_list", "input_tensor_list")
+# The argument that holds what a rank hands to each call (its payload; scatter's source hands
+# out its scatter_list, its tensor is where each rank receives).
+_PAYLOAD_ARGUMENTS = ("scatter_list", "tensor", "input_tensor", "input", "input_list", "input_tensor_list")
 _DDP_SYNC = "ddp_gradient_sync"
 _DDP_FORWARD = "ddp_forward"
 
