@@ -52,7 +52,7 @@ def _run_meeting(call, n_workers, what):
     reports = _reports(out)
     reported = {r["pid"] for r in reports if type(r.get("pid")) is int}
     if reported and not reported <= seen.pids:
-        pytest.skip("the judge did not see the worker processes that the results name (a busy machine?)")
+        pytest.skip("the grader did not see the worker processes that the results name (a busy machine?)")
     if reports and kernel_decides(made):
         assert all(witnessed_in(made, r.get("pid"), r.get("witness")) for r in reports), (
             "a task's result names a process that did not run it: results must be what the "

@@ -144,7 +144,7 @@ def _ran_elsewhere(work, what, kind="any"):
     undecided = None
     if kind != "processes" and spent.ended:
         if work.process_cpu.seconds >= work.allowance:  # the whole process decides when it spent little
-            undecided = (f"{what}: threads of the student's process ended during the call, so the judge "
+            undecided = (f"{what}: threads of the student's process ended during the call, so the grader "
                          "cannot tell whose CPU time was whose")
         spent = work.process_cpu
     if undecided is None:

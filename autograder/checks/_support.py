@@ -245,15 +245,15 @@ def assert_worked_outside(puzzles, answers, spent, allowance, what):
     if allowance <= own < allowance + WAITING_CPU * spent.wall:
         pytest.skip(f"{what}: the calling process spent {own:.2f} s of CPU during a call that "
                     f"took {spent.wall:.1f} s on this machine: as much as waiting for the workers may cost "
-                    f"there, so the judge cannot tell whether the work ran in the calling process{_told(spent)}")
+                    f"there, so the grader cannot tell whether the work ran in the calling process{_told(spent)}")
     assert own < allowance, (
         f"{what}: the calling process itself spent {own:.2f} s of CPU while the calls ran, "
         f"where the calls' own work took {sum(p.seconds for p in puzzles):.2f} s: the work ran in the "
         f"calling process (threads, or direct calls), not in worker processes{_told(spent)}")
     if spent.seconds >= allowance:
-        pytest.skip(f"{what}: the calling process's own code spent {own:.2f} s of CPU, but the kernel "
+        pytest.skip(f"{what}: the calling process's own code spent {own:.2f} s of CPU, but the operating system "
                     f"worked {spent.seconds - own:.2f} s for it during a call of {spent.wall:.1f} s, "
-                    f"{spent.seconds:.2f} s in all where {allowance:.2f} s is allowed: the judge cannot tell "
+                    f"{spent.seconds:.2f} s in all where {allowance:.2f} s is allowed: the grader cannot tell "
                     f"what that work was{_told(spent)}")
 
 
