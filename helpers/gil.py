@@ -12,7 +12,8 @@ from helpers.workers import solve_puzzle, witness_thread
 
 
 def draw_randoms(n):
-    """CPU-bound pure Python: call random.random() n times (needs the GIL for every step, so threads take turns)."""
+    """CPU-bound pure Python: call random.random() n times (needs the GIL for every step, so
+    threads take turns)."""
     rand = random.random
     total = 0.0
     for _ in range(n):

@@ -199,9 +199,10 @@ def test_every_cli_verb_is_documented():
 
 
 def test_the_pages_count_the_assignments_the_course_has():
-    """Every "<number> (Jupyter) notebooks" or "<number> notebook assignments" the README, the syllabus and the site's
-    home page say of the course is the number of assignments in source/ (the syllabus once said
-    "ten" when there were twelve), and the site's home page is built with that number."""
+    """Every "<number> (Jupyter) notebooks" or "<number> notebook assignments" that the README,
+    the syllabus and the site's home page say of the course is the number of assignments in
+    source/ (the syllabus once said "ten" when there were twelve), and the site's home page is
+    built with that number."""
     from autograder import site
 
     count = len(course.assignments())

@@ -29,11 +29,10 @@ def test_the_lock_holds_the_environment_the_tests_run_in():
     installed, and each of requirements.txt's pins the same: a package an upgrade pulled in, or a
     version changed by hand, fails here until the lock is written again; and both install paths
     use it (before it, nbgrader's SQLAlchemy, Jupyter's pyzmq and 140 more floated)."""
+    import sysconfig
     from importlib import metadata
 
     lock = _canonical(_pins((course.ROOT / "constraints.txt").read_text().splitlines()))
-    import sysconfig
-
     # The environment's own folders: not sys.path, to which an imported setuptools adds the
     # packages it vendors.
     folders = sorted({sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]})
