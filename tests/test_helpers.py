@@ -82,3 +82,29 @@ def test_plots_draw(tmp_path):
     plt.close("all")
     assert (tmp_path / "p.png").stat().st_size > 1000
 
+
+
+def test_reading_the_default_start_method_leaves_it_open():
+    """system.show(), the first cell of every notebook, and workers.start_method() read the start
+    method without fixing it: a student's set_start_method() afterwards works (through
+    multiprocessing.get_context() they fixed it, and it raised "context has already been set")."""
+    code = ("import multiprocessing\nfrom helpers import system, workers\n"
+            "system.summary(); workers.start_method()\n"
+            "multiprocessing.set_start_method('spawn')\nprint(multiprocessing.get_start_method())\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                          cwd=course.ROOT)
+    assert done.returncode == 0 and done.stdout.strip() == "spawn", done.stderr[-1500:]
+
+
+def test_a_script_stopped_at_its_time_limit_takes_its_children_with_it(course_tools):
+    """cores.run_script at its time limit kills the script's whole session: a child the script
+    forked (a hung worker) does not go on running (it did, with subprocess.run's timeout)."""
+    from helpers import cores
+
+    code = ("import multiprocessing, time\n"
+            "child = multiprocessing.get_context('fork').Process(target=time.sleep, args=(120,))\n"
+            "child.start()\nprint(child.pid, flush=True)\ntime.sleep(120)\n")
+    run = cores.run_script(code, timeout=3)
+    assert run["timed_out"] and run["returncode"] is None
+    child = int(run["stdout"].split()[0])
+    assert not course_tools.running(child, within=0), f"the script's child {child} still runs"
