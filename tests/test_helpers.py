@@ -108,3 +108,20 @@ def test_a_script_stopped_at_its_time_limit_takes_its_children_with_it(course_to
     assert run["timed_out"] and run["returncode"] is None
     child = int(run["stdout"].split()[0])
     assert not course_tools.running(child, within=0), f"the script's child {child} still runs"
+
+
+def test_a_comparison_takes_any_key_as_baseline():
+    """Comparison.table(0) compares with the candidate named 0 (zero workers, say); a falsy key
+    was taken for "no baseline" and the first candidate used instead."""
+    result = timing.Comparison({4: 0.5, 0: 2.0, 1: 1.0})
+    assert "4.00x" in result.table(0).splitlines()[1]
+    assert result.speedups(0) == {4: 4.0, 0: 1.0, 1: 2.0}
+
+
+def test_busy_cpu_seconds_is_none_where_there_is_no_affinity(monkeypatch):
+    """macOS and Windows have neither sched_getaffinity nor /proc/stat: None, as documented (it
+    raised AttributeError there)."""
+    import os
+
+    monkeypatch.delattr(os, "sched_getaffinity", raising=False)
+    assert system.busy_cpu_seconds() is None
