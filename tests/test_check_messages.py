@@ -1,0 +1,29 @@
+"""What a failing check tells the student names the student's own mistake.
+
+09's run_ddp check once turned every error of the answer's launch into a hint about fixed
+rendezvous ports, whatever the error (a bug in the answer, the check's own error, which the
+runner must settle on the reference solutions instead)."""
+from autograder import samples
+
+A = "09_data_parallel"
+
+
+def _first_failure(judge, code):
+    failed = [o for o in judge(A, "run_ddp", code, until_failure=True) if not o.passed]
+    assert failed, "the answer passed"
+    return failed[0]
+
+
+def test_an_error_of_the_answers_own_is_reported_as_its_own(judge):
+    code = ("def train_rank(*args):\n    pass\n\n"
+            "def run_ddp(world_size, epochs, seed):\n    raise KeyError('no such rank')\n")
+    failure = _first_failure(judge, code)
+    assert not failure.undecided
+    assert failure.message.startswith("your code raised KeyError"), failure.message
+    assert "rendezvous port" not in failure.message
+
+
+def test_a_fixed_port_still_earns_the_hint(judge):
+    failure = _first_failure(judge, samples.catalogue(A).WRONG["run_ddp"]["fixed port 29500"])
+    assert not failure.undecided
+    assert "a rendezvous port fixed in advance" in failure.message, failure.message
