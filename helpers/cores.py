@@ -107,8 +107,8 @@ def run_script(code, *args, timeout=60, name="script.py", folder=None):
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(COURSE_ROOT), env.get("PYTHONPATH")]))
     start = time.perf_counter()
-    # A session of its own, so that a script stopped at the time limit takes the processes it
-    # started (a hung fork, a pool's workers) with it, instead of leaving them running.
+    # A session of its own, so that a script stopped at the time limit (or by an interrupted
+    # cell) takes the processes it started (a hung fork, a pool's workers) with it.
     script = subprocess.Popen([sys.executable, str(path), *map(str, args)], cwd=folder, env=env,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                               start_new_session=os.name == "posix")
@@ -116,17 +116,26 @@ def run_script(code, *args, timeout=60, name="script.py", folder=None):
         out, err = script.communicate(timeout=timeout)
         returncode, timed_out = script.returncode, False
     except subprocess.TimeoutExpired:
-        if os.name == "posix":
-            try:
-                os.killpg(script.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        else:
-            script.kill()
+        _stop_session(script)
         out, err = script.communicate()
         returncode, timed_out = None, True
+    except BaseException:  # the cell interrupted (KeyboardInterrupt): the script goes too
+        _stop_session(script)
+        script.wait()
+        raise
     return {"returncode": returncode, "timed_out": timed_out,
             "seconds": time.perf_counter() - start, "stdout": out, "stderr": err}
+
+
+def _stop_session(script):
+    """Kill a script started by run_script and, on POSIX, every process of its session."""
+    if os.name != "posix":
+        script.kill()
+        return
+    try:
+        os.killpg(script.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
 
 
 def last_lines(text, n=3):

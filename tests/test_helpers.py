@@ -125,3 +125,35 @@ def test_busy_cpu_seconds_is_none_where_there_is_no_affinity(monkeypatch):
 
     monkeypatch.delattr(os, "sched_getaffinity", raising=False)
     assert system.busy_cpu_seconds() is None
+
+
+def test_an_interrupted_script_takes_its_children_with_it(course_tools, tmp_path):
+    """A cell interrupted while run_script waits (Jupyter's interrupt: SIGINT to the kernel) stops
+    the script and what it started, as the time limit does."""
+    import os
+    import signal
+    import threading
+
+    from helpers import cores
+
+    code = ("import multiprocessing, os, time\n"
+            "child = multiprocessing.get_context('fork').Process(target=time.sleep, args=(120,))\n"
+            "child.start()\n"
+            "open('pids.tmp', 'w').write(f'{os.getpid()} {child.pid}'); os.replace('pids.tmp', 'pids')\n"
+            "time.sleep(120)\n")
+    pids = tmp_path / "pids"
+
+    def interrupt_once_the_child_runs():
+        deadline = time.monotonic() + 60
+        while not pids.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        os.kill(os.getpid(), signal.SIGINT)
+
+    threading.Thread(target=interrupt_once_the_child_runs, daemon=True).start()
+    started = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        cores.run_script(code, timeout=100, folder=tmp_path)
+    assert time.monotonic() - started < 90, "the interrupt did not reach run_script"
+    script, child = map(int, pids.read_text().split())
+    assert not course_tools.running(script) and not course_tools.running(child), (
+        "the script or its child still runs")
