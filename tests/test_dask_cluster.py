@@ -47,13 +47,16 @@ def _busy_worker(client, pids, psutil):
 
 def test_grade_on_dask_cluster_survives_a_killed_worker(postgres, course_tools, tmp_path, request):
     distributed = pytest.importorskip("distributed")
+    dask = pytest.importorskip("dask")
     psutil = pytest.importorskip("psutil")
     db_url = postgres.url("course_dask")
     course_tools.prepare(tmp_path, [ASSIGNMENT], db_url)
 
-    with distributed.LocalCluster(n_workers=3, threads_per_worker=1, processes=True, host="127.0.0.1",
-                                  scheduler_port=course_tools.free_port(), dashboard_address=None,
-                                  silence_logs=logging.ERROR) as cluster, \
+    # The scheduler's and workers' scratch space in the test's folder (else /tmp/dask-scratch-space stays).
+    scratch = dask.config.set({"temporary-directory": str(tmp_path / "dask")})
+    with scratch, distributed.LocalCluster(n_workers=3, threads_per_worker=1, processes=True, host="127.0.0.1",
+                                           scheduler_port=course_tools.free_port(), dashboard_address=None,
+                                           silence_logs=logging.ERROR) as cluster, \
             distributed.Client(cluster) as client:
         pids = client.run(os.getpid)
         env = {**os.environ, "COURSE_WORKDIR": str(tmp_path), "COURSE_DB_URL": db_url}
@@ -80,6 +83,7 @@ def test_grade_on_dask_cluster_survives_a_killed_worker(postgres, course_tools, 
             if grading.poll() is None:
                 grading.kill()
     assert grading.returncode == 0, f"{out[-3000:]}\n{err[-3000:]}"
+    assert (tmp_path / "dask" / "dask-scratch-space").is_dir(), "the cluster's scratch space is elsewhere"
     assert "3 of 3 submissions graded" in out, out
     assert "autograde: 100%" in err and "3/3" in err, "no progress bar on stderr"
 

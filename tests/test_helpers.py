@@ -107,7 +107,7 @@ def test_a_script_stopped_at_its_time_limit_takes_its_children_with_it(course_to
     run = cores.run_script(code, timeout=3)
     assert run["timed_out"] and run["returncode"] is None
     child = int(run["stdout"].split()[0])
-    assert not course_tools.running(child, within=0), f"the script's child {child} still runs"
+    assert not course_tools.running(child, within=10), f"the script's child {child} still runs"
 
 
 def test_a_comparison_takes_any_key_as_baseline():
@@ -155,5 +155,5 @@ def test_an_interrupted_script_takes_its_children_with_it(course_tools, tmp_path
         cores.run_script(code, timeout=100, folder=tmp_path)
     assert time.monotonic() - started < 90, "the interrupt did not reach run_script"
     script, child = map(int, pids.read_text().split())
-    assert not course_tools.running(script) and not course_tools.running(child), (
+    assert not course_tools.running(script, within=10) and not course_tools.running(child, within=10), (
         "the script or its child still runs")
