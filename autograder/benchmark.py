@@ -204,7 +204,9 @@ def stability(assignments, repeat, busy):
     try:
         with temporary_course(assignments, students) as work:
             start = time.perf_counter()
-            results, unsure = autograde([(a, s) for a in assignments for s in students], work=work)
+            regraded = []
+            results, unsure = autograde([(a, s) for a in assignments for s in students], work=work,
+                                        regraded=regraded)
             seconds = time.perf_counter() - start
             scores = totals(assignments, work)
             maxima = {a: _max(a, work) for a in assignments}
@@ -214,7 +216,7 @@ def stability(assignments, repeat, busy):
             spinner.kill()
     distinct = {a: sorted({v for (_, b), v in scores.items() if b == a}) for a in assignments}
     return {"runs": repeat, "all_graded": all(r.ok for r in results), "distinct_scores": distinct,
-            "maxima": maxima, "undecided": len(unsure), "seconds": seconds, "per_assignment": per_assignment}
+            "maxima": maxima, "regraded": len(regraded), "undecided": len(unsure), "seconds": seconds, "per_assignment": per_assignment}
 
 
 def main(args):
@@ -232,7 +234,8 @@ def main(args):
                   f"{' with one core kept busy' if args.busy else ''}: scores {scores} of {result['maxima'][a]}")
         gradings = result["runs"] * len(assignments)
         print(f"  {gradings} gradings in {result['seconds']:.0f} s ({result['seconds'] / gradings:.1f} s each); "
-              f"graded again alone because a check could not decide: {result['undecided']}")
+              f"graded again alone because a check could not decide: {result['regraded']}, "
+              f"of which still undecided (to a person): {result['undecided']}")
         _print_per_assignment(result["per_assignment"])
         return 0 if result["all_graded"] and steady else 1
     result = compare_with_plain(assignments, args.copies, args.jobs)

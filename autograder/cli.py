@@ -29,7 +29,12 @@ def _docstring(module):
 
 
 def _all(args):
-    """release -> samples -> grade -> feedback -> report, timing each step."""
+    """release -> samples -> grade -> feedback -> report, timing each step. It grades the sample
+    students only (unless --students names others): on a live course, submitted/ holds the class,
+    whose grades and feedback this must not redo."""
+    if not args.students:
+        from .samples import STUDENTS
+        args.students = list(STUDENTS)
     steps = [(name, _verb(name)) for name in ("release", "samples", "grade", "feedback", "report")]
     status = 0
     for name, step in steps:
@@ -51,7 +56,7 @@ def parser():
         "feedback": (_verb("feedback"), "write HTML feedback for every graded submission"),
         "report": (_verb("report"), "write grade CSVs and plots into reports/"),
         "student": (_verb("student"), "build dist/student/, the folder students receive"),
-        "all": (_all, "the main job: release, samples, grade, feedback, report"),
+        "all": (_all, "the main job: release, samples, grade, feedback, report (of the sample students)"),
     }
     graded_verbs = {"grade", "feedback", "all"}  # the verbs that work on submissions
     for verb, (fn, text) in helps.items():
@@ -60,7 +65,8 @@ def parser():
         sub.set_defaults(fn=fn)
         if verb not in graded_verbs:
             continue
-        sub.add_argument("--students", nargs="*", help="default: every student in submitted/")
+        sub.add_argument("--students", nargs="*", help="default: the sample students" if verb == "all"
+                         else "default: every student in submitted/")
         sub.add_argument("--jobs", type=int, default=None,
                          help="submissions at a time (default: the usable cores)")
         sub.add_argument("--scheduler", default=None, metavar="tcp://HOST:PORT",

@@ -36,12 +36,13 @@ def undecided_cells(pairs, work=None):
     return found
 
 
-def autograde(pairs, n_jobs=None, work=None, scheduler=None):
+def autograde(pairs, n_jobs=None, work=None, scheduler=None, regraded=None):
     """Grade (assignment, student) pairs in parallel (here, or on a Dask cluster's workers),
     then the undecided ones again, alone, on this machine.
 
-    Returns (JobResults, {pair: undecided cells}) after the second pass. Both passes on this
-    machine fork from one pair of zygotes (pipeline/warm.py).
+    Returns (JobResults, {pair: undecided cells}) after the second pass; `regraded`, a list if
+    given, receives the pairs the second pass graded again. Both passes on this machine fork
+    from one pair of zygotes (pipeline/warm.py).
     """
     on_cluster = scheduler or os.environ.get("COURSE_SCHEDULER")
     with contextlib.nullcontext() if on_cluster else warm.kept():
@@ -52,6 +53,8 @@ def autograde(pairs, n_jobs=None, work=None, scheduler=None):
         if unsure:
             print(f"grade: {len(unsure)} submission(s) had a check that could not decide; "
                   "grading them again, one at a time")
+            if regraded is not None:
+                regraded.extend(unsure)
             for r in jobs.run_all("autograde", list(unsure), desc="regrade alone", work=work, alone=True):
                 results[(r.assignment, r.student)] = r
             unsure = undecided_cells(list(unsure), work)
@@ -84,7 +87,8 @@ def main(args):
     failed = [r for r in results if not r.ok]
     table = scores()
     for row in table:
-        print(f"  {row['student']:<20} {row['assignment']:<28} {row['score']:6.1f} / {row['max_score']:g}")
+        late = f"  (late: {row['raw_score']:g} less a penalty of {row['late_penalty']:g})" if row["late_penalty"] else ""
+        print(f"  {row['student']:<20} {row['assignment']:<28} {row['score']:6.1f} / {row['max_score']:g}{late}")
     print(f"grade: {len(results) - len(failed)} of {len(results)} submissions graded"
           + (f"; failed: {', '.join(f'{r.student}/{r.assignment}' for r in failed)}" if failed else ""))
     if unsure:

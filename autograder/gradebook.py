@@ -87,12 +87,41 @@ def cell_scores(assignments=None, work=None):
     return rows
 
 
+def late_penalties(assignments=None, work=None):
+    """{(student, assignment): points taken off for lateness} of every submission with a penalty:
+    nbgrader's LateSubmissionPlugin stores it per notebook, apart from the cells' scores."""
+    from nbgrader.api import Gradebook
+
+    penalties = {}
+    with Gradebook((work or course.Course()).db_url) as gb:
+        for assignment in gb.assignments:
+            if assignments and assignment.name not in assignments:
+                continue
+            for submission in gb.assignment_submissions(assignment.name):
+                penalty = sum(float(nb.late_submission_penalty or 0.0) for nb in submission.notebooks)
+                if penalty:
+                    penalties[(submission.student_id, assignment.name)] = penalty
+    return penalties
+
+
+def after_penalty(raw, penalty):
+    """The score that counts: the cells' points less the late penalty, never below zero (as
+    nbgrader's own export and feedback reckon it)."""
+    return max(0.0, raw - penalty)
+
+
 def scores(assignments=None, work=None):
-    """One row per (student, assignment): total score and maximum."""
+    """One row per (student, assignment): the score that counts (after any late penalty), the
+    cells' points before it (raw_score), the penalty, and the maximum."""
     totals = {}
     for row in cell_scores(assignments, work):
         key = (row["student"], row["assignment"])
-        total = totals.setdefault(key, {"student": key[0], "assignment": key[1], "score": 0.0, "max_score": 0.0})
-        total["score"] += row["score"]
+        total = totals.setdefault(key, {"student": key[0], "assignment": key[1], "raw_score": 0.0,
+                                        "max_score": 0.0})
+        total["raw_score"] += row["score"]
         total["max_score"] += row["max_score"]
+    penalties = late_penalties(assignments, work)
+    for key, total in totals.items():
+        total["late_penalty"] = penalties.get(key, 0.0)
+        total["score"] = after_penalty(total["raw_score"], total["late_penalty"])
     return [totals[k] for k in sorted(totals)]

@@ -3,7 +3,7 @@ import csv
 from collections import defaultdict
 
 from . import course
-from .gradebook import cell_scores
+from .gradebook import after_penalty, cell_scores, late_penalties
 
 
 def _write_csv(path, rows, fields):
@@ -82,10 +82,16 @@ def write(assignments=None, out_dir=None, work=None):
     table = exercise_table(rows)
     exercise_rows = [{"student": s, "assignment": a, "exercise": e, "score": v[0], "max_score": v[1]}
                      for (s, a, e), v in sorted(table.items())]
-    totals = defaultdict(lambda: {"score": 0.0, "max_score": 0.0})
+    totals = defaultdict(lambda: {"raw_score": 0.0, "max_score": 0.0})
     for row in exercise_rows:
-        totals[(row["student"], row["assignment"])]["score"] += row["score"]
+        totals[(row["student"], row["assignment"])]["raw_score"] += row["score"]
         totals[(row["student"], row["assignment"])]["max_score"] += row["max_score"]
+    # A late submission's penalty (COURSE_LATE_PENALTY) comes off its total, as in its feedback;
+    # the exercise table keeps the points the cells earned.
+    penalties = late_penalties(assignments, work)
+    for key, total in totals.items():
+        total["late_penalty"] = penalties.get(key, 0.0)
+        total["score"] = after_penalty(total["raw_score"], total["late_penalty"])
     grade_rows = [{"student": s, "assignment": a, **v} for (s, a), v in sorted(totals.items())]
     # One line per student, one column per assignment: what an LMS imports.
     assignments_seen = sorted({a for _, a in totals})
@@ -104,7 +110,8 @@ def write(assignments=None, out_dir=None, work=None):
         "pass rates and score histogram": out_dir / "summary.png",
     }
     _write_csv(paths["exercise scores"], exercise_rows, ["student", "assignment", "exercise", "score", "max_score"])
-    _write_csv(paths["grades (one row per submission)"], grade_rows, ["student", "assignment", "score", "max_score"])
+    _write_csv(paths["grades (one row per submission)"], grade_rows,
+               ["student", "assignment", "score", "max_score", "raw_score", "late_penalty"])
     _write_csv(paths["grades for the LMS"], lms, ["student", *assignments_seen, "total"])
     plot_points(table, paths["points per exercise and student"])
     plot_summary(table, grade_rows, paths["pass rates and score histogram"])

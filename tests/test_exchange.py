@@ -9,6 +9,7 @@ COURSE_LATE_PENALTY=zero), writes feedback and releases it; each student
 fetches their feedback. Scores and the late penalty are checked in the
 gradebook and in the students' feedback pages.
 """
+import csv
 import datetime
 import os
 import re
@@ -124,3 +125,16 @@ def test_exchange_round_trip_with_late_penalty(tmp_path, course_tools):
         assert score and float(score[1]) == top - penalty and float(score[2]) == top, f"{name}'s feedback: {score}"
         late = re.search(r"Late submission penalty \(Score:\s*-([0-9.]+)\)", html)
         assert (float(late[1]) if late else 0.0) == penalty, f"{name}'s feedback shows penalty {late}"
+
+    # The grade tables take the penalty off too: what an LMS imports is what the feedback says.
+    ex.autograder("report", ASSIGNMENT)
+    with open(ex.work / "reports" / "grades.csv", newline="") as rows:
+        grades = {r["student"]: r for r in csv.DictReader(rows)}
+    with open(ex.work / "reports" / "grades_lms.csv", newline="") as rows:
+        lms = {r["student"]: r for r in csv.DictReader(rows)}
+    for name, penalty in (("alice", 0.0), ("bob", top)):
+        row = grades[name]
+        assert (float(row["score"]), float(row["raw_score"]), float(row["late_penalty"])) == (
+            top - penalty, top, penalty), f"{name}'s row of grades.csv: {row}"
+        assert float(lms[name][ASSIGNMENT]) == float(lms[name]["total"]) == top - penalty, (
+            f"{name}'s row of grades_lms.csv: {lms[name]}")
