@@ -15,3 +15,5 @@ def test_same_full_score_every_time_with_a_busy_core():
     assert result["distinct_scores"][A] == [result["maxima"][A]], result
     assert result["per_assignment"][A]["kernel start"] > 0, result["per_assignment"]
 
+    # The submissions graded again alone include every one still undecided after that.
+    assert 0 <= result["undecided"] <= result["regraded"] <= 3, result

@@ -79,3 +79,19 @@ def test_the_review_list_names_it(graded):
 def test_the_feedback_says_why(graded):
     html = (graded["work"] / "feedback" / STUDENT / A / f"{A}.html").read_text()
     assert "could not decide" in html and "looked at by a person" in html
+
+
+def test_the_regrade_alone_stays_on_this_machine_with_a_scheduler_set(monkeypatch, tmp_path):
+    """With COURSE_SCHEDULER set, the undecided submissions' second grading still runs here, one at
+    a time (it went to the cluster, which grades several side by side, so not alone)."""
+    from autograder.pipeline import cluster, jobs
+
+    def to_the_cluster(*args, **kwargs):
+        raise AssertionError("the regrade alone was sent to the Dask cluster")
+
+    monkeypatch.setattr(cluster, "run_all", to_the_cluster)
+    monkeypatch.setenv("COURSE_SCHEDULER", "tcp://127.0.0.1:1")
+    monkeypatch.setenv("COURSE_WORKDIR", str(tmp_path))
+    assert jobs.run_all("autograde", [], work=course.Course(), alone=True) == []
+    with pytest.raises(AssertionError, match="sent to the Dask cluster"):  # the batch itself does go
+        jobs.run_all("autograde", [], work=course.Course())

@@ -109,13 +109,15 @@ def run_all(verb, pairs, n_jobs=None, desc=None, log_dir=None, work=None, schedu
     With a Dask scheduler address (`scheduler`, or COURSE_SCHEDULER) the same
     workers run on that cluster instead (autograder/pipeline/cluster.py).
     `alone`: one submission at a time with nothing beside it, its judge after
-    its kernel (COURSE_GRADE_ALONE), for checks that could not decide in the batch.
+    its kernel (COURSE_GRADE_ALONE), for checks that could not decide in the batch;
+    always on this machine, whatever the scheduler.
     """
     pairs, work = list(pairs), work or course.Course()
     if verb == "autograde" and pairs:
         from ..gradebook import add_students
         add_students({student for _, student in pairs}, work)
-    scheduler = scheduler or os.environ.get("COURSE_SCHEDULER")
+    # A regrade alone runs here, one submission at a time: a cluster grades several side by side.
+    scheduler = None if alone else scheduler or os.environ.get("COURSE_SCHEDULER")
     if scheduler:
         from . import cluster
         return cluster.run_all(verb, pairs, scheduler, desc=desc, log_dir=log_dir, work=work)
