@@ -73,6 +73,10 @@ def test_grade_on_dask_cluster_survives_a_killed_worker(postgres, course_tools, 
             worker = psutil.Process(pids[address])
             graders = [p for p in worker.children() if "autograder.pipeline.worker" in " ".join(p.cmdline())]
             assert graders, "the Dask worker hosts no long-lived grading process"
+            # The three workers' graders divide this machine's cores (each took them all).
+            from helpers.system import usable_cores
+            threads = {p.environ().get("OMP_NUM_THREADS") for p in graders}
+            assert threads == {str(max(1, usable_cores() // 3))}, threads
             killed_at = time.time()
             os.kill(pids[address], signal.SIGKILL)
             # The orphaned grader stops at once rather than finish (and write) the submission.

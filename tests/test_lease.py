@@ -1,4 +1,5 @@
 """The machine lent whole to one timing check at a time (autograder/pipeline/lease.py)."""
+import os
 import threading
 import time
 
@@ -195,3 +196,24 @@ def test_the_tests_short_commands_hold_the_runs_lease(tmp_path, monkeypatch, cou
             os.close(fd)
     with lease.hold(exclusive=True, folder=str(tmp_path)) as waited:  # given back afterwards
         assert waited < 1.0
+
+
+def test_a_dask_clusters_graders_share_each_machines_cores_and_lease(tmp_path, monkeypatch):
+    """On a Dask cluster the graders of all the workers on one machine divide its cores for their
+    BLAS threads (each took every core: 4 workers of 1 thread, 4 times the cores) and hold one
+    lease there (they held none: no timing check got the machine alone)."""
+    import tempfile
+
+    from autograder.pipeline import cluster
+
+    workers = {"tcp://10.0.0.1:4001": {"host": "10.0.0.1", "nthreads": 1},
+               "tcp://10.0.0.1:4002": {"host": "10.0.0.1", "nthreads": 1},
+               "tcp://10.0.0.1:4003": {"host": "10.0.0.1", "nthreads": 2},
+               "tcp://10.0.0.2:4001": {"host": "10.0.0.2", "nthreads": 1}}
+    assert cluster.graders_per_host(workers) == {"10.0.0.1": 4, "10.0.0.2": 1}
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    first, again = cluster.lease_folder("run1"), cluster.lease_folder("run1")
+    assert first == again and os.stat(first).st_mode & 0o777 == 0o700
+    assert cluster.lease_folder("run2") != first
+    cluster.drop_lease("run1")
+    assert not os.path.exists(first)

@@ -14,14 +14,19 @@ another worker (Dask's `allowed_failures` retries), and nbgrader's autograde
 with force=True regrades it from scratch. The orphaned grading process notices
 its parent is gone and exits (autograder/pipeline/worker.py), so it writes nothing more.
 """
+import contextlib
 import os
+import shutil
 import sys
+import tempfile
 import threading
 import time
+import uuid
 from pathlib import Path
+from urllib.parse import urlparse
 
 from .. import course
-from . import jobs
+from . import jobs, lease
 
 # Settings a remote grader must share with this machine (read by nbgrader_config.py
 # and the sandbox); the course's work folder and gradebook travel as COURSE_WORKDIR and COURSE_DB_URL.
@@ -39,22 +44,51 @@ def _settings(work):
     return settings
 
 
-def grade_on_worker(verb, assignment, student, settings, log_dir):
+def graders_per_host(workers):
+    """{host: grading threads of all the Dask workers there}, from the scheduler's `workers`
+    ({address: {"host": ..., "nthreads": ...}}): the jobs that share one machine's cores."""
+    shares = {}
+    for info in workers.values():
+        shares[info["host"]] = shares.get(info["host"], 0) + int(info["nthreads"])
+    return shares
+
+
+def lease_folder(run):
+    """The lease on this machine for grading run `run` (lease.py), shared by the graders of every
+    Dask worker here, so that a timing check gets the machine alone as in local grading. Made
+    on first use (mode 0700, the grader's own), removed by `drop_lease` when the run ends."""
+    folder = Path(tempfile.gettempdir()) / f"course-lease-{run}"
+    folder.mkdir(mode=0o700, exist_ok=True)
+    return str(folder)
+
+
+def drop_lease(run):
+    """Remove this machine's lease folder of run `run` (run on every worker at the end)."""
+    shutil.rmtree(Path(tempfile.gettempdir()) / f"course-lease-{run}", ignore_errors=True)
+
+
+def grade_on_worker(verb, assignment, student, settings, log_dir, shares=None, run=None):
     """Run inside a Dask worker: hand one submission to one of this worker's graders.
 
+    `shares`: graders_per_host of the cluster (BLAS and OpenMP threads are the machine's cores
+    divided among all of them, not among this Dask worker's threads alone); `run`: the grading
+    run, whose lease the graders of this machine share unless the settings name one already.
     Returns a plain dict (the JobResult's fields plus the Dask worker that did it).
     """
     from distributed import get_worker
 
     worker = get_worker()
-    key = (verb, tuple(sorted(settings.items())), str(log_dir))
+    key = (verb, tuple(sorted(settings.items())), str(log_dir), run)
     with _graders_lock:
         idle = _idle_graders.setdefault(key, [])
         grader = idle.pop() if idle else None
     if grader is None:
         work = course.Course(settings["COURSE_WORKDIR"], settings["COURSE_DB_URL"])
-        env = jobs.job_environment(worker.state.nthreads, work)
+        here = urlparse(worker.address).hostname
+        env = jobs.job_environment((shares or {}).get(here) or worker.state.nthreads, work)
         env.update(settings)
+        if verb == "autograde" and run and not env.get(lease.ENV):
+            env[lease.ENV] = lease_folder(run)
         Path(log_dir).mkdir(parents=True, exist_ok=True)
         grader = jobs._Worker(verb, env, log_dir)
     try:
@@ -85,9 +119,12 @@ def run_all(verb, pairs, scheduler, desc=None, log_dir=None, work=None, on_resul
               file=sys.stderr)
     pairs = list(pairs)
     client = scheduler if isinstance(scheduler, Client) else Client(scheduler, timeout="60s")
+    run = uuid.uuid4().hex[:12]
     try:
+        shares = graders_per_host(client.scheduler_info(n_workers=-1)["workers"])
         futures = [client.submit(grade_on_worker, verb, assignment, student, settings, str(log_dir),
-                                 key=f"{verb}-{student}-{assignment}-{time.time_ns()}", pure=False)
+                                 shares, run, key=f"{verb}-{student}-{assignment}-{time.time_ns()}",
+                                 pure=False)
                    for assignment, student in pairs]
         results = []
         with tqdm(total=len(pairs), desc=desc or verb, unit="submission") as bar:
@@ -102,6 +139,8 @@ def run_all(verb, pairs, scheduler, desc=None, log_dir=None, work=None, on_resul
                     bar.write(f"  {verb} failed for {answer['student']}/{answer['assignment']} "
                               f"on {answer['worker']}: see {answer['log']}")
     finally:
+        with contextlib.suppress(Exception):  # a worker gone meanwhile keeps its empty folder
+            client.run(drop_lease, run)
         if client is not scheduler:
             client.close()
     return sorted(results, key=lambda r: (r.assignment, r.student))
