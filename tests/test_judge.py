@@ -518,3 +518,49 @@ def test_thread_runtimes_tell_the_working_thread_from_the_sleeping_one():
         thread.join()
     assert gained["spinner"] >= 100_000_000, gained
     assert gained["sleeper"] < 1_000_000, gained
+
+
+def _in_a_child(body):
+    """Run body() in a forked child; its exit status (a test's assertion in it: 1)."""
+    import os
+    pid = os.fork()
+    if pid == 0:
+        try:
+            body()
+            os._exit(0)
+        except BaseException:
+            os._exit(1)
+    return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the grader as root")
+def test_a_root_grader_without_a_pids_cgroup_still_caps_the_students_processes():
+    """Without a pids cgroup, RLIMIT_NPROC is set even by root when the process will drop to a
+    student's uid, where it counts (it was left unset: a fork bomb ran unbounded)."""
+    import resource
+
+    from autograder.sandbox import enter
+    from autograder.sandbox.limits import Limits
+
+    limits = Limits(uid=64000, cgroups={})
+
+    def capped():
+        enter._rlimits(limits)
+        assert resource.getrlimit(resource.RLIMIT_NPROC)[1] == limits.max_processes + 512
+
+    assert _in_a_child(capped) == 0
+
+
+def test_a_grader_that_cannot_cut_the_network_stops_before_student_code(monkeypatch):
+    """A grader that drops to a student's uid (root, so it could) and cannot cut the network stops
+    (it went on online); one that keeps its uid (not root) goes on, as the log says."""
+    from autograder.sandbox import enter
+    from autograder.sandbox.limits import Limits
+
+    def refused():
+        raise PermissionError("unshare refused")
+
+    monkeypatch.setattr(enter, "cut_network", refused)
+    assert _in_a_child(lambda: enter.isolate_network(Limits(uid=64000))) == 72
+    assert _in_a_child(lambda: enter.isolate_network(Limits(uid=-1))) == 0
+    assert _in_a_child(lambda: enter.isolate_network(Limits(uid=64000, network=True))) == 0

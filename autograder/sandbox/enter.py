@@ -51,7 +51,9 @@ def _rlimits(limits):
         cap = max(limits.memory_mb, 8192) * 2**20  # address space, not memory: leave headroom
         resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
     if "pids" not in limits.cgroups and "unified" not in limits.cgroups:
-        if os.geteuid() == 0:
+        # Linux does not apply RLIMIT_NPROC to root, but the limit stays with the process when it
+        # drops to the student's uid (become_student), and counts there.
+        if os.geteuid() == 0 and limits.uid < 0:
             note("no pids cgroup and running as root: the process cap cannot be enforced")
         else:
             resource.setrlimit(resource.RLIMIT_NPROC, (limits.max_processes + 512,) * 2)
@@ -150,6 +152,20 @@ def cut_network():
         sock.close()
 
 
+def isolate_network(limits):
+    """cut_network() unless the limits allow the network. A grader that drops to a student's uid
+    (so it is root, and could) and cannot cut it stops here, as for file protection, rather than
+    run student code online; GradingLimits.network = True opts out."""
+    if limits is None or limits.network:
+        return
+    try:
+        cut_network()
+    except OSError as err:
+        note(f"network isolation unavailable ({err}; needs root or CAP_SYS_ADMIN)")
+        if limits.uid >= 0:
+            os._exit(72)
+
+
 def enter(network_now=True, drop=True):
     """Apply COURSE_SANDBOX to this process; returns the Limits (None when not sandboxed).
 
@@ -171,11 +187,8 @@ def enter(network_now=True, drop=True):
             note(f"file protection unavailable ({err}; needs root or CAP_SYS_ADMIN)")
             if limits.uid >= 0:  # the grader could protect, and half of it was done: stop
                 os._exit(71)
-    if network_now and not limits.network:
-        try:
-            cut_network()
-        except OSError as err:
-            note(f"network isolation unavailable ({err}; needs root or CAP_SYS_ADMIN)")
+    if network_now:
+        isolate_network(limits)
     if drop:
         become_student(limits)
     return limits

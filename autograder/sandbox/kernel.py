@@ -6,8 +6,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from .enter import become_student, cut_network, enter
-from .limits import note
+from .enter import become_student, enter, isolate_network
 
 
 def _connection_file_argument():
@@ -50,11 +49,7 @@ def kernel_main():
         # Read and rewritten by now; the key it holds is not left behind (the kernel, once it is
         # the student's uid, could not remove a root-only folder at exit).
         shutil.rmtree(private, ignore_errors=True)
-    if limits is not None and not limits.network:
-        try:
-            cut_network()
-        except OSError as err:
-            note(f"network isolation unavailable ({err}; needs root or CAP_SYS_ADMIN)")
+    isolate_network(limits)
     become_student(limits)
     # The kernel starts with -P: the notebook's own folder (its modules, a `%%writefile`)
     # comes last on sys.path, where it cannot stand in for a library or the grader.
