@@ -53,8 +53,8 @@ WHOLE = "whole"
 
 # What sets the pace of grading and of the tests: each kernel, judge, student's process and
 # test worker is an interpreter that imports torch (or forks from one that did). Measured:
-# 1.3 CPU-s on 2026-11-25's machine, 3.4-3.6 CPU-s on 2026-11-27's, where plain nbgrader took
-# 199.8 s and 431.7 s per student for the same twelve notebooks.
+# 1.3 CPU-s on 2026-11-25's machine, 2.8-3.8 CPU-s on 2026-11-27's until mid-afternoon and 1.4
+# after, where plain nbgrader took 199.8 s, 431.7 s and 205.4 s per student for the same twelve.
 PACE_PROBE = "import torch"
 
 
