@@ -3,8 +3,9 @@
 Each grading process (nbgrader's kernel, the student's process of the judge) enters the sandbox
 first thing, before any student code and before it starts threads:
 
-- **processes**: a cgroup `pids.max` (a fork bomb stops there), else RLIMIT_NPROC
-  (which Linux does not apply to root);
+- **processes**: a cgroup `pids.max` (a fork bomb stops there), else RLIMIT_NPROC,
+  set before the drop to the student's uid, where it counts (Linux does not apply it
+  to root: a root grader that keeps its uid has no cap, and says so);
 - **memory**: a cgroup memory limit (the kernel is killed, which grading reports),
   else RLIMIT_AS (allocations fail with MemoryError);
 - **files** (needs root, or CAP_SYS_ADMIN): a private mount namespace in which
