@@ -1,8 +1,10 @@
-"""Tasks for the pool lessons (assignment 05): importable under every start method."""
+"""Tasks for the pool lessons (assignment 05): importable under every start method.
+
+NumPy is imported inside the functions that use it, not here: a spawned worker
+imports this module, and one that only runs `spin` should not pay for NumPy.
+"""
 import os
 import time
-
-import numpy as np
 
 
 def slow_pid_square(x, delay=0.02):
@@ -40,6 +42,8 @@ def count_inside(n, seed):
     The points come from np.random.default_rng(seed): pass a SeedSequence
     child (or anything default_rng accepts) per task.
     """
+    import numpy as np
+
     rng = np.random.default_rng(seed)
     inside = 0
     left = n
@@ -53,5 +57,7 @@ def count_inside(n, seed):
 
 def count_inside_global(n):
     """Like count_inside, from NumPy's legacy global generator (the version many tutorials use)."""
+    import numpy as np
+
     xy = np.random.uniform(-1.0, 1.0, size=(n, 2))
     return int(np.count_nonzero((xy * xy).sum(axis=1) < 1.0))

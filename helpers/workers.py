@@ -76,6 +76,25 @@ def spin(cpu_seconds):
     return cpu_seconds
 
 
+def start_all(pool, n, wait=0.1):
+    """Return once `n` different workers of `pool` (a ProcessPoolExecutor or a multiprocessing
+    Pool) have run a task, so that a timing that follows measures work, not start-up.
+
+    Under spawn and forkserver a ProcessPoolExecutor starts its workers one at a time, only when a
+    task finds none idle: one quick warm-up task starts one worker, and the next tasks all run on
+    it while the others are still starting. Tasks that wait `wait` seconds keep the started
+    workers busy, so a task is left for each one still starting; repeat until n have answered.
+    """
+    seen = set()
+    while len(seen) < n:
+        seen |= {pid for pid, _, _ in pool.map(_whoami_after, [wait] * n)}
+
+
+def _whoami_after(seconds):
+    time.sleep(seconds)
+    return whoami()
+
+
 # --- who ran it --------------------------------------------------------------------
 def whoami(_=None):
     """(pid, parent pid, thread ident) of whoever runs this."""

@@ -157,3 +157,19 @@ def test_an_interrupted_script_takes_its_children_with_it(course_tools, tmp_path
     script, child = map(int, pids.read_text().split())
     assert not course_tools.running(script, within=10) and not course_tools.running(child, within=10), (
         "the script or its child still runs")
+
+
+@pytest.mark.parametrize("method", ["spawn", "forkserver", "fork"])
+def test_start_all_leaves_every_worker_of_a_pool_running(method):
+    """workers.start_all(pool, n) returns only once n workers run (under spawn, one quick warm-up
+    task started one worker, and the timed work then ran on it while the others were still
+    starting: 02's two-process timeline showed one row). No clock: the pool's own processes."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    from helpers import workers
+
+    with ProcessPoolExecutor(3, mp_context=multiprocessing.get_context(method)) as pool:
+        workers.start_all(pool, 3)
+        running = [p for p in pool._processes.values() if p.is_alive()]
+        assert len(running) == 3, f"{len(running)} of 3 workers running"
