@@ -52,6 +52,10 @@ What it does for you, and why:
 `ranks.local_counts()` returns the counts so far from inside a rank (to count
 one call), and `with ranks.recording() as runs:` collects every launch made in
 the block (what a function that launches ranks itself did).
+
+`ranks.torchrun(*args)` runs the real launcher, `python -m torch.distributed.run
+*args`, from a notebook: on every system, with a time limit, and returns its
+output without torchrun's banner about OMP_NUM_THREADS.
 """
 import contextlib
 import importlib.machinery
@@ -61,8 +65,10 @@ import multiprocessing
 import multiprocessing.connection
 import os
 import pickle
+import re
 import shutil
 import socket
+import subprocess
 import sys
 import tempfile
 import threading
@@ -540,3 +546,71 @@ def _raise_first_error(records, processes):
         if record is None:
             raise RuntimeError(f"rank {rank} ended without a result (it crashed or was killed); "
                                "look above for its output")
+
+
+# --- torchrun from a notebook --------------------------------------------------------
+# A line of torch's log format ("W1127 16:25:41.122000 22489 .../run.py:874] "), which torchrun
+# puts before each line of its messages when torch's logging is set up.
+_LOG_PREFIX = re.compile(r"^[IWEF]\d{4} [\d:.]+ +\d+ \S+\] ?")
+
+
+def _banner_line(line):
+    """Whether `line` is part of torchrun's notice that it set OMP_NUM_THREADS=1 (or blank)."""
+    text = _LOG_PREFIX.sub("", line).strip()
+    return not text or set(text) == {"*"} or "OMP_NUM_THREADS" in text
+
+
+def torchrun(*args, timeout=180, env=None, cwd=None):
+    """Run `python -m torch.distributed.run *args` (torchrun, with this Python) and wait for it.
+
+    Returns a subprocess.CompletedProcess: returncode, and stdout, the output
+    and errors together in the order they came, without torchrun's banner
+    about OMP_NUM_THREADS. `env`: variables added to this process's. After
+    `timeout` seconds torchrun and its ranks are killed and TimeoutError is raised.
+
+    Done in Python, not with `!torchrun ... | grep`: a shell pipe needs grep
+    (Windows has none) and quotes around a Python path with spaces.
+    """
+    command = [sys.executable, "-m", "torch.distributed.run", *map(str, args)]
+    env = {**os.environ, **(env or {})}
+    if sys.platform == "win32":
+        # torchrun's own TCPStore uses libuv by default, which PyTorch's Windows wheels are
+        # built without ("use_libuv was requested but PyTorch was built without libuv
+        # support", pytorch/pytorch#139990); the older TCP store works.
+        env.setdefault("USE_LIBUV", "0")
+    process = subprocess.Popen(command, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                               text=True)
+    try:
+        output, _ = process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        _kill_tree(process)
+        last = _without_banner(process.communicate()[0]).splitlines()[-10:]
+        raise TimeoutError(f"torchrun did not finish within {timeout} s; its last lines:\n"
+                           + "\n".join(last)) from None
+    except BaseException:  # an interrupted cell (KeyboardInterrupt): torchrun and its ranks go too
+        _kill_tree(process)
+        process.wait()
+        raise
+    return subprocess.CompletedProcess(command, process.returncode, stdout=_without_banner(output))
+
+
+def _without_banner(output):
+    return "".join(line for line in output.splitlines(keepends=True) if not _banner_line(line))
+
+
+def _kill_tree(process):
+    """Kill a process started by torchrun() and every process it started.
+
+    Found through psutil, not by process group: torchrun starts each rank in a session of its
+    own, so killing torchrun's group (or torchrun alone) leaves the ranks running."""
+    import psutil
+
+    try:
+        family = psutil.Process(process.pid).children(recursive=True)
+    except psutil.NoSuchProcess:
+        family = []
+    process.kill()
+    for member in family:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            member.kill()
+    psutil.wait_procs(family, timeout=5)

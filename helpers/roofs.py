@@ -79,12 +79,17 @@ def kernel_seconds(kind, n, min_time=0.05):
 
 
 def throughput(spec):
-    """Run one kernel for a fixed time, starting at an agreed moment; returns bytes touched.
+    """Run the triad for about `duration` seconds from an agreed moment; (bytes, started, seconds).
 
     spec = (n, start_at, duration): each call works on its own three n-element
     arrays. All workers of a pool get the same `start_at` (a time.time()
-    value), so they run their loops at the same moment and their bytes add up
-    to the machine's throughput over `duration` seconds.
+    value), so they run their loops at the same moment. Returned: the bytes its
+    passes touched, when its first pass started (time.time(), comparable
+    between processes) and how long its passes took. That is more than
+    `duration`: the last pass starts before the time is up and ends after it,
+    and a pass over large arrays takes tens of milliseconds (more on a busy
+    machine). Divide by the time really taken, not by `duration`, or the rate
+    comes out too high; `combined_rate` does it for several workers.
     """
     n, start_at, duration = spec
     a, b, c = np.zeros(n), np.ones(n), np.full(n, 2.0)
@@ -92,11 +97,21 @@ def throughput(spec):
     while time.time() < start_at:
         time.sleep(0.001)
     passes = 0
-    stop = time.perf_counter() + duration
+    started = time.time()
+    start = time.perf_counter()
+    stop = start + duration
     while time.perf_counter() < stop:
         triad(a, b, c, 3.0)
         passes += 1
-    return passes * 5 * n * 8
+    return passes * 5 * n * 8, started, time.perf_counter() - start
+
+
+def combined_rate(runs):
+    """Bytes per second of throughput() calls that ran together: all their bytes, divided by
+    the time from the first one's start to the last one's end."""
+    first = min(started for _, started, _ in runs)
+    last = max(started + seconds for _, started, seconds in runs)
+    return sum(moved for moved, _, _ in runs) / (last - first)
 
 
 def roofline_plot(intensities, attainable, points, *, peak, bandwidth, ax=None):

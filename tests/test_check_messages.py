@@ -27,3 +27,19 @@ def test_a_fixed_port_still_earns_the_hint(judge):
     failure = _first_failure(judge, samples.catalogue(A).WRONG["run_ddp"]["fixed port 29500"])
     assert not failure.undecided
     assert "a rendezvous port fixed in advance" in failure.message, failure.message
+
+
+def test_an_error_in_a_rank_is_reported_as_the_answers_with_what_it_was(judge):
+    """A train_rank that raises: torch passes the rank's traceback on, and the student reads the
+    rank's own error (it read as an error of the check, or as the port hint)."""
+    from autograder import course, notebooks
+
+    cell = notebooks.answer_cells(notebooks.read(course.source_notebook(A)))["run_ddp"]
+    start, end = cell.index("    ### BEGIN SOLUTION"), cell.index("    ### END SOLUTION")
+    assert start < cell.index("def run_ddp"), "train_rank's solution comes first in the cell"
+    code = cell[:start] + "    raise KeyError('no sample 7 in this shard')\n" + cell[end:]
+    failure = _first_failure(judge, code)
+    assert not failure.undecided
+    assert "a rank of run_ddp raised an error" in failure.message and "KeyError" in failure.message, (
+        failure.message)
+    assert "no sample 7 in this shard" in failure.message and "rendezvous port" not in failure.message

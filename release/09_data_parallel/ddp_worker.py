@@ -12,7 +12,8 @@ training itself is yours to write in the notebook.
     torch_start_method() forkserver (torch preloaded) or spawn: never fork once torch has run
     by_value(fn)         fn's code as bytes, so that a notebook function can travel
     run_by_value(...)    the target each worker process runs: unpacks fn, calls it,
-                         then shuts the process group down (see its docstring)
+                         then shuts the process group down; a rank's error reaches
+                         the notebook with its traceback (see its docstring)
 """
 import multiprocessing
 import os
@@ -144,26 +145,29 @@ def run_by_value(rank, payload, *args):
     with this PyTorch on the CPU, gloo sometimes aborts during interpreter
     shutdown ("terminate called without an active exception"), so after
     flushing we leave without that shutdown.
-    A rank whose fn raised prints the error and exits with status 1.
+    An error of fn is not caught: torch.multiprocessing hands its traceback to
+    the notebook's process, which raises it there.
     """
     import pickle
-    import traceback
 
     import torch.distributed as dist
 
-    status = 0
-    try:
-        fn = pickle.loads(payload)
-        fn(rank, *args)
-        if dist.is_initialized():
-            dist.barrier()
-    except BaseException:  # noqa: BLE001 (reported, then the exit status says it)
-        traceback.print_exc()
-        status = 1
+    # No try/except around fn: torch's wrapper around this function writes the traceback of
+    # an error to a file the parent reads, so the error the notebook sees carries it ("-- Process
+    # 0 terminated with the following error: ... KeyError ..."). Caught here and printed, it
+    # would go to the rank's stderr (the Jupyter server's console) and the notebook would see only
+    # "process 0 terminated with exit code 1". Nor is the process group destroyed first on an
+    # error: the rank ends right after, which closes it; destroyed before the traceback is
+    # written, it wakes the other ranks with "Connection closed by peer", and half the time
+    # that error reached the notebook instead of this one.
+    fn = pickle.loads(payload)
+    fn(rank, *args)
+    if dist.is_initialized():
+        dist.barrier()
     try:
         if dist.is_initialized():
             dist.destroy_process_group()
     finally:
         sys.stdout.flush()
         sys.stderr.flush()
-        os._exit(status)
+        os._exit(0)
