@@ -155,6 +155,9 @@ def _write_sources(src, assignments, run_root):
     shutil.copytree(course.ROOT / "course" / "img", src / "img", dirs_exist_ok=True)
     (src / "assignments").mkdir(exist_ok=True)
     for assignment in assignments:
+        figures = course.RELEASE / assignment / "img"  # the notebook's img/<name>.png links
+        if figures.is_dir():
+            shutil.copytree(figures, src / "assignments" / "img", dirs_exist_ok=True)
         start = time.perf_counter()
         nb, failed = execute(assignment, run_root)
         nbformat.write(nb, str(src / "assignments" / f"{assignment}.ipynb"))

@@ -102,3 +102,19 @@ def test_site_in_a_browser(served_site, chromium):
                 "the guide's link to the measurements does not lead to the site's page"
         finally:
             browser.close()
+
+
+def test_every_figure_an_assignment_page_shows_is_there(served_site):
+    """Each <img> of an assignment page (its diagrams, its plots) names a file the site has (the
+    diagrams were linked two folders above the page's source, where the site had none)."""
+    import re
+    from urllib.parse import unquote
+
+    shown = 0
+    for page in (served_site["html"] / "assignments").glob("*.html"):
+        for src in re.findall(r'<img[^>]*\ssrc="([^"]+)"', page.read_text()):
+            if src.startswith("data:") or "://" in src:
+                continue
+            shown += 1
+            assert (page.parent / unquote(src)).is_file(), f"{page.name} shows {src}, which the site lacks"
+    assert shown, "no figure found on the assignment pages"

@@ -21,11 +21,6 @@ _IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", ".ipynb_checkpoints")
 BUNDLE = Path(__file__).resolve().parent / "bundle"
 
 
-# The notebooks show the course's figures from course/img/, two folders up from
-# release/<assignment>/; in the student folder the assignments sit one level higher.
-IMAGES_IN_REPO, IMAGES_IN_BUNDLE = "](../../course/img/", "](../course/img/"
-
-
 def build(out=None, assignments=None):
     """Write the student folder; return its path. Reads release/, so release first."""
     out = Path(out or DIST)
@@ -37,11 +32,7 @@ def build(out=None, assignments=None):
         released = course.RELEASE / assignment
         if not course.release_notebook(assignment).is_file():
             raise SystemExit(f"student: {released} is missing; run `python -m autograder release` first")
-        shutil.copytree(released, out / assignment, ignore=_IGNORE)
-        for nb in (out / assignment).glob("*.ipynb"):  # figures: see IMAGES_IN_REPO
-            nb.write_text(nb.read_text().replace(IMAGES_IN_REPO, IMAGES_IN_BUNDLE))
-    shutil.copytree(course.ROOT / "course" / "img", out / "course" / "img",
-                    ignore=shutil.ignore_patterns("*.py", "__pycache__", "jupyterlab.png", "site.png"))
+        shutil.copytree(released, out / assignment, ignore=_IGNORE)  # with its figures, in img/
     shutil.copytree(course.ROOT / "helpers", out / "helpers", ignore=_IGNORE)
     for name in ("requirements.txt", "constraints.txt", "environment.yml"):
         shutil.copy2(course.ROOT / name, out / name)

@@ -1,10 +1,11 @@
-"""Draw the explanatory diagrams of notebooks 01-05 as PNGs beside this file.
+"""Draw the explanatory diagrams of notebooks 01-05 as PNGs into their assignments' img/ folders.
 
     python course/img/diagrams_01_05.py
 
-Writes cores_hyperthreads.png and process_thread_memory.png (assignment 01) and
-gil_timeline.png (assignment 02). The notebooks show them with markdown image
-links (../../course/img/<name>.png), so re-run this after changing a drawing and
+Writes cores_hyperthreads.png and process_thread_memory.png (source/01_processes_threads/img/)
+and gil_timeline.png (source/02_gil/img/). The notebooks show them with markdown image
+links (img/<name>.png): the folder travels with the assignment (release, the student
+folder, nbgrader's exchange). Re-run this after changing a drawing, then release, and
 commit the PNGs. Pictures only: no number here is a measurement.
 """
 from pathlib import Path
@@ -15,8 +16,15 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.patches import FancyBboxPatch  # noqa: E402
 
-HERE = Path(__file__).resolve().parent
+SOURCE = Path(__file__).resolve().parents[2] / "source"
 DPI = 110
+
+
+def _out(assignment, name):
+    """source/<assignment>/img/<name>, the folder made if need be."""
+    folder = SOURCE / assignment / "img"
+    folder.mkdir(exist_ok=True)
+    return folder / name
 
 
 def box(ax, x, y, w, h, text="", colour="#dddddd", edge="black", fontsize=9, **kw):
@@ -55,7 +63,7 @@ def cores_hyperthreads():
             "  (taskset, Slurm, docker --cpus)", fontsize=10)
     ax.text(61, 7, "Two logical CPUs of one core share\nits units: far less than 2x speed\n"
             "for number crunching.", fontsize=10, color="#990000")
-    fig.savefig(HERE / "cores_hyperthreads.png", dpi=DPI, bbox_inches="tight")
+    fig.savefig(_out("01_processes_threads", "cores_hyperthreads.png"), dpi=DPI, bbox_inches="tight")
     plt.close(fig)
 
 
@@ -81,7 +89,7 @@ def process_thread_memory():
             color="#444444")
     ax.text(45, 0.2, "Threads of one process read and write the same objects;"
             " a process gets a copy (fork) or starts fresh (spawn).", ha="center", fontsize=9)
-    fig.savefig(HERE / "process_thread_memory.png", dpi=DPI, bbox_inches="tight")
+    fig.savefig(_out("01_processes_threads", "process_thread_memory.png"), dpi=DPI, bbox_inches="tight")
     plt.close(fig)
 
 
@@ -109,7 +117,7 @@ def gil_timeline():
         ax.set_xlim(0, total)
         ax.set_ylim(-0.6, 1.6)
     fig.tight_layout()
-    fig.savefig(HERE / "gil_timeline.png", dpi=DPI, bbox_inches="tight")
+    fig.savefig(_out("02_gil", "gil_timeline.png"), dpi=DPI, bbox_inches="tight")
     plt.close(fig)
 
 
@@ -117,8 +125,9 @@ def main():
     cores_hyperthreads()
     process_thread_memory()
     gil_timeline()
-    for name in ("cores_hyperthreads", "process_thread_memory", "gil_timeline"):
-        print("wrote", HERE / f"{name}.png")
+    for assignment, name in (("01_processes_threads", "cores_hyperthreads"),
+                             ("01_processes_threads", "process_thread_memory"), ("02_gil", "gil_timeline")):
+        print("wrote", _out(assignment, f"{name}.png"))
 
 
 if __name__ == "__main__":

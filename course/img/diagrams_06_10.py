@@ -1,9 +1,9 @@
-"""Draw the explanatory diagrams of notebooks 07 and 10 as PNGs beside this file.
+"""Draw the explanatory diagrams of notebooks 07 and 10 as PNGs into their assignments' img/ folders.
 
-    python course/img/diagrams_06_10.py        (writes the PNGs into course/img/)
+    python course/img/diagrams_06_10.py        (writes source/<assignment>/img/<name>.png)
 
-The notebooks show them with markdown links (`../../course/img/<name>.png`), so
-they work from source/<a>/ and from release/<a>/ alike. They are pictures of
+The notebooks show them with markdown links (`img/<name>.png`): the folder
+travels with the assignment (release, the student folder, nbgrader's exchange). They are pictures of
 ideas, not measurements: every number a student should trust is measured in a
 notebook cell on the student's own machine.
 """
@@ -15,7 +15,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.patches import FancyArrowPatch, FancyBboxPatch  # noqa: E402
 
-HERE = Path(__file__).resolve().parent
+SOURCE = Path(__file__).resolve().parents[2] / "source"
 FORWARD, BACKWARD = "tab:blue", "tab:orange"  # the same colours as helpers.plots.timeline_plot
 COPY, WAIT, CPU = "tab:green", "0.85", "tab:purple"
 
@@ -190,8 +190,12 @@ DIAGRAMS = {
 
 def main():
     for name, draw in DIAGRAMS.items():
-        draw(HERE / name)
-        print("wrote", HERE / name)
+        assignment = "07_pytorch_devices" if name in ("gpu_execution_model.png", "pinned_memory_staging.png") \
+            else "10_model_pipeline_parallel"
+        folder = SOURCE / assignment / "img"
+        folder.mkdir(exist_ok=True)
+        draw(folder / name)
+        print("wrote", folder / name)
 
 
 if __name__ == "__main__":
