@@ -74,7 +74,9 @@ def cell_scores(assignments=None, work=None):
             for submission in gb.assignment_submissions(assignment.name):
                 for nb in submission.notebooks:
                     for grade in nb.grades:
-                        if grade.cell_type != "code" or grade.max_score == 0:
+                        # Test cells, and any cell a person grades (a written answer, a task):
+                        # all of them count in nbgrader's own total.
+                        if grade.max_score == 0:
                             continue
                         rows.append({
                             "student": submission.student_id,

@@ -89,3 +89,30 @@ def test_feedback_html_per_student(reported):
     for student in STUDENTS:
         html = (reported["work"] / "feedback" / student / ASSIGNMENT / f"{ASSIGNMENT}.html").read_text()
         assert "Score:" in html and "HIDDEN TESTS" not in html
+
+
+@pytest.mark.filterwarnings("ignore::sqlalchemy.exc.SAWarning")  # nbgrader's own add_submission
+def test_a_written_answer_graded_by_a_person_counts(tmp_path):
+    """A manually graded written answer (the author tool's `written` cell, graded in Formgrader)
+    counts in the grade tables as in nbgrader's total; they left it out (code cells only)."""
+    from nbgrader.api import Gradebook
+
+    from autograder import gradebook, report
+
+    work = course.Course(tmp_path, f"sqlite:///{tmp_path / 'gradebook.db'}")
+    gradebook.create(work.db_url)
+    with Gradebook(work.db_url) as gb:
+        gb.add_assignment("essay")
+        gb.add_notebook("essay", "essay")
+        gb.add_grade_cell("test_speedup", "essay", "essay", max_score=2, cell_type="code")
+        gb.add_grade_cell("q1", "essay", "essay", max_score=3, cell_type="markdown")
+        gb.add_student("ann")
+        gb.add_submission("essay", "ann")
+        gb.find_grade("test_speedup", "essay", "essay", "ann").auto_score = 2
+        gb.find_grade("q1", "essay", "essay", "ann").manual_score = 2.5
+        gb.db.commit()
+    cells = {r["cell"]: (r["score"], r["max_score"]) for r in gradebook.cell_scores(work=work)}
+    assert cells == {"test_speedup": (2.0, 2.0), "q1": (2.5, 3.0)}, cells
+    report.write(work=work)
+    grades = _csv(tmp_path / "reports" / "grades.csv")
+    assert [(r["student"], float(r["score"]), float(r["max_score"])) for r in grades] == [("ann", 4.5, 5.0)]
