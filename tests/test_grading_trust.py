@@ -547,3 +547,27 @@ def test_handed_in_links_are_found_without_following_them(tmp_path):
     (submitted / "05_multiprocessing_pools.ipynb").symlink_to(outside / "secret.txt")
     with pytest.raises(ValueError, match="symbolic link"):
         KeepExpectedFiles._handed_in_links(submitted, "05_multiprocessing_pools")
+
+
+def test_a_test_cell_tagged_demo_by_the_student_still_runs(tmp_path, monkeypatch):
+    """Grading skips the course's `demo` cells; a test cell the student tagged `demo` runs anyway
+    (nbgrader restores a test cell's source and nbgrader metadata, not its tags: skipped, it
+    raised nothing and scored full marks, whatever the answer)."""
+    import nbformat
+    from jupyter_client.manager import AsyncKernelManager
+
+    from autograder.pipeline.preprocessors import ResilientExecute
+
+    monkeypatch.setenv("COURSE_SANDBOX_OFF", "1")
+    nb = nbformat.v4.new_notebook()
+    graded = nbformat.v4.new_code_cell("assert 1 + 1 == 3, 'the visible test fails'")
+    graded.metadata = {"tags": ["demo"], "nbgrader": {"grade": True, "grade_id": "test_sum", "points": 2,
+                                                      "solution": False, "locked": True, "schema_version": 3}}
+    teaching = nbformat.v4.new_code_cell("raise RuntimeError('a demo ran')")
+    teaching.metadata = {"tags": ["demo"]}
+    nb.cells = [graded, teaching]
+    executor = ResilientExecute(skip_cells_with_tag="demo", kernel_manager_class=AsyncKernelManager, timeout=60)
+    ran, _ = executor.preprocess(nb, {"metadata": {"path": str(tmp_path)}})
+    errors = [o for o in ran.cells[0].outputs if o.output_type == "error"]
+    assert errors and errors[0].ename == "AssertionError", ran.cells[0].outputs
+    assert ran.cells[1].outputs == [], "the course's own demo cell ran"

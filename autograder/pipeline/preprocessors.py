@@ -143,6 +143,12 @@ class ResilientExecute(Execute):
     def preprocess_cell(self, cell, resources, index):
         if cell.cell_type != "code":
             return cell, resources
+        tags = cell.metadata.get("tags", [])
+        if "nbgrader" in cell.metadata and self.skip_cells_with_tag in tags:
+            # Only the course's teaching cells are skipped. A graded cell's tags are the
+            # submission's (nbgrader restores its source and nbgrader metadata, not its tags):
+            # a test cell the student tagged `demo` would be skipped, raise nothing, and score.
+            cell.metadata["tags"] = [t for t in tags if t != self.skip_cells_with_tag]
         if self._stopped_because is None and time.monotonic() - self._started > self.notebook_timeout:
             self._stopped_because = (
                 f"the notebook ran longer than its {self.notebook_timeout} s limit")
