@@ -165,17 +165,56 @@ def run_all(verb, pairs, n_jobs=None, desc=None, log_dir=None, work=None, schedu
     return sorted((r for batch in batches for r in batch), key=lambda r: (r.assignment, r.student))
 
 
+class SubmissionsError(ValueError):
+    """The submissions asked for cannot all be graded (named students without a folder, a
+    folder name a worker cannot take): raised before anything is graded."""
+
+
+def _unworkable(name):
+    """Why a student's or assignment's folder name cannot go to a worker, or None. A worker
+    reads "ASSIGNMENT STUDENT" per line (autograder/pipeline/worker.py): a name with whitespace
+    in it would fail on every try."""
+    if not name or any(c.isspace() for c in name):
+        return "has whitespace in its name"
+    return None
+
+
 def submitted_pairs(assignments=None, students=None, root=None):
-    """(assignment, student) for every submission in submitted/."""
+    """(assignment, student) for every submission in root (default: submitted/).
+
+    `students`: None for every student there; else these names, each of which must have a
+    folder in root (an empty list is refused: it would otherwise read as everyone). Raises
+    SubmissionsError, naming them, for students named without a folder and for selected
+    folders whose names a worker cannot take (whitespace in them).
+    """
     root = Path(root or course.Course().submitted)
-    pairs = []
-    if not root.is_dir():
-        return pairs
-    for student_dir in sorted(p for p in root.iterdir() if p.is_dir()):
-        if students and student_dir.name not in students:
+    if students is not None:
+        students = list(students)
+        if not students:
+            raise SubmissionsError("no students named (an empty --students?): name at least one, "
+                                   "or leave --students out for every student")
+    pairs, bad = [], []
+    present = sorted(p for p in root.iterdir() if p.is_dir()) if root.is_dir() else []
+    if students is not None:
+        missing = sorted(set(students) - {p.name for p in present})
+        if missing:
+            raise SubmissionsError(f"no folder in {root} for student(s): {', '.join(map(repr, missing))}")
+    for student_dir in present:
+        if students is not None and student_dir.name not in students:
+            continue
+        if _unworkable(student_dir.name):
+            bad.append(student_dir)
             continue
         for assignment_dir in sorted(p for p in student_dir.iterdir() if p.is_dir()):
             if assignments and assignment_dir.name not in assignments:
                 continue
+            if _unworkable(assignment_dir.name):
+                bad.append(assignment_dir)
+                continue
             pairs.append((assignment_dir.name, student_dir.name))
+    if bad:
+        raise SubmissionsError("cannot grade folder(s) with whitespace in the name (a student id or "
+                               "assignment name must be one word): "
+                               + ", ".join(repr(str(p)) for p in bad)
+                               + "; rename them, or name the other students with --students")
     return pairs
