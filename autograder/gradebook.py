@@ -61,6 +61,31 @@ def add_students(students, work=None):
             gb.add_student(student)
 
 
+GRADED = "graded"
+NOT_GRADED = "not graded (grading failed; see reports/logs/)"
+
+
+def status(student, assignment, work=None):
+    """GRADED if the submission's autograding finished, else NOT_GRADED: nbgrader makes a
+    submission's grade rows first and, when grading fails, deletes autograded/<student>/<assignment>/
+    but keeps the rows (at zero, or a resubmission's old scores)."""
+    work = work or course.Course()
+    done = work.autograded / student / assignment / f"{assignment}.ipynb"
+    return GRADED if done.is_file() else NOT_GRADED
+
+
+def roster(work=None):
+    """{"students", "assignments", "submissions"} of the gradebook: every student's and
+    assignment's name, sorted, and every (student, assignment) with a submission, graded or not."""
+    from nbgrader.api import Gradebook
+
+    with Gradebook((work or course.Course()).db_url) as gb:
+        assignments = sorted(a.name for a in gb.assignments)
+        return {"students": sorted(s.id for s in gb.students), "assignments": assignments,
+                "submissions": sorted((s.student_id, a) for a in assignments
+                                      for s in gb.assignment_submissions(a))}
+
+
 def cell_scores(assignments=None, work=None):
     """One row per graded cell of every autograded submission (of `work`, a course.Course)."""
     from nbgrader.api import Gradebook
@@ -76,7 +101,8 @@ def cell_scores(assignments=None, work=None):
                     for grade in nb.grades:
                         # Test cells, and any cell a person grades (a written answer, a task):
                         # all of them count in nbgrader's own total.
-                        if grade.max_score == 0:
+                        # A 0-point cell counts only for the extra credit a person gave it.
+                        if grade.max_score == 0 and not grade.score:
                             continue
                         rows.append({
                             "student": submission.student_id,
@@ -114,7 +140,9 @@ def after_penalty(raw, penalty):
 
 def scores(assignments=None, work=None):
     """One row per (student, assignment): the score that counts (after any late penalty), the
-    cells' points before it (raw_score), the penalty, and the maximum."""
+    cells' points before it (raw_score), the penalty, the maximum, and the status (GRADED, or
+    NOT_GRADED where autograding failed: the scores are then zeros or an older submission's)."""
+    work = work or course.Course()
     totals = {}
     for row in cell_scores(assignments, work):
         key = (row["student"], row["assignment"])
@@ -126,4 +154,5 @@ def scores(assignments=None, work=None):
     for key, total in totals.items():
         total["late_penalty"] = penalties.get(key, 0.0)
         total["score"] = after_penalty(total["raw_score"], total["late_penalty"])
+        total["status"] = status(*key, work)
     return [totals[k] for k in sorted(totals)]

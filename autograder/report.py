@@ -2,7 +2,7 @@
 import csv
 from collections import defaultdict
 
-from . import course
+from . import course, gradebook
 from .gradebook import after_penalty, cell_scores, late_penalties
 
 
@@ -71,36 +71,70 @@ def plot_summary(table, totals, path):
     plt.close(fig)
 
 
-def write(assignments=None, out_dir=None, work=None):
-    """The grade tables and plots of `work` (a course.Course; default: this one) into out_dir."""
+def out_dir_for(assignments, work=None):
+    """Where `report` writes: reports/, or for a filter that leaves some of the gradebook's
+    assignments out, reports/<a1>+<a2>+.../ (sorted), so that a partial table never replaces
+    the class-wide one."""
     work = work or course.Course()
-    out_dir = out_dir or work.reports
-    out_dir.mkdir(parents=True, exist_ok=True)
-    rows = cell_scores(assignments, work)
-    if not rows:
+    wanted = set(assignments or ())
+    if not wanted or set(gradebook.roster(work)["assignments"]) <= wanted:
+        return work.reports
+    return work.reports / "+".join(sorted(wanted))
+
+
+def not_graded(assignments=None, work=None):
+    """[(student, assignment)] of the submissions (within the filter) whose autograding failed."""
+    work = work or course.Course()
+    return [(s, a) for s, a in gradebook.roster(work)["submissions"]
+            if (not assignments or a in assignments) and gradebook.status(s, a, work) != gradebook.GRADED]
+
+
+def write(assignments=None, out_dir=None, work=None):
+    """The grade tables and plots of `work` (a course.Course; default: this one) into out_dir
+    (default: out_dir_for(assignments))."""
+    work = work or course.Course()
+    out_dir = out_dir or out_dir_for(assignments, work)
+    names = gradebook.roster(work)
+    within = [a for a in names["assignments"] if not assignments or a in assignments]
+    submissions = [(s, a) for s, a in names["submissions"] if a in within]
+    if not submissions:
         raise SystemExit("report: the gradebook holds no graded submission yet (run `grade` first)")
-    table = exercise_table(rows)
+    status = {key: gradebook.status(*key, work) for key in submissions}
+    failed = [key for key in submissions if status[key] != gradebook.GRADED]
+    if len(failed) == len(submissions):
+        raise SystemExit("report: no submission in the gradebook could be graded (grading failed for "
+                         + ", ".join(f"{s}/{a}" for s, a in failed) + "; see reports/logs/)")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    rows = cell_scores(within, work)
+    maxima = defaultdict(float)
+    for row in rows:
+        maxima[(row["student"], row["assignment"])] += row["max_score"]
+    # A submission whose grading failed has grade rows (zeros, or an earlier submission's scores):
+    # its points are no one's, so only grades.csv lists it, with its status.
+    table = exercise_table([r for r in rows if status.get((r["student"], r["assignment"])) == gradebook.GRADED])
     exercise_rows = [{"student": s, "assignment": a, "exercise": e, "score": v[0], "max_score": v[1]}
                      for (s, a, e), v in sorted(table.items())]
-    totals = defaultdict(lambda: {"raw_score": 0.0, "max_score": 0.0})
+    totals = {key: {"raw_score": 0.0, "max_score": maxima[key]} for key in submissions
+              if status[key] == gradebook.GRADED}
     for row in exercise_rows:
         totals[(row["student"], row["assignment"])]["raw_score"] += row["score"]
-        totals[(row["student"], row["assignment"])]["max_score"] += row["max_score"]
     # A late submission's penalty (COURSE_LATE_PENALTY) comes off its total, as in its feedback;
     # the exercise table keeps the points the cells earned.
-    penalties = late_penalties(assignments, work)
+    penalties = late_penalties(within, work)
     for key, total in totals.items():
         total["late_penalty"] = penalties.get(key, 0.0)
         total["score"] = after_penalty(total["raw_score"], total["late_penalty"])
-    grade_rows = [{"student": s, "assignment": a, **v} for (s, a), v in sorted(totals.items())]
-    # One line per student, one column per assignment: what an LMS imports.
-    assignments_seen = sorted({a for _, a in totals})
+    blank = {"score": "", "raw_score": "", "late_penalty": ""}
+    grade_rows = [{"student": s, "assignment": a, "max_score": maxima[(s, a)],
+                   **totals.get((s, a), blank), "status": status[(s, a)]} for s, a in submissions]
+    # One line per student of the gradebook, one column per assignment: what an LMS imports.
+    # Blank: no graded submission; the total adds the graded ones.
     lms = []
-    for student in sorted({s for s, _ in totals}):
+    for student in names["students"]:
         line = {"student": student}
-        for a in assignments_seen:
+        for a in within:
             line[a] = totals[(student, a)]["score"] if (student, a) in totals else ""
-        line["total"] = sum(v for k, v in line.items() if k in assignments_seen and v != "")
+        line["total"] = sum(v for k, v in line.items() if k in within and v != "")
         lms.append(line)
     paths = {
         "exercise scores": out_dir / "scores_by_exercise.csv",
@@ -111,16 +145,21 @@ def write(assignments=None, out_dir=None, work=None):
     }
     _write_csv(paths["exercise scores"], exercise_rows, ["student", "assignment", "exercise", "score", "max_score"])
     _write_csv(paths["grades (one row per submission)"], grade_rows,
-               ["student", "assignment", "score", "max_score", "raw_score", "late_penalty"])
-    _write_csv(paths["grades for the LMS"], lms, ["student", *assignments_seen, "total"])
+               ["student", "assignment", "score", "max_score", "raw_score", "late_penalty", "status"])
+    _write_csv(paths["grades for the LMS"], lms, ["student", *within, "total"])
     plot_points(table, paths["points per exercise and student"])
-    plot_summary(table, grade_rows, paths["pass rates and score histogram"])
+    plot_summary(table, list(totals.values()), paths["pass rates and score histogram"])
     return paths
 
 
 def main(args):
-    for what, path in write(args.assignments or None).items():
+    assignments = args.assignments or None
+    for what, path in write(assignments).items():
         print(f"report: {what}: {path}")
+    failed = not_graded(assignments)
+    if failed:
+        print(f"report: {len(failed)} submission(s) could not be graded (grading failed; see reports/logs/; "
+              f"blank in grades_lms.csv): {', '.join(f'{s}/{a}' for s, a in failed)}")
     review = course.Course().reports / "manual_review.csv"
     if review.is_file():
         rows = list(csv.DictReader(review.open()))

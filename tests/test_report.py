@@ -4,6 +4,7 @@ For the sample students of the first assignment, report.write() must produce
 the CSVs (incl. the LMS one) and the plots, with the right numbers, and
 feedback gives one HTML page per student.
 """
+import argparse
 import csv
 
 import pytest
@@ -27,7 +28,9 @@ def reported(graded_course):
     assert all(r.ok for r in fed), [r.log.read_text()[-1500:] for r in fed if not r.ok]
     paths = report.write([ASSIGNMENT], work=graded.course)
     rows = gradebook.cell_scores([ASSIGNMENT], graded.course)
-    return {"work": work, "paths": paths, "rows": rows, "graded": graded}
+    # reports/, or reports/<ASSIGNMENT>/ where the shared course holds other assignments too
+    out = paths["grades for the LMS"].parent
+    return {"work": work, "out": out, "paths": paths, "rows": rows, "graded": graded}
 
 
 def _skip_if_perfect_undecided(reported, course_tools):
@@ -38,6 +41,38 @@ def _skip_if_perfect_undecided(reported, course_tools):
 def _csv(path):
     with open(path, newline="") as f:
         return list(csv.DictReader(f))
+
+
+def _autograded(work, student, assignment):
+    """What a finished autograde leaves: autograded/<student>/<assignment>/<assignment>.ipynb."""
+    folder = work.autograded / student / assignment
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"{assignment}.ipynb").write_text("{}")
+
+
+def _scratch_gradebook(tmp_path, assignments, students, graded):
+    """A scratch course: each assignment one notebook of one 2-point test cell (test_x);
+    `graded` {(student, assignment): score} of the submissions, autograded unless the score is None
+    (a failed autograde: the rows stay, at the score of an earlier submission when given)."""
+    from nbgrader.api import Gradebook
+
+    work = course.Course(tmp_path, f"sqlite:///{tmp_path / 'gradebook.db'}")
+    gradebook.create(work.db_url)
+    with Gradebook(work.db_url) as gb:
+        for a in assignments:
+            gb.add_assignment(a)
+            gb.add_notebook(a, a)
+            gb.add_grade_cell("test_x", a, a, max_score=2, cell_type="code")
+        for student in students:
+            gb.add_student(student)
+        for (student, a), score in graded.items():
+            gb.add_submission(a, student)
+            gb.find_grade("test_x", a, a, student).auto_score = 2 if score is None else score
+        gb.db.commit()
+    for (student, a), score in graded.items():
+        if score is not None:
+            _autograded(work, student, a)
+    return work
 
 
 def test_report_writes_every_file(reported):
@@ -52,7 +87,7 @@ def test_plots_are_real_images(reported):
     import matplotlib.image
 
     for name in ("points_per_exercise.png", "summary.png"):
-        path = reported["work"] / "reports" / name
+        path = reported["out"] / name
         assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
         height, width = matplotlib.image.imread(path).shape[:2]
         assert width >= 600 and height >= 200, (name, width, height)
@@ -60,7 +95,7 @@ def test_plots_are_real_images(reported):
 
 def test_exercise_csv_has_every_graded_exercise(reported, course_tools):
     _skip_if_perfect_undecided(reported, course_tools)
-    rows = _csv(reported["work"] / "reports" / "scores_by_exercise.csv")
+    rows = _csv(reported["out"] / "scores_by_exercise.csv")
     for student in STUDENTS:
         exercises = {r["exercise"] for r in rows if r["student"] == student}
         assert exercises == set(course.contract()[ASSIGNMENT]), student
@@ -75,11 +110,11 @@ def test_exercise_csv_has_every_graded_exercise(reported, course_tools):
 def test_grade_csvs_agree_with_the_gradebook(reported, course_tools):
     _skip_if_perfect_undecided(reported, course_tools)
     top = sum(r["max_score"] for r in reported["rows"] if r["student"] == "sample_perfect")
-    grades = {r["student"]: r for r in _csv(reported["work"] / "reports" / "grades.csv")}
+    grades = {r["student"]: r for r in _csv(reported["out"] / "grades.csv")}
     assert set(grades) == set(STUDENTS)
     assert float(grades["sample_perfect"]["score"]) == top == float(grades["sample_perfect"]["max_score"])
     assert float(grades["sample_blank"]["score"]) == 0
-    lms = {r["student"]: r for r in _csv(reported["work"] / "reports" / "grades_lms.csv")}
+    lms = {r["student"]: r for r in _csv(reported["out"] / "grades_lms.csv")}
     assert set(lms) == set(STUDENTS)
     assert float(lms["sample_perfect"][ASSIGNMENT]) == float(lms["sample_perfect"]["total"]) == top
     assert float(lms["sample_blank"]["total"]) == 0
@@ -111,8 +146,88 @@ def test_a_written_answer_graded_by_a_person_counts(tmp_path):
         gb.find_grade("test_speedup", "essay", "essay", "ann").auto_score = 2
         gb.find_grade("q1", "essay", "essay", "ann").manual_score = 2.5
         gb.db.commit()
+    _autograded(work, "ann", "essay")
     cells = {r["cell"]: (r["score"], r["max_score"]) for r in gradebook.cell_scores(work=work)}
     assert cells == {"test_speedup": (2.0, 2.0), "q1": (2.5, 3.0)}, cells
     report.write(work=work)
     grades = _csv(tmp_path / "reports" / "grades.csv")
-    assert [(r["student"], float(r["score"]), float(r["max_score"])) for r in grades] == [("ann", 4.5, 5.0)]
+    assert [(r["student"], float(r["score"]), float(r["max_score"]), r["status"]) for r in grades] == [
+        ("ann", 4.5, 5.0, "graded")]
+
+
+@pytest.mark.filterwarnings("ignore::sqlalchemy.exc.SAWarning")
+def test_a_submission_whose_grading_failed_is_not_graded(tmp_path, monkeypatch, capsys):
+    """nbgrader makes a submission's grade rows, then on failure deletes autograded/<student>/<a>/:
+    the tables showed its zeros (or a resubmission's old scores) as an ordinary grade."""
+    work = _scratch_gradebook(tmp_path, ["A1"], ["ann", "bob"], {("ann", "A1"): 1, ("bob", "A1"): None})
+    report.write(work=work)
+    grades = {r["student"]: r for r in _csv(tmp_path / "reports" / "grades.csv")}
+    assert grades["ann"]["status"] == "graded" and float(grades["ann"]["score"]) == 1
+    assert grades["bob"]["status"] == "not graded (grading failed; see reports/logs/)", grades["bob"]
+    assert grades["bob"]["score"] == "" and float(grades["bob"]["max_score"]) == 2, grades["bob"]
+    lms = {r["student"]: r for r in _csv(tmp_path / "reports" / "grades_lms.csv")}
+    assert (lms["bob"]["A1"], float(lms["bob"]["total"])) == ("", 0), lms["bob"]
+    assert float(lms["ann"]["A1"]) == float(lms["ann"]["total"]) == 1
+    assert {r["student"] for r in _csv(tmp_path / "reports" / "scores_by_exercise.csv")} == {"ann"}
+    assert {(r["student"], r["status"]) for r in gradebook.scores(work=work)} == {
+        ("ann", gradebook.GRADED), ("bob", gradebook.NOT_GRADED)}
+    monkeypatch.setenv("COURSE_WORKDIR", str(tmp_path))
+    monkeypatch.setenv("COURSE_DB_URL", work.db_url)
+    assert report.main(argparse.Namespace(assignments=[])) == 0
+    said = capsys.readouterr().out
+    assert "1 submission(s) could not be graded" in said and "bob/A1" in said and "ann/A1" not in said, said
+
+
+@pytest.mark.filterwarnings("ignore::sqlalchemy.exc.SAWarning")
+def test_a_filtered_report_leaves_the_class_tables(tmp_path):
+    """`report A3 A1` overwrote reports/grades_lms.csv with a table whose total had A2 left out."""
+    work = _scratch_gradebook(tmp_path, ["A1", "A2", "A3"], ["ann"],
+                              {("ann", "A1"): 2, ("ann", "A2"): 1, ("ann", "A3"): 0.5})
+    report.write(work=work)
+    whole = (tmp_path / "reports" / "grades_lms.csv").read_text()
+    paths = report.write(["A3", "A1"], work=work)
+    assert {p.parent for p in paths.values()} == {tmp_path / "reports" / "A1+A3"}, paths
+    assert (tmp_path / "reports" / "grades_lms.csv").read_text() == whole
+    [line] = _csv(tmp_path / "reports" / "A1+A3" / "grades_lms.csv")
+    assert line == {"student": "ann", "A1": "2.0", "A3": "0.5", "total": "2.5"}, line
+    [line] = _csv(tmp_path / "reports" / "grades_lms.csv")
+    assert float(line["total"]) == 3.5, line
+    # Named explicitly, out_dir wins; a filter that names every assignment is the class table.
+    assert report.write(["A2"], out_dir=tmp_path / "mine", work=work)["grades for the LMS"] == (
+        tmp_path / "mine" / "grades_lms.csv")
+    assert report.write(["A1", "A2", "A3"], work=work)["grades for the LMS"] == tmp_path / "reports" / "grades_lms.csv"
+
+
+@pytest.mark.filterwarnings("ignore::sqlalchemy.exc.SAWarning")
+def test_the_lms_table_lists_every_student_and_assignment(tmp_path):
+    """Students with no submission, and assignments nobody submitted, were missing from grades_lms.csv."""
+    work = _scratch_gradebook(tmp_path, ["A1", "A2"], ["ann", "bob"], {("ann", "A1"): 2})
+    report.write(work=work)
+    lms = _csv(tmp_path / "reports" / "grades_lms.csv")
+    assert lms == [{"student": "ann", "A1": "2.0", "A2": "", "total": "2.0"},
+                   {"student": "bob", "A1": "", "A2": "", "total": "0"}], lms
+
+
+@pytest.mark.filterwarnings("ignore::sqlalchemy.exc.SAWarning")
+def test_extra_credit_on_a_zero_point_cell_counts(tmp_path):
+    """cell_scores skipped every 0-point cell, with the extra credit a person gave it."""
+    from nbgrader.api import Gradebook
+
+    work = _scratch_gradebook(tmp_path, ["A1"], ["ann"], {})
+    with Gradebook(work.db_url) as gb:
+        gb.add_grade_cell("bonus", "A1", "A1", max_score=0, cell_type="code")
+        gb.add_grade_cell("nothing", "A1", "A1", max_score=0, cell_type="code")
+        gb.add_submission("A1", "ann")
+        gb.find_grade("test_x", "A1", "A1", "ann").auto_score = 2
+        gb.find_grade("bonus", "A1", "A1", "ann").auto_score = 0
+        gb.find_grade("bonus", "A1", "A1", "ann").extra_credit = 1.0
+        gb.find_grade("nothing", "A1", "A1", "ann").auto_score = 0
+        gb.db.commit()
+    _autograded(work, "ann", "A1")
+    cells = {r["cell"]: (r["score"], r["max_score"]) for r in gradebook.cell_scores(work=work)}
+    assert cells == {"test_x": (2.0, 2.0), "bonus": (1.0, 0.0)}, cells
+    report.write(work=work)
+    [row] = _csv(tmp_path / "reports" / "grades.csv")
+    assert (float(row["score"]), float(row["max_score"])) == (3.0, 2.0), row
+    [line] = _csv(tmp_path / "reports" / "grades_lms.csv")
+    assert float(line["A1"]) == float(line["total"]) == 3.0, line
