@@ -46,6 +46,20 @@ def _all(args):
     return status
 
 
+class _Students(argparse.Action):
+    """--students NAME...: at least one name, none blank. Without names (an empty shell
+    variable) it would read as no filter, every student: a whole class graded again by accident."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        if not values:
+            parser.error(f"{option_string} needs at least one student name (was a variable empty?); "
+                         "leave it out to mean every student")
+        blank = [v for v in values if not v.strip()]
+        if blank:
+            parser.error(f"{option_string}: an empty student name in {values!r} (was a variable empty?)")
+        setattr(namespace, self.dest, list(values))
+
+
 def parser():
     top = argparse.ArgumentParser(prog="python -m autograder", description=__doc__)
     verbs = top.add_subparsers(dest="verb", required=True)
@@ -65,8 +79,9 @@ def parser():
         sub.set_defaults(fn=fn)
         if verb not in graded_verbs:
             continue
-        sub.add_argument("--students", nargs="*", help="default: the sample students" if verb == "all"
-                         else "default: every student in submitted/")
+        sub.add_argument("--students", nargs="*", action=_Students, metavar="STUDENT",
+                         help="default: the sample students" if verb == "all"
+                         else f"default: every student in {'autograded' if verb == 'feedback' else 'submitted'}/")
         sub.add_argument("--jobs", type=int, default=None,
                          help="submissions at a time (default: the usable cores)")
         sub.add_argument("--scheduler", default=None, metavar="tcp://HOST:PORT",

@@ -11,6 +11,7 @@ import contextlib
 import csv
 import json
 import os
+import shutil
 from pathlib import Path
 
 from . import course
@@ -58,19 +59,46 @@ def autograde(pairs, n_jobs=None, work=None, scheduler=None, regraded=None):
             for r in jobs.run_all("autograde", list(unsure), desc="regrade alone", work=work, alone=True):
                 results[(r.assignment, r.student)] = r
             unsure = undecided_cells(list(unsure), work)
-    _write_review_list(unsure, work)
+    _write_review_list(unsure, pairs, work)
+    _drop_stale_feedback([r for r in results.values() if not r.ok], work)
     return sorted(results.values(), key=lambda r: (r.assignment, r.student)), unsure
 
 
-def _write_review_list(unsure, work):
+def _drop_stale_feedback(failed, work):
+    """Remove the feedback of submissions whose grading failed now: it is an earlier submission's
+    (a resubmission that fails keeps its old scores in the gradebook, which `report` marks as not
+    graded), and `feedback` writes none for them."""
+    feedback = (work or course.Course()).feedback
+    for result in failed:
+        shutil.rmtree(feedback / result.student / result.assignment, ignore_errors=True)
+
+
+REVIEW_FIELDS = ["student", "assignment", "cell", "why"]
+
+
+def _write_review_list(unsure, graded, work):
+    """reports/manual_review.csv: the cells a person must look at, for every submission graded
+    so far. The rows of the submissions graded now (`graded` pairs) are replaced by `unsure`;
+    those of others stay (grading another assignment, or one student again, erased them)."""
     reports = (work or course.Course()).reports
     reports.mkdir(parents=True, exist_ok=True)
-    with open(reports / "manual_review.csv", "w", newline="") as out:
-        writer = csv.writer(out)
-        writer.writerow(["student", "assignment", "cell", "why"])
-        for (assignment, student), cells in sorted(unsure.items()):
-            for cell in cells:
-                writer.writerow([student, assignment, cell, "a hidden check could not decide, twice"])
+    path = reports / "manual_review.csv"
+    graded = set(graded)
+    kept = []
+    if path.is_file():
+        with open(path, newline="") as old:
+            kept = [row for row in csv.DictReader(old)
+                    if (row.get("assignment"), row.get("student")) not in graded]
+    rows = kept + [{"student": student, "assignment": assignment, "cell": cell,
+                    "why": "a hidden check could not decide, twice"}
+                   for (assignment, student), cells in unsure.items() for cell in cells]
+    rows.sort(key=lambda r: (r["assignment"], r["student"], r["cell"]))
+    partial = path.with_name(path.name + ".partial")
+    with open(partial, "w", newline="") as out:  # whole or not at all: replaced in one step
+        writer = csv.DictWriter(out, fieldnames=REVIEW_FIELDS, extrasaction="ignore")
+        writer.writeheader()
+        writer.writerows(rows)
+    os.replace(partial, path)
 
 
 def grade(assignments=None, students=None, n_jobs=None, scheduler=None):
@@ -82,14 +110,27 @@ def grade(assignments=None, students=None, n_jobs=None, scheduler=None):
 
 
 def main(args):
-    results, unsure = grade(args.assignments or None, args.students or None, args.jobs,
-                            getattr(args, "scheduler", None))
+    # args.students: None when --students was not given (every student); never [] from the
+    # command line (cli.py refuses an empty --students).
+    try:
+        results, unsure = grade(args.assignments or None, args.students, args.jobs,
+                                getattr(args, "scheduler", None))
+    except jobs.SubmissionsError as err:
+        raise SystemExit(f"grade: {err}") from None
     failed = [r for r in results if not r.ok]
-    table = scores()
-    for row in table:
+    # The scores of this run's submissions only: the gradebook holds every one ever graded.
+    graded = {(r.student, r.assignment): r for r in results}
+    table = {(row["student"], row["assignment"]): row
+             for row in scores(sorted({r.assignment for r in results}))
+             if (row["student"], row["assignment"]) in graded}
+    for (student, assignment), result in sorted(graded.items()):
+        row = table.get((student, assignment))
+        if not result.ok or row is None:
+            print(f"  {student:<20} {assignment:<28} not graded: see {result.log}")
+            continue
         late = f"  (late: {row['raw_score']:g} less a penalty of {row['late_penalty']:g})" if row["late_penalty"] else ""
-        print(f"  {row['student']:<20} {row['assignment']:<28} {row['score']:6.1f} / {row['max_score']:g}{late}")
-    print(f"grade: {len(results) - len(failed)} of {len(results)} submissions graded"
+        print(f"  {student:<20} {assignment:<28} {row['score']:6.1f} / {row['max_score']:g}{late}")
+    print(f"grade: {len(results) - len(failed)} of {len(results)} submissions graded in this run"
           + (f"; failed: {', '.join(f'{r.student}/{r.assignment}' for r in failed)}" if failed else ""))
     if unsure:
         print(f"grade: {len(unsure)} submission(s) need a person (a check could not decide): "

@@ -95,3 +95,41 @@ def test_the_regrade_alone_stays_on_this_machine_with_a_scheduler_set(monkeypatc
     assert jobs.run_all("autograde", [], work=course.Course(), alone=True) == []
     with pytest.raises(AssertionError, match="sent to the Dask cluster"):  # the batch itself does go
         jobs.run_all("autograde", [], work=course.Course())
+
+
+def test_grading_other_submissions_keeps_the_cells_waiting_for_a_person(tmp_path):
+    """manual_review.csv lists what every grading so far left to a person: grading another
+    assignment, or one student again, replaces only the rows of what it graded (it rewrote the
+    file, and the cells waiting for a person were lost)."""
+    from autograder import grade
+
+    work = course.Course(tmp_path, f"sqlite:///{tmp_path / 'gradebook.db'}")
+    grade._write_review_list({("02_gil", "ann"): ["test_gil_experiment"]}, [("02_gil", "ann")], work)
+    grade._write_review_list({("05_multiprocessing_pools", "bob"): ["test_parallel_map"]},
+                             [("05_multiprocessing_pools", "bob"), ("05_multiprocessing_pools", "ann")], work)
+
+    def listed():
+        with open(tmp_path / "reports" / "manual_review.csv", newline="") as rows:
+            return {(r["student"], r["assignment"], r["cell"]) for r in csv.DictReader(rows)}
+
+    assert listed() == {("ann", "02_gil", "test_gil_experiment"),
+                        ("bob", "05_multiprocessing_pools", "test_parallel_map")}
+    grade._write_review_list({}, [("02_gil", "ann")], work)  # ann's 02 graded again, decided now
+    assert listed() == {("bob", "05_multiprocessing_pools", "test_parallel_map")}
+
+
+def test_a_submission_that_fails_to_grade_keeps_no_earlier_feedback(tmp_path):
+    """A resubmission whose grading fails keeps its earlier scores in the gradebook (`report`
+    marks it not graded) and got no new feedback: the earlier feedback, which `feedback` then
+    skipped, looked current. It is removed; another submission's feedback stays."""
+    from autograder import grade
+    from autograder.pipeline.jobs import JobResult
+
+    work = course.Course(tmp_path, f"sqlite:///{tmp_path / 'gradebook.db'}")
+    for student in ("ann", "bob"):
+        page = work.feedback / student / A / f"{A}.html"
+        page.parent.mkdir(parents=True)
+        page.write_text("Score: 8 / 8")
+    grade._drop_stale_feedback([JobResult(A, "ann", False, 1.0, tmp_path / "ann.log")], work)
+    assert not (work.feedback / "ann" / A).exists()
+    assert (work.feedback / "bob" / A / f"{A}.html").is_file()

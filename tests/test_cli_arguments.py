@@ -1,0 +1,155 @@
+"""Which submissions `grade` and `feedback` work on, as the command line names them: an empty
+--students is not "everyone", named students must exist, a folder a worker cannot take is
+refused before anything runs, and grade's summary lists this run's submissions only.
+No grading here: the grading step is a spy."""
+import argparse
+
+import pytest
+
+from autograder import cli, feedback, grade
+from autograder.pipeline import jobs
+from autograder.pipeline.jobs import JobResult
+
+GRADED_VERBS = ("grade", "feedback", "all")
+
+
+@pytest.fixture
+def ran():
+    """The (verb, pairs) that reached jobs.run_all in a `work` folder: none may."""
+    return []
+
+
+@pytest.fixture
+def work(tmp_path, monkeypatch, ran):
+    """A scratch work folder (COURSE_WORKDIR) in which nothing may be graded: run_all fails the test."""
+    monkeypatch.setenv("COURSE_WORKDIR", str(tmp_path))
+    monkeypatch.delenv("COURSE_DB_URL", raising=False)
+    monkeypatch.delenv("COURSE_SCHEDULER", raising=False)
+
+    def run_all(verb, pairs, *args, **kwargs):
+        ran.append((verb, list(pairs)))
+        raise AssertionError(f"{verb} ran on {pairs}")
+
+    monkeypatch.setattr(jobs, "run_all", run_all)
+    return tmp_path
+
+
+def _folders(root, *paths):
+    for path in paths:
+        (root / path).mkdir(parents=True)
+
+
+def _no_steps(monkeypatch):
+    """Every verb's step is a spy: {verb: args.students} of the steps that ran."""
+    seen = {}
+
+    def step(name, *_):
+        def run(args):
+            seen[name] = args.students
+            return 0
+        return run
+
+    monkeypatch.setattr(cli, "_verb", step)
+    return seen
+
+
+# 1. --students with no names, or a blank name, is an error, not "every student".
+
+@pytest.mark.parametrize("verb", GRADED_VERBS)
+@pytest.mark.parametrize("names", [[], [""], ["alice", " "]], ids=["none", "empty", "blank"])
+def test_an_empty_students_option_is_an_argument_error(verb, names, monkeypatch, capsys):
+    seen = _no_steps(monkeypatch)
+    with pytest.raises(SystemExit) as exit_:
+        cli.main([verb, "--students", *names])
+    assert exit_.value.code == 2  # argparse's usage error
+    assert "--students" in capsys.readouterr().err
+    assert seen == {}, "nothing may run"
+
+
+@pytest.mark.parametrize("verb", ("grade", "feedback"))
+def test_without_students_option_every_student_is_meant(verb, monkeypatch):
+    seen = _no_steps(monkeypatch)
+    assert cli.main([verb]) == 0 and seen == {verb: None}
+    assert cli.main([verb, "--students", "alice", "bob"]) == 0 and seen[verb] == ["alice", "bob"]
+
+
+def test_an_empty_student_list_is_refused_by_the_pairs_too(work):
+    _folders(work, "submitted/alice/A1")
+    with pytest.raises(jobs.SubmissionsError, match="no students named"):
+        jobs.submitted_pairs(students=[])
+    assert jobs.submitted_pairs() == [("A1", "alice")]
+    assert jobs.submitted_pairs(students=["alice"]) == [("A1", "alice")]
+
+
+@pytest.mark.parametrize("verb, folder", [("grade", "submitted"), ("feedback", "autograded")])
+def test_named_students_without_a_folder_are_an_error_before_anything_runs(verb, folder, work, ran):
+    _folders(work, f"{folder}/alice/A1", f"{folder}/carol/A1")
+    with pytest.raises(SystemExit) as exit_:
+        cli.main([verb, "--students", "alice", "bob", "zed"])
+    message = str(exit_.value.code)
+    assert message.startswith(f"{verb}:") and "'bob'" in message and "'zed'" in message, message
+    assert "alice" not in message and str(work / folder) in message, message
+    assert ran == []
+
+
+def test_named_students_are_checked_in_the_folder_asked_for(work):
+    _folders(work, "submitted/alice/A1", "submitted/bob/A1", "autograded/alice/A1")
+    assert jobs.submitted_pairs(students=["alice", "bob"]) == [("A1", "alice"), ("A1", "bob")]
+    with pytest.raises(jobs.SubmissionsError, match="'bob'"):
+        jobs.submitted_pairs(students=["alice", "bob"], root=work / "autograded")
+    with pytest.raises(jobs.SubmissionsError, match="'alice'"):  # no autograded/ at all
+        jobs.submitted_pairs(students=["alice"], root=work / "nowhere")
+
+
+# 2. A folder name with whitespace cannot go to a worker ("ASSIGNMENT STUDENT" per line).
+
+@pytest.mark.parametrize("bad", ["ann lee/A1", "ann\tlee/A1", "bob/A1 copy"])
+def test_a_folder_name_with_whitespace_is_refused_up_front(bad, work, ran):
+    _folders(work, "submitted/alice/A1", f"submitted/{bad}")
+    with pytest.raises(jobs.SubmissionsError) as error:
+        jobs.submitted_pairs()
+    bad_folder = work / "submitted" / bad if "copy" in bad else work / "submitted" / bad.split("/")[0]
+    assert repr(str(bad_folder)) in str(error.value) and "whitespace" in str(error.value), error.value
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(["grade"])
+    assert repr(str(bad_folder)) in str(exit_.value.code)
+    assert ran == []
+
+
+def test_whitespace_folders_not_asked_for_are_left_alone(work):
+    _folders(work, "submitted/alice/A1", "submitted/alice/A1 copy", "submitted/ann lee/A1")
+    assert jobs.submitted_pairs(["A1"], ["alice"]) == [("A1", "alice")]
+
+
+def test_feedback_refuses_a_whitespace_folder_too(work, ran):
+    _folders(work, "autograded/ann lee/A1")
+    with pytest.raises(SystemExit) as exit_:
+        feedback.main(argparse.Namespace(assignments=[], students=None, jobs=None, scheduler=None))
+    assert "ann lee" in str(exit_.value.code) and ran == []
+
+
+# 3. grade's summary: the submissions of this run, not the whole gradebook.
+
+def test_the_grade_summary_lists_only_this_runs_submissions(monkeypatch, capsys, tmp_path):
+    log = tmp_path / "log"
+    results = [JobResult("A1", "alice", True, 1.0, log), JobResult("A1", "bob", False, 1.0, log)]
+    monkeypatch.setattr(grade, "grade", lambda *args, **kwargs: (results, {}))
+
+    def row(student, assignment, score, penalty=0.0):
+        return {"student": student, "assignment": assignment, "raw_score": score, "late_penalty": penalty,
+                "score": score - penalty, "max_score": 10.0}
+
+    # The gradebook: this run's alice/A1, a stale bob/A1 (his grading failed now), and rows of
+    # earlier runs (other students, another assignment).
+    book = [row("alice", "A1", 7.0), row("alice", "A2", 9.0), row("bob", "A1", 3.0),
+            *(row(f"s{i:03}", "A1", 5.0) for i in range(50))]
+    monkeypatch.setattr(grade, "scores", lambda assignments=None, work=None: [
+        r for r in book if not assignments or r["assignment"] in assignments])
+    status = grade.main(argparse.Namespace(assignments=[], students=None, jobs=None, scheduler=None))
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    assert status == 1  # bob's grading failed
+    assert [l.split()[:2] for l in lines if l.startswith("  ")] == [["alice", "A1"], ["bob", "A1"]], out
+    assert "7.0 / 10" in out and "3.0" not in out and "s000" not in out and "A2" not in out, out
+    assert "not graded" in next(l for l in lines if "bob" in l)
+    assert "1 of 2 submissions graded in this run; failed: bob/A1" in out, out
