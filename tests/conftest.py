@@ -582,3 +582,20 @@ def course_tools():
                                  skip_if_only_undecided=skip_if_only_undecided, undecided_cells=undecided_cells,
                                  beside_timing_checks=beside_timing_checks, workdir=GradingWorkdir,
                                  running=process_running)
+
+
+@pytest.fixture
+def cli_steps(monkeypatch):
+    """Every verb the CLI runs is a spy: {verb: args.students} of the steps that ran."""
+    from autograder import cli
+
+    seen = {}
+
+    def step(name, *_):
+        def run(args):
+            seen[name] = args.students
+            return 0
+        return run
+
+    monkeypatch.setattr(cli, "_verb", step)
+    return seen

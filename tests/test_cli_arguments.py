@@ -39,26 +39,12 @@ def _folders(root, *paths):
         (root / path).mkdir(parents=True)
 
 
-def _no_steps(monkeypatch):
-    """Every verb's step is a spy: {verb: args.students} of the steps that ran."""
-    seen = {}
-
-    def step(name, *_):
-        def run(args):
-            seen[name] = args.students
-            return 0
-        return run
-
-    monkeypatch.setattr(cli, "_verb", step)
-    return seen
-
-
 # 1. --students with no names, or a blank name, is an error, not "every student".
 
 @pytest.mark.parametrize("verb", GRADED_VERBS)
 @pytest.mark.parametrize("names", [[], [""], ["alice", " "]], ids=["none", "empty", "blank"])
-def test_an_empty_students_option_is_an_argument_error(verb, names, monkeypatch, capsys):
-    seen = _no_steps(monkeypatch)
+def test_an_empty_students_option_is_an_argument_error(verb, names, cli_steps, capsys):
+    seen = cli_steps
     with pytest.raises(SystemExit) as exit_:
         cli.main([verb, "--students", *names])
     assert exit_.value.code == 2  # argparse's usage error
@@ -67,8 +53,8 @@ def test_an_empty_students_option_is_an_argument_error(verb, names, monkeypatch,
 
 
 @pytest.mark.parametrize("verb", ("grade", "feedback"))
-def test_without_students_option_every_student_is_meant(verb, monkeypatch):
-    seen = _no_steps(monkeypatch)
+def test_without_students_option_every_student_is_meant(verb, cli_steps):
+    seen = cli_steps
     assert cli.main([verb]) == 0 and seen == {verb: None}
     assert cli.main([verb, "--students", "alice", "bob"]) == 0 and seen[verb] == ["alice", "bob"]
 

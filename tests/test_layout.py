@@ -126,20 +126,12 @@ def test_assignments_left_out_of_the_spawn_pass_start_no_process_by_the_start_me
                                "so that bin/test judges it under spawn too")
 
 
-def test_the_main_job_grades_only_the_sample_students(monkeypatch):
+def test_the_main_job_grades_only_the_sample_students(cli_steps):
     """`all` (bin/main) on a live course must not regrade and rewrite the feedback of the class in
     submitted/: its grade and feedback steps get the sample students unless --students says else."""
     from autograder import cli, samples
 
-    seen = {}
-
-    def step(name, *_):
-        def run(args):
-            seen[name] = args.students
-            return 0
-        return run
-
-    monkeypatch.setattr(cli, "_verb", step)
+    seen = cli_steps
     assert cli.main(["all"]) == 0
     assert seen["grade"] == seen["feedback"] == list(samples.STUDENTS), seen
     assert cli.main(["all", "--students", "alice"]) == 0 and seen["grade"] == ["alice"]
