@@ -86,8 +86,12 @@ def start_all(pool, n, wait=0.1):
     workers busy, so a task is left for each one still starting; repeat until n have answered.
     """
     seen = set()
-    while len(seen) < n:
+    for _ in range(100):  # bounded: a pool of fewer than n workers would never get there
         seen |= {pid for pid, _, _ in pool.map(_whoami_after, [wait] * n)}
+        if len(seen) >= n:
+            return
+    raise RuntimeError(f"only {len(seen)} of the {n} workers asked for ever ran a task: "
+                       "does the pool have that many?")
 
 
 def _whoami_after(seconds):

@@ -173,3 +173,15 @@ def test_start_all_leaves_every_worker_of_a_pool_running(method):
         workers.start_all(pool, 3)
         running = [p for p in pool._processes.values() if p.is_alive()]
         assert len(running) == 3, f"{len(running)} of 3 workers running"
+
+
+def test_start_all_says_so_when_the_pool_has_fewer_workers():
+    """Asked for more workers than the pool has, start_all stops with an error (it waited forever)."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    from helpers import workers
+
+    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("fork")) as pool:
+        with pytest.raises(RuntimeError, match="only 1 of the 2 workers"):
+            workers.start_all(pool, 2, wait=0.0)
