@@ -113,18 +113,32 @@ def run_script(code, *args, timeout=60, name="script.py", folder=None):
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                               start_new_session=os.name == "posix")
     try:
-        out, err = script.communicate(timeout=timeout)
-        returncode, timed_out = script.returncode, False
-    except subprocess.TimeoutExpired:
-        _stop_session(script)
-        out, err = script.communicate()
-        returncode, timed_out = None, True
+        out, err, timed_out = _communicate_until(script, start + timeout)
+        returncode = None if timed_out else script.returncode
     except BaseException:  # the cell interrupted (KeyboardInterrupt): the script goes too
         _stop_session(script)
         script.wait()
         raise
     return {"returncode": returncode, "timed_out": timed_out,
             "seconds": time.perf_counter() - start, "stdout": out, "stderr": err}
+
+
+def _communicate_until(script, deadline, slice_s=0.25):
+    """The script's (stdout, stderr, timed_out), stopping it at `deadline` (perf_counter).
+
+    Waits in short slices: Jupyter's interrupt is a SIGINT to the kernel process, which the
+    operating system may hand to any of the kernel's threads; one wait as long as the time
+    limit would then only see the KeyboardInterrupt at the limit. Retrying communicate()
+    after its TimeoutExpired loses no output (the subprocess documentation says so)."""
+    while True:
+        try:
+            out, err = script.communicate(timeout=max(0.0, min(slice_s, deadline - time.perf_counter())))
+            return out, err, False
+        except subprocess.TimeoutExpired:
+            if time.perf_counter() >= deadline:
+                _stop_session(script)
+                out, err = script.communicate()
+                return out, err, True
 
 
 def _stop_session(script):
