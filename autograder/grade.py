@@ -15,7 +15,7 @@ import shutil
 from pathlib import Path
 
 from . import course
-from .gradebook import scores
+from .gradebook import hand_overrides, scores
 from .pipeline import jobs, warm
 from .pipeline.verify import UNDECIDED
 
@@ -59,7 +59,8 @@ def autograde(pairs, n_jobs=None, work=None, scheduler=None, regraded=None):
             for r in jobs.run_all("autograde", list(unsure), desc="regrade alone", work=work, alone=True):
                 results[(r.assignment, r.student)] = r
             unsure = undecided_cells(list(unsure), work)
-    _write_review_list(unsure, pairs, work)
+    graded = [pair for pair, r in results.items() if r.ok]
+    _write_review_list(unsure, pairs, work, hand_overrides(graded, work))
     _drop_stale_feedback([r for r in results.values() if not r.ok], work)
     return sorted(results.values(), key=lambda r: (r.assignment, r.student)), unsure
 
@@ -76,10 +77,12 @@ def _drop_stale_feedback(failed, work):
 REVIEW_FIELDS = ["student", "assignment", "cell", "why"]
 
 
-def _write_review_list(unsure, graded, work):
+def _write_review_list(unsure, graded, work, overrides=()):
     """reports/manual_review.csv: the cells a person must look at, for every submission graded
-    so far. The rows of the submissions graded now (`graded` pairs) are replaced by `unsure`;
-    those of others stay (grading another assignment, or one student again, erased them)."""
+    so far. The rows of the submissions graded now (`graded` pairs) are replaced by `unsure` and
+    `overrides` (gradebook.hand_overrides: a score entered by hand earlier that still counts over
+    this autograde, as on a resubmission); those of others stay (grading another assignment, or
+    one student again, erased them)."""
     reports = (work or course.Course()).reports
     reports.mkdir(parents=True, exist_ok=True)
     path = reports / "manual_review.csv"
@@ -92,6 +95,9 @@ def _write_review_list(unsure, graded, work):
     rows = kept + [{"student": student, "assignment": assignment, "cell": cell,
                     "why": "a hidden check could not decide, twice"}
                    for (assignment, student), cells in unsure.items() for cell in cells]
+    rows += [{"student": o["student"], "assignment": o["assignment"], "cell": o["cell"],
+              "why": f"a score entered by hand ({o['manual_score']:g}) counts, not this autograde's "
+                     f"({o['auto_score']:g}): keep or change it in formgrader"} for o in overrides]
     rows.sort(key=lambda r: (r["assignment"], r["student"], r["cell"]))
     partial = path.with_name(path.name + ".partial")
     with open(partial, "w", newline="") as out:  # whole or not at all: replaced in one step
@@ -135,4 +141,8 @@ def main(args):
     if unsure:
         print(f"grade: {len(unsure)} submission(s) need a person (a check could not decide): "
               f"{course.Course().reports / 'manual_review.csv'}")
+    kept = hand_overrides([(r.assignment, r.student) for r in results if r.ok])
+    if kept:
+        print(f"grade: {len(kept)} cell(s) keep a score entered by hand over this autograde "
+              f"(an earlier manual grade): {course.Course().reports / 'manual_review.csv'}")
     return 1 if failed else 0

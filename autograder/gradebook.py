@@ -115,6 +115,31 @@ def cell_scores(assignments=None, work=None):
     return rows
 
 
+def hand_overrides(pairs, work=None):
+    """Test cells of the (assignment, student) `pairs` whose score a person entered by hand
+    differs from the autograder's: one {"student", "assignment", "cell", "auto_score",
+    "manual_score"} each. nbgrader keeps a manual score through later autogrades (of a
+    resubmission too), and it is the one that counts."""
+    from nbgrader.api import Gradebook
+
+    wanted, found = set(pairs), []
+    if not wanted:
+        return found
+    with Gradebook((work or course.Course()).db_url) as gb:
+        for assignment in sorted({a for a, _ in wanted}):
+            for submission in gb.assignment_submissions(assignment):
+                if (assignment, submission.student_id) not in wanted:
+                    continue
+                for nb in submission.notebooks:
+                    for grade in nb.grades:
+                        if (grade.auto_score is not None and grade.manual_score is not None
+                                and float(grade.manual_score) != float(grade.auto_score)):
+                            found.append({"student": submission.student_id, "assignment": assignment,
+                                          "cell": grade.name, "auto_score": float(grade.auto_score),
+                                          "manual_score": float(grade.manual_score)})
+    return sorted(found, key=lambda r: (r["assignment"], r["student"], r["cell"]))
+
+
 def late_penalties(assignments=None, work=None):
     """{(student, assignment): points taken off for lateness} of every submission with a penalty:
     nbgrader's LateSubmissionPlugin stores it per notebook, apart from the cells' scores."""

@@ -573,6 +573,40 @@ def sqlite_baseline(graded_course):
     return scores
 
 
+def autograded(work, student, assignment):
+    """What a finished autograde leaves: autograded/<student>/<assignment>/<assignment>.ipynb."""
+    folder = work.autograded / student / assignment
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"{assignment}.ipynb").write_text("{}")
+
+
+def scratch_gradebook(tmp_path, assignments, students, graded):
+    """A scratch course: each assignment one notebook of one 2-point test cell (test_x);
+    `graded` {(student, assignment): score} of the submissions, autograded unless the score is None
+    (a failed autograde: the rows stay, at the score of an earlier submission when given)."""
+    from nbgrader.api import Gradebook
+
+    from autograder import course, gradebook
+
+    work = course.Course(tmp_path, f"sqlite:///{tmp_path / 'gradebook.db'}")
+    gradebook.create(work.db_url)
+    with Gradebook(work.db_url) as gb:
+        for a in assignments:
+            gb.add_assignment(a)
+            gb.add_notebook(a, a)
+            gb.add_grade_cell("test_x", a, a, max_score=2, cell_type="code")
+        for student in students:
+            gb.add_student(student)
+        for (student, a), score in graded.items():
+            gb.add_submission(a, student)
+            gb.find_grade("test_x", a, a, student).auto_score = 2 if score is None else score
+        gb.db.commit()
+    for (student, a), score in graded.items():
+        if score is not None:
+            autograded(work, student, a)
+    return work
+
+
 @pytest.fixture(scope="session")
 def course_tools():
     """The helpers above for test modules (which cannot import conftest)."""
@@ -581,7 +615,8 @@ def course_tools():
                                  assignments=SCALE_ASSIGNMENTS, free_port=free_port, apt_install=apt_install,
                                  skip_if_only_undecided=skip_if_only_undecided, undecided_cells=undecided_cells,
                                  beside_timing_checks=beside_timing_checks, workdir=GradingWorkdir,
-                                 running=process_running)
+                                 running=process_running, scratch_gradebook=scratch_gradebook,
+                                 autograded=autograded)
 
 
 @pytest.fixture

@@ -8,6 +8,8 @@ says why. No answer can make a check undecided (an answer's own skip is a
 failure: tests/test_judge.py), so here a copy of the course has one check of
 01 that never decides, and the instructor's commands run on that copy.
 """
+import argparse
+import contextlib
 import csv
 import shutil
 
@@ -133,3 +135,35 @@ def test_a_submission_that_fails_to_grade_keeps_no_earlier_feedback(tmp_path):
     grade._drop_stale_feedback([JobResult(A, "ann", False, 1.0, tmp_path / "ann.log")], work)
     assert not (work.feedback / "ann" / A).exists()
     assert (work.feedback / "bob" / A / f"{A}.html").is_file()
+
+
+@pytest.mark.filterwarnings("ignore::sqlalchemy.exc.SAWarning")  # nbgrader's own add_submission
+def test_a_score_entered_by_hand_that_outlives_an_autograde_is_listed(tmp_path, monkeypatch, course_tools, capsys):
+    """nbgrader keeps a manual score through later autogrades (a resubmission's too), and it is
+    the one that counts: a person who gave ann 1 of 2 for a failed test would never hear that her
+    fixed resubmission now passes. Grading lists such cells in manual_review.csv and says so; a
+    manual score equal to the new autograde's, or another submission's, is not listed."""
+    from nbgrader.api import Gradebook
+
+    from autograder import grade
+    from autograder.pipeline import jobs
+
+    work = course_tools.scratch_gradebook(tmp_path, ["A1", "A2"], ["ann", "bob"],
+                                          {("ann", "A1"): 2, ("bob", "A1"): 2, ("ann", "A2"): 0})
+    with Gradebook(work.db_url) as gb:
+        gb.find_grade("test_x", "A1", "A1", "ann").manual_score = 1  # the autograde now says 2
+        gb.find_grade("test_x", "A1", "A1", "bob").manual_score = 2  # agrees with it
+        gb.find_grade("test_x", "A2", "A2", "ann").manual_score = 2  # not graded in this run
+        gb.db.commit()
+    graded = [("A1", "ann"), ("A1", "bob")]
+    monkeypatch.setattr(grade.warm, "kept", contextlib.nullcontext)
+    monkeypatch.setattr(jobs, "run_all", lambda verb, pairs, **_: [
+        jobs.JobResult(a, s, True, 0.1, tmp_path / f"{s}.log") for a, s in pairs])
+    monkeypatch.setattr(course, "Course", lambda *_, **__: work)
+    monkeypatch.setattr(jobs, "submitted_pairs", lambda *_: graded)
+    assert grade.main(argparse.Namespace(assignments=["A1"], students=None, jobs=1)) == 0
+    with open(tmp_path / "reports" / "manual_review.csv", newline="") as rows:
+        listed = [(r["student"], r["assignment"], r["cell"], r["why"]) for r in csv.DictReader(rows)]
+    assert listed == [("ann", "A1", "test_x", "a score entered by hand (1) counts, not this autograde's (2): "
+                                              "keep or change it in formgrader")], listed
+    assert "1 cell(s) keep a score entered by hand" in capsys.readouterr().out

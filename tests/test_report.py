@@ -43,38 +43,6 @@ def _csv(path):
         return list(csv.DictReader(f))
 
 
-def _autograded(work, student, assignment):
-    """What a finished autograde leaves: autograded/<student>/<assignment>/<assignment>.ipynb."""
-    folder = work.autograded / student / assignment
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / f"{assignment}.ipynb").write_text("{}")
-
-
-def _scratch_gradebook(tmp_path, assignments, students, graded):
-    """A scratch course: each assignment one notebook of one 2-point test cell (test_x);
-    `graded` {(student, assignment): score} of the submissions, autograded unless the score is None
-    (a failed autograde: the rows stay, at the score of an earlier submission when given)."""
-    from nbgrader.api import Gradebook
-
-    work = course.Course(tmp_path, f"sqlite:///{tmp_path / 'gradebook.db'}")
-    gradebook.create(work.db_url)
-    with Gradebook(work.db_url) as gb:
-        for a in assignments:
-            gb.add_assignment(a)
-            gb.add_notebook(a, a)
-            gb.add_grade_cell("test_x", a, a, max_score=2, cell_type="code")
-        for student in students:
-            gb.add_student(student)
-        for (student, a), score in graded.items():
-            gb.add_submission(a, student)
-            gb.find_grade("test_x", a, a, student).auto_score = 2 if score is None else score
-        gb.db.commit()
-    for (student, a), score in graded.items():
-        if score is not None:
-            _autograded(work, student, a)
-    return work
-
-
 def test_report_writes_every_file(reported):
     names = sorted(p.name for p in reported["paths"].values())
     assert names == sorted(["scores_by_exercise.csv", "grades.csv", "grades_lms.csv",
@@ -131,7 +99,7 @@ def test_feedback_html_per_student(reported):
 
 
 @pytest.mark.filterwarnings("ignore::sqlalchemy.exc.SAWarning")  # nbgrader's own add_submission
-def test_a_written_answer_graded_by_a_person_counts(tmp_path):
+def test_a_written_answer_graded_by_a_person_counts(tmp_path, course_tools):
     """A manually graded written answer (the author tool's `written` cell, graded in Formgrader)
     counts in the grade tables as in nbgrader's total; they left it out (code cells only)."""
     from nbgrader.api import Gradebook
@@ -150,7 +118,7 @@ def test_a_written_answer_graded_by_a_person_counts(tmp_path):
         gb.find_grade("test_speedup", "essay", "essay", "ann").auto_score = 2
         gb.find_grade("q1", "essay", "essay", "ann").manual_score = 2.5
         gb.db.commit()
-    _autograded(work, "ann", "essay")
+    course_tools.autograded(work, "ann", "essay")
     cells = {r["cell"]: (r["score"], r["max_score"]) for r in gradebook.cell_scores(work=work)}
     assert cells == {"test_speedup": (2.0, 2.0), "q1": (2.5, 3.0)}, cells
     report.write(work=work)
@@ -160,10 +128,10 @@ def test_a_written_answer_graded_by_a_person_counts(tmp_path):
 
 
 @pytest.mark.filterwarnings("ignore::sqlalchemy.exc.SAWarning")
-def test_a_submission_whose_grading_failed_is_not_graded(tmp_path, monkeypatch, capsys):
+def test_a_submission_whose_grading_failed_is_not_graded(tmp_path, monkeypatch, capsys, course_tools):
     """nbgrader makes a submission's grade rows, then on failure deletes autograded/<student>/<a>/:
     the tables showed its zeros (or a resubmission's old scores) as an ordinary grade."""
-    work = _scratch_gradebook(tmp_path, ["A1"], ["ann", "bob"], {("ann", "A1"): 1, ("bob", "A1"): None})
+    work = course_tools.scratch_gradebook(tmp_path, ["A1"], ["ann", "bob"], {("ann", "A1"): 1, ("bob", "A1"): None})
     report.write(work=work)
     grades = {r["student"]: r for r in _csv(tmp_path / "reports" / "grades.csv")}
     assert grades["ann"]["status"] == "graded" and float(grades["ann"]["score"]) == 1
@@ -183,9 +151,9 @@ def test_a_submission_whose_grading_failed_is_not_graded(tmp_path, monkeypatch, 
 
 
 @pytest.mark.filterwarnings("ignore::sqlalchemy.exc.SAWarning")
-def test_a_filtered_report_leaves_the_class_tables(tmp_path):
+def test_a_filtered_report_leaves_the_class_tables(tmp_path, course_tools):
     """`report A3 A1` overwrote reports/grades_lms.csv with a table whose total had A2 left out."""
-    work = _scratch_gradebook(tmp_path, ["A1", "A2", "A3"], ["ann"],
+    work = course_tools.scratch_gradebook(tmp_path, ["A1", "A2", "A3"], ["ann"],
                               {("ann", "A1"): 2, ("ann", "A2"): 1, ("ann", "A3"): 0.5})
     report.write(work=work)
     whole = (tmp_path / "reports" / "grades_lms.csv").read_text()
@@ -203,9 +171,9 @@ def test_a_filtered_report_leaves_the_class_tables(tmp_path):
 
 
 @pytest.mark.filterwarnings("ignore::sqlalchemy.exc.SAWarning")
-def test_the_lms_table_lists_every_student_and_assignment(tmp_path):
+def test_the_lms_table_lists_every_student_and_assignment(tmp_path, course_tools):
     """Students with no submission, and assignments nobody submitted, were missing from grades_lms.csv."""
-    work = _scratch_gradebook(tmp_path, ["A1", "A2"], ["ann", "bob"], {("ann", "A1"): 2})
+    work = course_tools.scratch_gradebook(tmp_path, ["A1", "A2"], ["ann", "bob"], {("ann", "A1"): 2})
     report.write(work=work)
     lms = _csv(tmp_path / "reports" / "grades_lms.csv")
     assert lms == [{"student": "ann", "A1": "2.0", "A2": "", "total": "2.0"},
@@ -213,11 +181,11 @@ def test_the_lms_table_lists_every_student_and_assignment(tmp_path):
 
 
 @pytest.mark.filterwarnings("ignore::sqlalchemy.exc.SAWarning")
-def test_extra_credit_on_a_zero_point_cell_counts(tmp_path):
+def test_extra_credit_on_a_zero_point_cell_counts(tmp_path, course_tools):
     """cell_scores skipped every 0-point cell, with the extra credit a person gave it."""
     from nbgrader.api import Gradebook
 
-    work = _scratch_gradebook(tmp_path, ["A1"], ["ann"], {})
+    work = course_tools.scratch_gradebook(tmp_path, ["A1"], ["ann"], {})
     with Gradebook(work.db_url) as gb:
         gb.add_grade_cell("bonus", "A1", "A1", max_score=0, cell_type="code")
         gb.add_grade_cell("nothing", "A1", "A1", max_score=0, cell_type="code")
@@ -227,7 +195,7 @@ def test_extra_credit_on_a_zero_point_cell_counts(tmp_path):
         gb.find_grade("bonus", "A1", "A1", "ann").extra_credit = 1.0
         gb.find_grade("nothing", "A1", "A1", "ann").auto_score = 0
         gb.db.commit()
-    _autograded(work, "ann", "A1")
+    course_tools.autograded(work, "ann", "A1")
     cells = {r["cell"]: (r["score"], r["max_score"]) for r in gradebook.cell_scores(work=work)}
     assert cells == {"test_x": (2.0, 2.0), "bonus": (1.0, 0.0)}, cells
     report.write(work=work)
