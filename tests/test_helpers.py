@@ -155,8 +155,9 @@ def test_an_interrupted_script_takes_its_children_with_it(course_tools, tmp_path
         else:  # this thread takes it; Python's handler runs on the main thread when it next runs code
             signal.pthread_kill(threading.get_ident(), signal.SIGINT)
 
-    # The handler a Jupyter kernel runs cells with (ipykernel sets it before each request): a test
-    # run earlier in this pytest worker may have left another one (the interrupt was then lost).
+    # The handler a Jupyter kernel runs cells with (ipykernel sets it before each request). A test
+    # command started in the background by a script starts with SIGINT ignored (the shell does that
+    # to background commands, and Python and the pytest workers keep it): the interrupt was lost.
     before = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         threading.Thread(target=interrupt_once_the_child_runs, daemon=True).start()
