@@ -47,9 +47,15 @@ def test_cpu_info_counts(cpu_info):
                     reason="needs Linux affinity masks and at least 2 usable CPUs")
 @timeout(30)
 def test_cpu_info_honours_affinity(cpu_info):
-    """usable follows the affinity mask when the process is pinned to one CPU"""
+    """usable follows the affinity mask when the process is pinned to one CPU
+
+    False failure of a correct answer: 0. No clock decides: a pinned child that has not answered
+    after 25 s (a starved machine, or a lock that the fork copied held) leaves the check
+    undecided."""
     info = there(_pinned_info, cpu_info)
-    assert info is not None, "cpu_info() did not return in a process pinned to one CPU"
+    if info is None:
+        pytest.skip("cpu_info() did not return within 25 s in a process pinned to one CPU: "
+                    "the grader cannot tell a slow machine from a hang")
     assert info["usable"] == 1, (
         f"in a process pinned to one CPU, usable should be 1 but was {info['usable']}")
     assert info["logical"] == os.cpu_count(), "pinning a process does not change the logical count"

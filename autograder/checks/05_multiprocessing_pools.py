@@ -251,10 +251,11 @@ def test_monte_carlo_pi_accurate_and_reproducible(monte_carlo_pi):
 def test_monte_carlo_pi_seed_matters(monte_carlo_pi):
     """other seeds give other estimates
 
-    False failure of a correct answer: < 1e-11. Two correct estimates from 20,001 samples coincide with probability about
-    1 / (sqrt(2 pi) * 82) = 0.005 (82: the standard deviation of the difference of
-    two hit counts); the check fails only if all six seeds give one estimate:
-    0.005 ** 5 = 3e-12.
+    False failure of a correct answer: < 1e-11. An estimate is 4 * hits / 20,001, with hits
+    ~ Binomial(20,001, pi/4), so two seeds give one estimate when their hit counts are equal:
+    sum over h of P(hits = h) ** 2 = 0.0049. The check fails only if all six are equal:
+    sum over h of P(hits = h) ** 6 = 6.3e-12 (not 0.0049 ** 5: the five equalities with the
+    first estimate are not independent).
     """
     first = random.randrange(2**30)
     estimates = {monte_carlo_pi(20_001, 2, first + k) for k in range(6)}

@@ -13,25 +13,47 @@ from torch.utils.flop_counter import FlopCounterMode
 from autograder.checks._support import exact_int, raises_value_error, there, timeout
 
 
+_MISSING = object()
+
+
 @contextmanager
 def pretend(cuda=False, mps=False, count=1):
-    """Make torch report CUDA and/or MPS as available while the block runs."""
-    saved = torch.cuda.is_available, torch.cuda.device_count
+    """Make torch report CUDA and/or MPS as available while the block runs: the calls the exercise
+    names (torch.cuda.is_available, torch.backends.mps.is_available), and those a correct answer
+    may add from PyTorch's documentation: device_count, the backends' is_built (False on a CPU-only
+    build, so `is_available() and is_built()` would never pick the pretended device),
+    torch.version.cuda and torch.accelerator."""
     # torch.backends is named in a string: spelled out, it would make this function
     # unpicklable (cloudpickle takes the submodules it names along, and torch.backends
     # is not a plain module), and the function must travel to the student's process.
-    mps_backend = getattr(importlib.import_module("torch.backends"), "mps", None)
-    saved_mps = mps_backend.is_available if mps_backend is not None else None
-    torch.cuda.is_available = lambda: cuda
-    torch.cuda.device_count = lambda: count if cuda else 0
-    if mps_backend is not None:
-        mps_backend.is_available = lambda: mps
+    backends = importlib.import_module("torch.backends")
+    accelerator = "cuda" if cuda else "mps" if mps else None
+    replaced = [(torch.cuda, "is_available", lambda: cuda),
+                (torch.cuda, "device_count", lambda: count if cuda else 0),
+                (torch.version, "cuda", "12.8" if cuda else None)]
+    for backend, present in (("mps", mps), ("cuda", cuda)):
+        module = getattr(backends, backend, None)
+        if module is not None:
+            replaced.append((module, "is_built", lambda present=present: present))
+            if backend == "mps":
+                replaced.append((module, "is_available", lambda: mps))
+    api = getattr(torch, "accelerator", None)
+    if api is not None:
+        replaced += [(api, "is_available", lambda: accelerator is not None),
+                     (api, "current_accelerator",
+                      lambda *_, **__: torch.device(accelerator) if accelerator else None),
+                     (api, "device_count", lambda: (count if cuda else 1) if accelerator else 0)]
+    saved = [(owner, name, getattr(owner, name, _MISSING)) for owner, name, _ in replaced]
+    for owner, name, value in replaced:
+        setattr(owner, name, value)
     try:
         yield
     finally:
-        torch.cuda.is_available, torch.cuda.device_count = saved
-        if mps_backend is not None:
-            mps_backend.is_available = saved_mps
+        for owner, name, value in reversed(saved):
+            if value is _MISSING:
+                delattr(owner, name)
+            else:
+                setattr(owner, name, value)
 
 
 def _is(device, kind):

@@ -7,6 +7,7 @@ from collections import Counter
 from pathlib import Path
 
 import numpy as np
+import pytest
 import torch
 from torch import nn
 
@@ -218,7 +219,7 @@ def test_run_ddp_processes_shards_and_weights(run_ddp):
     that read the data must also have been seen by the judge, in /proc, among the
     descendants of the student's process: a rank lives for seconds and the judge looks
     every 5 ms, so a rank is missed only if the judge's thread gets no CPU for a rank's
-    whole life. As root the judge also counts, from the kernel's process events, the
+    whole life; that leaves the check undecided, never failed. As root the judge also counts, from the kernel's process events, the
     processes run_ddp started: a DDP run starts its world_size ranks anew; and the record of
     which process read what, written where the student's code can forge it, must be backed
     by the kernel: each reading process's first read starts a witness thread, which the
@@ -265,8 +266,12 @@ def test_run_ddp_processes_shards_and_weights(run_ddp):
         f"with world_size={world_size} the data should be read by {world_size} processes, "
         f"it was read by {len(reads)}")
     unseen = sorted(set(reads) - seen.pids)
-    assert not unseen, (
-        f"the data was read by process(es) {unseen}, which never ran under the student's process")
+    if unseen:
+        # The judge looks at /proc every few milliseconds; a judge starved of CPU for a rank's whole
+        # life could miss it, so this cannot fail an answer (a record naming processes that never
+        # existed is then left to a person: undecided, never passed).
+        pytest.skip(f"the grader did not see the process(es) {unseen} that the record says read "
+                    "the data (a busy machine?)")
     if decided:
         unwitnessed = sorted(pid for pid in reads if not witnessed_in(made, pid, witnesses.get(pid)))
         assert not unwitnessed, (

@@ -2,6 +2,7 @@
 import itertools
 import random
 
+import numpy as np
 import torch
 from torch import nn
 
@@ -200,7 +201,8 @@ def test_gpipe_schedule_exact(gpipe_schedule):
         got = exact_list(gpipe_schedule(p, m), f"gpipe_schedule({p}, {m})", 2 * p * m)
         for item in got:
             assert type(item) is tuple and len(item) == 4, "each entry is a tuple (time_step, stage, microbatch, kind)"
-            assert all(type(v) is int for v in item[:3]) and item[3] in ("F", "B"), (
+            # NumPy's integers count as ints (a schedule built with np.arange), bools do not.
+            assert all(type(v) is int or isinstance(v, np.integer) for v in item[:3]) and item[3] in ("F", "B"), (
                 "time_step, stage and microbatch are ints, kind is 'F' or 'B'")
         assert got == sorted(got), "the schedule must be sorted"
         assert got == _expected_schedule(p, m), (

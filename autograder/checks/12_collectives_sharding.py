@@ -15,10 +15,11 @@ import math
 import random
 import types
 
+import pytest
 import torch
 from torch import nn
 
-from autograder.checks._support import (assert_worked_outside, caller_cpu, created, exact_float, exact_list,
+from autograder.checks._support import (assert_worked_outside, caller_cpu, created, exact_float, exact_int, exact_list,
                                         kernel_decides, observe, raises_value_error, there, timeout, witnessed_in,
                                         work_for_workers)
 from helpers import ranks, sharding
@@ -162,16 +163,15 @@ def test_zero_memory_errors(zero_memory):
 # --- partition_parameters -----------------------------------------------------------------------
 def _loads(parts, sizes, world_size):
     parts = exact_list(parts, "the result", world_size)
-    seen = []
+    seen, indices = [], []
     for part in parts:
-        part = exact_list(part, "each rank's list")
-        for index in part:
-            assert isinstance(index, int) and not isinstance(index, bool), (
-                f"indices must be ints, got {type(index).__name__}")
+        # NumPy's integers too: an answer that orders the parameters with np.argsort hands them on.
+        part = [exact_int(index, "each index") for index in exact_list(part, "each rank's list")]
+        indices.append(part)
         seen += part
     assert sorted(seen) == list(range(len(sizes))), (
         "every parameter index must be on exactly one rank (indices into sizes, not the sizes)")
-    return [sum(sizes[i] for i in part) for part in parts]
+    return [sum(sizes[i] for i in part) for part in indices]
 
 
 def _best(sizes, world_size):
@@ -301,7 +301,9 @@ def _ranks_watched(world_size):
     student's process (whose record of its launches its code can edit): the kernel's count of
     the processes the student's tree created meanwhile (as root; the forkserver forks the ranks
     and is part of the tree), and what /proc showed running at once. A serial answer that
-    writes a launch into helpers.ranks' record starts no rank processes and fails here.
+    writes a launch into helpers.ranks' record starts no rank processes: as root it fails
+    here; without the kernel's record, /proc alone leaves it undecided (a judge starved of CPU
+    could miss real ranks), and its puzzles, solved in the calling process, fail it.
     Yields what the judge saw: `.made`, the kernel's record, is set once the block ends.
     """
     watched = types.SimpleNamespace(made=None)
@@ -312,9 +314,12 @@ def _ranks_watched(world_size):
         assert made.processes >= world_size, (
             f"{world_size} ranks should run as {world_size} new processes; the answer started "
             f"{made.processes}")
-    assert seen.max_processes >= world_size + 1, (
-        f"{world_size} ranks should run as {world_size} processes at once beside the caller; "
-        f"at most {seen.max_processes - 1} ran")
+    if seen.max_processes < world_size + 1:
+        # /proc, looked at every few milliseconds by a judge that a busy machine can starve of CPU
+        # for the ranks' whole life: not seeing them cannot fail an answer (undecided, never
+        # passed; a serial answer also fails on the puzzles, and as root on the kernel's count).
+        pytest.skip(f"the grader saw at most {seen.max_processes - 1} of the {world_size} ranks running "
+                    "at once (a busy machine?)")
 
 
 def _the_launch(runs, world_size, name, watched, work):

@@ -306,6 +306,25 @@ def pick_device(prefer=None):
         if available(torch.device(candidate)):
             return torch.device(candidate)
 ''',
+        "is_available() and is_built(), as PyTorch's MPS page writes it": '''
+import torch
+def pick_device(prefer=None):
+    has_cuda = torch.cuda.is_available() and torch.backends.cuda.is_built()
+    has_mps = torch.backends.mps.is_available() and torch.backends.mps.is_built()
+    if prefer is not None:
+        kind, _, index = prefer.partition(":")
+        if kind not in ("cpu", "cuda", "mps") or (index and (kind != "cuda" or not index.isdigit())):
+            raise ValueError(f"unknown device {prefer!r}")
+        if kind == "cpu":
+            return torch.device("cpu")
+        if kind == "cuda" and has_cuda and int(index or 0) < torch.cuda.device_count():
+            return torch.device(prefer)
+        if kind == "mps" and has_mps:
+            return torch.device("mps")
+    if has_cuda:
+        return torch.device("cuda")
+    return torch.device("mps") if has_mps else torch.device("cpu")
+''',
     },
     "to_device": {
         "match statement and collections.abc": '''

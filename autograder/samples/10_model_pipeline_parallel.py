@@ -200,6 +200,17 @@ def pipeline_forward(stages, x, n_microbatches):
 ''',
     },
     "gpipe_schedule": {
+        "NumPy index grids (NumPy integers in the tuples)": '''
+import numpy as np
+def gpipe_schedule(n_stages, n_microbatches):
+    if n_stages < 1 or n_microbatches < 1:
+        raise ValueError("need at least one stage and one micro-batch")
+    p, m = n_stages, n_microbatches
+    stage, micro = np.meshgrid(np.arange(p), np.arange(m), indexing="ij")
+    forward = zip((stage + micro).ravel(), stage.ravel(), micro.ravel(), ["F"] * (p * m))
+    backward = zip((m + p - 1 + (p - 1 - stage) + micro).ravel(), stage.ravel(), micro.ravel(), ["B"] * (p * m))
+    return sorted(list(forward) + list(backward))
+''',
         "simulated clock per stage": '''
 def gpipe_schedule(n_stages, n_microbatches):
     if n_stages < 1 or n_microbatches < 1:

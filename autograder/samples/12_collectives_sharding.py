@@ -507,6 +507,18 @@ def zero_memory(n_params, world_size, stage):
 ''',
     },
     "partition_parameters": {
+        "largest first ordered by np.argsort (NumPy integer indices)": '''
+import numpy as np
+def partition_parameters(sizes, world_size):
+    if world_size < 1 or any(s < 0 for s in sizes):
+        raise ValueError("world_size must be >= 1 and sizes non-negative")
+    parts, loads = [[] for _ in range(world_size)], np.zeros(world_size)
+    for i in np.argsort(np.asarray(sizes, dtype=float), kind="stable")[::-1]:
+        r = int(np.argmin(loads))
+        parts[r].append(i)
+        loads[r] += sizes[i]
+    return parts
+''',
         "largest first with a plain list of loads": '''
 def partition_parameters(sizes, world_size):
     if not world_size >= 1:
