@@ -43,3 +43,30 @@ def test_an_error_in_a_rank_is_reported_as_the_answers_with_what_it_was(judge):
     assert "a rank of run_ddp raised an error" in failure.message and "KeyError" in failure.message, (
         failure.message)
     assert "no sample 7 in this shard" in failure.message and "rendezvous port" not in failure.message
+
+
+def test_a_record_naming_processes_that_never_ran_fails_decided(judge):
+    """Not seeing a rank leaves run_ddp's check undecided (a starved judge could miss one), but
+    only once everything else has passed: a serial answer that starts idle processes (for the
+    kernel's count) and writes a read record naming processes that never existed (pids at or
+    above 2**22, the kernel's largest) still fails, decided: as root on the missing witnesses,
+    else on the puzzles its own process solved. (With the check undecided at once, it was.)"""
+    code = samples.catalogue(A)._TRAIN_HERE_FORGE_READS + (
+        "class _Never:\n"
+        "    def __init__(self, pid):\n"
+        "        self.pid = pid\n\n"
+        "def run_ddp(world_size, epochs, seed):\n"
+        "    if world_size < 1 or ddp_worker.GLOBAL_BATCH % world_size:\n"
+        "        raise ValueError('world_size')\n"
+        "    idle = [multiprocessing.get_context('fork').Process(target=time.sleep, args=(120,), daemon=True)\n"
+        "            for _ in range(world_size)]\n"
+        "    for p in idle:\n"
+        "        p.start()\n"
+        "    try:\n"
+        "        return _train_here_forge_reads(world_size, epochs, seed, [_Never(2**22 + k) for k in range(4)])\n"
+        "    finally:\n"
+        "        for p in idle:\n"
+        "            p.kill()\n")
+    failure = _first_failure(judge, code)
+    assert not failure.undecided, failure.message
+    assert "did not see" not in failure.message, failure.message

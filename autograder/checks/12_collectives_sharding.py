@@ -70,7 +70,7 @@ def _launch_ring(ring, world_size, cases):
 
 
 def _check_ring(ring, world_size, cases):
-    with _ranks_watched(world_size):
+    with _ranks_watched(world_size) as watched:
         results = there(_launch_ring, ring, world_size, cases)
     p = world_size
     for k, (_, shape, dtype) in enumerate(cases):
@@ -99,6 +99,7 @@ def _check_ring(ring, world_size, cases):
             assert least <= sent <= most, (
                 f"in a ring each rank sends 2(p-1) chunks of about n/p elements: {least}-{most} bytes "
                 f"here; rank {r} sent {sent}")
+    _decided_if_seen(watched)
 
 
 @timeout(150)
@@ -314,11 +315,18 @@ def _ranks_watched(world_size):
         assert made.processes >= world_size, (
             f"{world_size} ranks should run as {world_size} new processes; the answer started "
             f"{made.processes}")
-    if seen.max_processes < world_size + 1:
-        # /proc, looked at every few milliseconds by a judge that a busy machine can starve of CPU
-        # for the ranks' whole life: not seeing them cannot fail an answer (undecided, never
-        # passed; a serial answer also fails on the puzzles, and as root on the kernel's count).
-        pytest.skip(f"the grader saw at most {seen.max_processes - 1} of the {world_size} ranks running "
+    watched.at_most = seen.max_processes - 1  # ranks seen running at once: _decided_if_seen()
+    watched.world_size = world_size
+
+
+def _decided_if_seen(watched):
+    """Last in a check, once everything else has passed: /proc, looked at every few milliseconds
+    by a judge that a busy machine can starve of CPU for the ranks' whole life, not showing them
+    all at once cannot fail an answer: the check is undecided (never passed). Last, so that a
+    decisive failure (the puzzles of a serial answer, the kernel's count as root) is never hidden
+    behind it."""
+    if watched.at_most < watched.world_size:
+        pytest.skip(f"the grader saw at most {watched.at_most} of the {watched.world_size} ranks running "
                     "at once (a busy machine?)")
 
 
@@ -365,6 +373,7 @@ def _check_accumulate(accumulate_gradients, world_size, micro_batches):
         assert syncs == steps, (
             f"exactly one gradient all-reduce per optimiser step: {steps} in all; rank {rank} made {syncs} "
             "(are the first micro_batches - 1 forward and backward passes inside model.no_sync()?)")
+    _decided_if_seen(watched)
 
 
 @timeout(150)
@@ -413,6 +422,7 @@ def _check_fsdp(train_fsdp, world_size, steps):
             f"no rank should hold more than its shard plus one layer's full parameters "
             f"(about {max(layers)} bytes here), but rank {rank} gathered {largest} bytes at once: "
             "call fully_shard on each Linear layer before the root")
+    _decided_if_seen(watched)
 
 
 @timeout(150)
