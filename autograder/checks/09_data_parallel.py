@@ -219,8 +219,9 @@ def test_run_ddp_processes_shards_and_weights(run_ddp):
     that read the data must also have been seen by the judge, in /proc, among the
     descendants of the student's process: a rank lives for seconds and the judge looks
     every 5 ms, so a rank is missed only if the judge's thread gets no CPU for a rank's
-    whole life; that leaves the check undecided, never failed. As root the judge also counts, from the kernel's process events, the
-    processes run_ddp started: a DDP run starts its world_size ranks anew; and the record of
+    whole life; that leaves the check undecided, never failed. As root the judge also
+    counts, from the kernel's process events, the processes run_ddp started: a DDP run
+    starts its world_size ranks anew; and the record of
     which process read what, written where the student's code can forge it, must be backed
     by the kernel: each reading process's first read starts a witness thread, which the
     kernel must have seen created in that process. And the first reads of samples 0 to 3
