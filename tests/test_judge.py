@@ -564,3 +564,27 @@ def test_a_grader_that_cannot_cut_the_network_stops_before_student_code(monkeypa
     assert _in_a_child(lambda: enter.isolate_network(Limits(uid=64000))) == 72
     assert _in_a_child(lambda: enter.isolate_network(Limits(uid=-1))) == 0
     assert _in_a_child(lambda: enter.isolate_network(Limits(uid=64000, network=True))) == 0
+
+
+def test_the_pretended_gpu_is_seen_by_every_idiom_and_leaves_nothing_behind():
+    """07's pretend() makes torch report CUDA and MPS to the calls the exercise names and to those
+    PyTorch's documentation adds (the backends' is_built, torch.version.cuda, torch.accelerator):
+    on this CPU-only build an `is_available() and is_built()` answer never saw the pretended
+    device. Afterwards torch is as it was, for the next check in the same process."""
+    checks = hidden.load_checks("07_pytorch_devices")
+    names = [(torch.cuda, "is_available"), (torch.cuda, "device_count"), (torch.version, "cuda"),
+             (torch.backends.cuda, "is_built"), (torch.backends.mps, "is_built"),
+             (torch.backends.mps, "is_available"), (torch.accelerator, "is_available"),
+             (torch.accelerator, "current_accelerator"), (torch.accelerator, "device_count")]
+    before = [getattr(owner, name) for owner, name in names]
+    with checks.pretend(cuda=True, count=2):
+        assert torch.cuda.is_available() and torch.backends.cuda.is_built() and torch.version.cuda
+        assert torch.cuda.device_count() == 2 and torch.accelerator.device_count() == 2
+        assert torch.accelerator.current_accelerator() == torch.device("cuda")
+        assert not (torch.backends.mps.is_available() or torch.backends.mps.is_built())
+    with checks.pretend(mps=True):
+        assert torch.backends.mps.is_available() and torch.backends.mps.is_built()
+        assert not torch.cuda.is_available() and torch.accelerator.current_accelerator() == torch.device("mps")
+    with checks.pretend():
+        assert not torch.accelerator.is_available() and torch.accelerator.current_accelerator() is None
+    assert [getattr(owner, name) for owner, name in names] == before
