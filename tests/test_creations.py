@@ -79,7 +79,10 @@ def test_without_events_the_spy_counts_stand(monkeypatch, capsys):
     monkeypatch.setattr(creations, "_listen", refused)
     monkeypatch.setattr(_support, "_told_unavailable", [])
     with _support.created() as made:
-        pass
+        for _ in range(5):  # five real starts, which the kernel's id counter shows
+            t = threading.Thread(target=int)
+            t.start()
+            t.join()
     assert not made.available
     spy = {"thread start": 3, "thread join": 3, "process start": 2, "process join": 2}
     assert _support.capped(spy, made) == spy
@@ -108,3 +111,64 @@ def test_watching_costs_little():
         with watch_creations(os.getpid()):
             pass
     assert (time.perf_counter() - start) / 20 < 0.25
+
+
+# --- without the kernel's events: the ids the kernel handed out bound the spy's starts --------
+def _refuse_events(monkeypatch):
+    def refused():
+        raise PermissionError("not root")
+    monkeypatch.setattr(creations, "_listen", refused)
+    monkeypatch.setattr(_support, "_told_unavailable", [True])
+
+
+@pytest.mark.parametrize("method", ["fork", "spawn", "forkserver"])
+def test_real_starts_never_exceed_the_ids_handed_out(monkeypatch, method):
+    """The bound holds for every real start, counted as the spy counts them: no false failure."""
+    _refuse_events(monkeypatch)
+    context = multiprocessing.get_context(method)
+    with _support.count_starts_and_joins() as counts, _support.created() as made:
+        with context.Pool(2) as pool:
+            pool.map(abs, [-1, -2])
+        threads = [threading.Thread(target=int) for _ in range(40)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    assert not made.available and made.ids_handed_out is not None
+    assert counts["thread start"] >= 40 and counts["process start"] >= 2
+    assert made.ids_handed_out >= counts["thread start"] + counts["process start"]
+    assert _support.capped(counts, made) == counts
+
+
+def test_starts_claimed_beyond_the_ids_handed_out_fail(monkeypatch):
+    _refuse_events(monkeypatch)
+    with _support.created() as made:
+        pass
+    claimed = {"thread start": 64, "thread join": 64, "process start": 64, "process join": 64}
+    assert made.ids_handed_out < 128, "the machine handed out 128 ids in a few microseconds"
+    with pytest.raises(AssertionError, match="the record was edited"):
+        _support.capped(claimed, made)
+
+
+def test_without_a_kernels_counter_the_spy_stands(monkeypatch):
+    """An /proc/loadavg that is not the kernel's (LXCFS's, mounted over it) or that does not move
+    when a thread is created gives no bound: the counts stand, as before (never a failure)."""
+    _refuse_events(monkeypatch)
+    claimed = {"thread start": 64, "thread join": 64, "process start": 64, "process join": 64}
+    monkeypatch.setattr(creations, "_LOADAVG_MOUNTED_OVER", [True])
+    with _support.created() as made:
+        pass
+    assert made.ids_handed_out is None and _support.capped(claimed, made) == claimed
+    monkeypatch.setattr(creations, "_LOADAVG_MOUNTED_OVER", [False])
+    monkeypatch.setattr(creations, "_read_last_id", lambda: 4242)  # refreshed every 5 s, say
+    with _support.created() as made:
+        pass
+    assert made.ids_handed_out is None and _support.capped(claimed, made) == claimed
+
+
+def test_ids_counted_across_the_wrap_at_pid_max():
+    with open("/proc/sys/kernel/pid_max") as f:
+        pid_max = int(f.read())
+    assert creations.ids_between(100, 130) == 30
+    assert creations.ids_between(pid_max - 10, 320) >= 10 + 320 - 300  # ids restart above 300
+    assert creations.ids_between(None, 5) is None

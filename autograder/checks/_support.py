@@ -289,7 +289,8 @@ def created():
     if not made.available and not _told_unavailable:
         _told_unavailable.append(True)
         print("[judge] the kernel's process events are not available here (the grader is not root?): "
-              "thread and process starts are counted by the spy in the student's process alone", flush=True)
+              "thread and process starts are counted by the spy in the student's process alone, bounded by the "
+              "ids the kernel hands out", flush=True)
 
 
 def kernel_decides(made):
@@ -358,8 +359,17 @@ def witnessed_processes(made, notes):
 
 def capped(counts, made):
     """The spy's counts (made in the student's process, where its code can edit them) with the
-    starts capped by what the kernel saw created: a count the kernel cannot back is not evidence."""
+    starts capped by what the kernel saw created: a count the kernel cannot back is not evidence.
+    Where the kernel does not report (the grader is not root) the counts stand, unless they claim
+    more starts than the ids the kernel handed out meanwhile to the whole machine: each real start
+    takes one (creations.ids_between), so such counts were edited. False failure: 0."""
     if not kernel_decides(made):
+        claimed = counts["thread start"] + counts["process start"]
+        if made.ids_handed_out is not None and claimed > made.ids_handed_out:
+            raise AssertionError(
+                f"the record of your code's starts says {counts['thread start']} threads and "
+                f"{counts['process start']} processes, but the kernel handed out only {made.ids_handed_out} "
+                "thread or process ids on the whole machine meanwhile: the record was edited")
         return dict(counts)
     return {**counts, "thread start": min(counts["thread start"], made.threads),
             "process start": min(counts["process start"], made.processes)}
@@ -533,8 +543,12 @@ def count_starts_and_joins():
         original = originals[(cls, name)]
 
         def wrapper(self, *args, **kwargs):
-            counts[key] += 1
-            return original(self, *args, **kwargs)
+            if key.endswith("join"):
+                counts[key] += 1
+                return original(self, *args, **kwargs)
+            started = original(self, *args, **kwargs)
+            counts[key] += 1  # a start that raised created nothing: the count stays a lower bound
+            return started
         return wrapper
 
     threading.Thread.start = spy(threading.Thread, "start", "thread start")

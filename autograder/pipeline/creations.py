@@ -14,6 +14,11 @@ counts what was created, from outside, with nothing to miss between two looks
 Listening needs CAP_NET_ADMIN in the machine's first network namespace: the
 grader running as root (student code never does). Elsewhere `available` is
 False and the checks fall back to the spy's counts, and the judge's log says so.
+What holds there too is a bound: every thread or process created takes the next
+id the kernel hands out, in the judge's pid namespace as in any namespace nested
+in it, so the ids handed out on the whole machine meanwhile (`ids_handed_out`,
+from /proc/loadavg) are at least the creations the student's tree made: a spy
+whose counts exceed them was edited.
 """
 import os
 import select
@@ -38,12 +43,14 @@ class Creations:
     """What the kernel reported while the block ran: `processes` and `threads` created by the
     tree, `thread_owners` (each new thread's id -> the id of the process it was created in),
     `available` (False: no events here, use the spy alone), `lost` (the socket overflowed:
-    the counts are a lower bound)."""
+    the counts are a lower bound), `ids_handed_out` (the process and thread ids the kernel
+    handed out meanwhile, to anyone: an upper bound of the tree's creations; None if unknown)."""
 
     def __init__(self):
         self.available, self.lost = False, False
         self.processes, self.threads = 0, 0
         self.thread_owners = {}
+        self.ids_handed_out = None
 
 
 class watch_creations:
@@ -61,6 +68,7 @@ class watch_creations:
         self._stop_read, self._stop_write = None, None
 
     def __enter__(self):
+        self._first_id = last_id()
         try:
             self._socket = _listen()
         except OSError:
@@ -74,6 +82,7 @@ class watch_creations:
         return self.made
 
     def __exit__(self, *exc):
+        self.made.ids_handed_out = ids_between(self._first_id, _read_last_id())
         if self._socket is not None:
             os.write(self._stop_write, b"x")
             self._thread.join()
@@ -128,6 +137,63 @@ class watch_creations:
         elif parent_tgid in self.tree:
             self.tree.add(child_tgid)  # a new process: its own creations count too
             self.made.processes += 1
+
+
+def last_id():
+    """The last process or thread id the kernel handed out in this process's pid namespace
+    (the fifth field of /proc/loadavg), or None where it cannot be read or is not the kernel's
+    (see _kernels_loadavg)."""
+    if not _kernels_loadavg():
+        return None
+    first = _read_last_id()
+    probe = threading.Thread(target=int)  # takes an id: the kernel's counter must show it
+    probe.start()
+    probe.join()
+    last = _read_last_id()
+    if first is None or last is None or ids_between(first, last) in (None, 0):
+        return None
+    return first
+
+
+def _read_last_id():
+    try:
+        with open("/proc/loadavg") as f:
+            return int(f.read().split()[4])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+_LOADAVG_MOUNTED_OVER = []
+
+
+def _kernels_loadavg():
+    """False where a file is mounted over /proc/loadavg (LXCFS does, in LXC containers: its
+    fifth field is then the largest id alive in the container, refreshed every 5 s, which
+    would count no short-lived thread). The probe in last_id() catches what this misses."""
+    if not _LOADAVG_MOUNTED_OVER:
+        try:
+            with open("/proc/self/mountinfo") as f:
+                over = any(line.split()[4] == "/proc/loadavg" for line in f)
+        except (OSError, IndexError):
+            over = True
+        _LOADAVG_MOUNTED_OVER.append(over)
+    return not _LOADAVG_MOUNTED_OVER[0]
+
+
+def ids_between(first, last):
+    """How many ids were handed out after `first` up to `last` at most: ids go up by one per
+    creation, skipping those in use, and start again low after pid_max (the count then comes
+    out higher than the truth, never lower). None where either is unknown."""
+    if first is None or last is None:
+        return None
+    if last >= first:
+        return last - first
+    try:
+        with open("/proc/sys/kernel/pid_max") as f:
+            pid_max = int(f.read())
+    except (OSError, ValueError):
+        return None
+    return last + pid_max - first
 
 
 def _listen():
