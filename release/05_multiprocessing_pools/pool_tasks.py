@@ -5,7 +5,6 @@ function <module>.<name> with these arguments" and must import that module.
 Functions typed into the notebook live in the kernel's __main__, which such a
 process cannot import; functions in this file can be imported by name.
 """
-from math import sqrt
 
 
 def square(x):
@@ -13,10 +12,6 @@ def square(x):
     return x * x
 
 
-def add3(a, b, c):
-    """A task with three arguments, for starmap."""
-    return a + b + c
-
-
-def sqrt_of_square(i):
-    return sqrt(i ** 2)
+def box_volume(length, width, height):
+    """A task with three arguments, for starmap: the volume of a box."""
+    return length * width * height
