@@ -227,7 +227,9 @@ def _forge():
                 os.write(fd, data)
             except OSError:
                 pass
-if "ipykernel" not in sys.modules:  # the student's process of the judge
+# The judge's student process stands in a QuietShell for get_ipython() (autograder/sandbox/student.py);
+# ipykernel itself is imported there too (the warm zygote preloads it), so it cannot tell them apart.
+if type(get_ipython()).__name__ == "QuietShell":  # the student's process of the judge
     threading.Thread(target=_forge, daemon=True).start()
 else:
     def _skip_tests(lines):
@@ -258,7 +260,9 @@ def _meddle():
         elif hidden is not None and not checking and real is not None:
             hidden._call_with_timeout, real = real, None
         time.sleep(0.001)
-if "ipykernel" not in sys.modules:  # the clean re-run
+# The judge's student process stands in a QuietShell for get_ipython() (autograder/sandbox/student.py);
+# ipykernel itself is imported there too (the warm zygote preloads it), so it cannot tell them apart.
+if type(get_ipython()).__name__ == "QuietShell":  # the clean re-run
     threading.Thread(target=_meddle, daemon=True).start()
 else:
     def _skip_tests(lines):
