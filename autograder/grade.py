@@ -30,8 +30,12 @@ def undecided_cells(pairs, work=None):
             cells = json.loads(path.read_text())["cells"]
         except (OSError, ValueError, KeyError):
             continue
-        names = [c.get("metadata", {}).get("nbgrader", {}).get("grade_id", "?") for c in cells
-                 if any(o.get("ename") == UNDECIDED for o in c.get("outputs", []))]
+        # Test cells only, where the judge appends the mark (pipeline/preprocessors.py renames
+        # one that the notebook's own code raised).
+        names = [c["metadata"]["nbgrader"]["grade_id"] for c in cells
+                 if c.get("metadata", {}).get("nbgrader", {}).get("grade")
+                 and not c["metadata"]["nbgrader"].get("solution")
+                 and any(o.get("ename") == UNDECIDED for o in c.get("outputs", []))]
         if names:
             found[(assignment, student)] = names
     return found

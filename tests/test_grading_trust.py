@@ -285,6 +285,13 @@ for name, link in {CANARIES!r}.items():
 os.mkfifo("blocking.fifo")
 print("planted:", sorted(os.listdir(".")))
 '''
+# An error under the name the grader gives a check that could not decide, raised by the notebook
+# itself: the submission would be graded again alone, then sent to a person.
+CLAIMS_UNDECIDED = '''
+class ManualReviewNeeded(Exception):
+    pass
+raise ManualReviewNeeded("a hidden check could not decide")
+'''
 EXIT = "import os\nos._exit(1)\n"
 SEGFAULT = "import ctypes\nctypes.string_at(0)\n"
 MEMORY_HOG = "hog = b'x' * (3 * 2**30)\n"
@@ -345,6 +352,7 @@ def _cases():
         "background_thread": (_with_cell_first(blank, BACKGROUND_THREAD), "zero"),
         "skip_in_check": (_with_cell_last(blank, SKIP_IN_CHECK), "zero"),
         "plants_links": (_with_cell_first(blank, PLANT_LINKS), "zero"),
+        "claims_undecided": (_with_cell_last(perfect, CLAIMS_UNDECIDED), "full"),
         "forged_spy_counts": (_replace_answer(perfect, "visible_appends", samples.catalogue(A).WRONG["visible_appends"][
             "hard-coded 0 without starting processes, the spy's counts forged"]), "visible_appends zero"),
     }
@@ -447,6 +455,14 @@ def test_exploit_or_crash_is_scored_as_expected(trust, student):
         want = rule(exercise)
         want = top if want is None else want
         assert got == want, f"{student}: {exercise} scored {got}/{top}, expected {want}"
+
+
+def test_a_notebook_cannot_mark_itself_undecided(trust):
+    """Its own ManualReviewNeeded error is not the grader's mark: not graded again, no person asked."""
+    work, _, _ = trust
+    assert (A, "claims_undecided") not in work.undecided, work.undecided
+    review = (work.path / "reports" / "manual_review.csv").read_text()
+    assert "claims_undecided" not in review, review
 
 
 def test_kernel_death_is_explained(trust):
