@@ -41,6 +41,8 @@ c.Execute.interrupt_on_timeout = True
 c.Execute.skip_cells_with_tag = "demo"
 if "COURSE_NOTEBOOK_TIMEOUT" in os.environ:  # default: ResilientExecute.notebook_timeout
     c.ResilientExecute.notebook_timeout = int(os.environ["COURSE_NOTEBOOK_TIMEOUT"])
+    # The judge's replay of the notebook has the kernel's limit for the whole notebook too.
+    c.VerifyHiddenChecks.notebook_timeout = c.ResilientExecute.notebook_timeout
 # Per-submission sandbox (autograder/sandbox/, set up by autograder/pipeline/confine.py): memory and process caps,
 # no network, private files. COURSE_SANDBOX_OFF=1 switches it off (debugging only).
 c.GradingLimits.enabled = os.environ.get("COURSE_SANDBOX_OFF", "") != "1"

@@ -3,6 +3,7 @@ import re
 import subprocess
 import sys
 import textwrap
+import time
 
 import pytest
 
@@ -268,3 +269,26 @@ def test_an_error_of_the_runners_own_is_undecided_not_failed(tmp_path):
     assert not passed and undecided, report
     assert "the grader itself failed (LookupError" in report
     assert "Traceback" in log.read_text()
+
+
+def test_the_replay_of_a_slow_notebook_stops_at_the_notebooks_limit(tmp_path):
+    """Cells that each stay within the per-cell limit, but many of them (or replays started again
+    and again), once held a grading worker for as long as they liked: the judge's replay has the
+    kernel's limit for the whole notebook. Past it, the cells from the one loading on are left out,
+    as the kernel leaves out those past its limit, and one last try checks what came before."""
+    reference = notebooks.answer_cells(notebooks.read(course.source_notebook("01_processes_threads")))["cpu_info"]
+    slow = [(f"added cell slow{k}", "import time\ntime.sleep(1.5)\n") for k in range(8)]
+    exercises = [("01_processes_threads", "cpu_info")]
+    answer = ("cpu_info", notebooks.solution_code(reference))
+    start = time.monotonic()
+    verdicts = verify.verify({"cells": [answer, *slow], "exercises": exercises}, str(tmp_path),
+                             cell_timeout=10, notebook_timeout=4)
+    took = time.monotonic() - start
+    passed, report, _ = verdicts["cpu_info"]
+    assert passed, report  # the answer came before the limit: checked as the kernel would have run it
+    assert took < 2 * 4 + 30, f"the replay ran {took:.0f} s with a 4 s limit"
+
+    verdicts = verify.verify({"cells": [*slow, answer], "exercises": exercises}, str(tmp_path),
+                             cell_timeout=10, notebook_timeout=4)
+    passed, report, undecided = verdicts["cpu_info"]
+    assert not passed and not undecided, report  # the answer came after it: never loaded

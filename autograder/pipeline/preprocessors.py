@@ -260,6 +260,9 @@ class VerifyHiddenChecks(NbGraderPreprocessor):
 
     enabled = Bool(True, help="Verify hidden checks outside the kernel").tag(config=True)
     cell_timeout = Integer(180, help="Seconds one student cell may take to load in the judge's student process").tag(config=True)
+    notebook_timeout = Integer(
+        900, help="Seconds the whole notebook may take to load in the judge's student process, all tries together"
+    ).tag(config=True)
 
     def start(self, nb, resources):
         """The judge of this submission, started in the background (None: nothing to check)."""
@@ -281,7 +284,8 @@ class VerifyHiddenChecks(NbGraderPreprocessor):
         log = logs / f"judge-{info.get('student')}-{assignment}.log"  # a regrading adds to it
         with open(log, "a") as out:
             out.write(f"=== judged {time.strftime('%Y-%m-%d %H:%M:%S')}\n")
-        return _JudgeRun(payload, folder, GradingLimits(parent=self), str(log), self.cell_timeout)
+        return _JudgeRun(payload, folder, GradingLimits(parent=self), str(log), self.cell_timeout,
+                         self.notebook_timeout)
 
     def preprocess(self, nb, resources):
         _disown_undecided(nb)
@@ -342,7 +346,7 @@ class _JudgeRun:
     kept as links, never followed) in a sandbox of its own.
     """
 
-    def __init__(self, payload, folder, limits, log, cell_timeout):
+    def __init__(self, payload, folder, limits, log, cell_timeout, notebook_timeout=None):
         import threading
 
         self.started, self.seconds = time.monotonic(), 0.0
@@ -352,7 +356,7 @@ class _JudgeRun:
         # Taken now (the kernel's settings come later), without the grader's secrets.
         env = without_secrets(self.box.environment() if self.box else os.environ)
         self._result, self._error = None, None
-        self._args = (payload, str(self.copy / "work"), env, log, cell_timeout)
+        self._args = (payload, str(self.copy / "work"), env, log, cell_timeout, notebook_timeout)
         self._thread = threading.Thread(target=self._run, name="judge", daemon=True)
         self._thread.start()
         _RUNNING.add(self)
@@ -360,8 +364,9 @@ class _JudgeRun:
     def _run(self):
         from . import verify
         try:
-            payload, folder, env, log, cell_timeout = self._args
-            self._result = verify.verify(payload, folder, env=env, log=log, cell_timeout=cell_timeout)
+            payload, folder, env, log, cell_timeout, notebook_timeout = self._args
+            self._result = verify.verify(payload, folder, env=env, log=log, cell_timeout=cell_timeout,
+                                         notebook_timeout=notebook_timeout)
         except BaseException as err:  # noqa: BLE001 (re-raised in the grading thread)
             self._error = err
         finally:

@@ -79,15 +79,23 @@ def _time_budget(assignment, exercise):
     return sum(getattr(fn, "timeout", hidden.DEFAULT_TIMEOUT) for fn in hidden.checks_for(assignment, exercise)) + 30
 
 
-def verify(payload, workdir, env=None, log=None, cell_timeout=180):
+def verify(payload, workdir, env=None, log=None, cell_timeout=180, notebook_timeout=None):
     """Run judges until every exercise has a verdict.
 
     Returns {exercise: (passed, report, undecided)}. A child that crashes or overruns its
     time fails the exercise it was on, and a new child takes the rest. A student
     cell that kills or hangs the child while loading is left out of the next
-    try, as a dead kernel would have left out every cell after it.
+    try, as a dead kernel would have left out every cell after it. Loading the notebook
+    may take `notebook_timeout` seconds in all tries together (the kernel's limit for the
+    whole notebook): every cell within its own limit, but so many of them, or a replay
+    started again so often, would otherwise hold the grading worker for hours. Past it, the
+    cell loading and every later one are left out, as the kernel leaves out the cells past
+    its limit, and one last try (with the limit again) loads the rest and checks; should
+    that try run out too, the exercises not yet checked fail, saying why.
     """
     verdicts, remaining, skipped = {}, list(payload["exercises"]), set()
+    load_left = float("inf") if notebook_timeout is None else float(notebook_timeout)
+    last_try = False  # the notebook's limit was reached once: its later cells are left out
     # Worked out here, once per assignment and worker: the judge then starts the student's
     # process at once and loads the checks while that process loads the notebook.
     preload = _preload(tuple(sorted({a for a, _ in payload["exercises"]})))
@@ -112,11 +120,16 @@ def verify(payload, workdir, env=None, log=None, cell_timeout=180):
             os.close(write_fd)
             os.close(spec)
         current, loading, budget, judged_here, paused = None, None, cell_timeout, [], None
-        deadline, buffer, timed_out = time.monotonic() + budget, b"", False
+        deadline, buffer, timed_out, out_of_load_time = time.monotonic() + budget, b"", False, False
+        load_started, load_paused = time.monotonic(), 0.0  # until "loaded": the notebook's replay
         with os.fdopen(read_fd, "rb", buffering=0) as pipe:
             os.set_blocking(pipe.fileno(), False)
             while True:
-                if time.monotonic() > deadline:
+                now = time.monotonic()
+                if load_started is not None and paused is None and now - load_started - load_paused > load_left:
+                    timed_out = out_of_load_time = True
+                    break
+                if now > deadline:
                     timed_out = True
                     break
                 try:
@@ -136,6 +149,8 @@ def verify(payload, workdir, env=None, log=None, cell_timeout=180):
                         loading, budget = message["loading"], cell_timeout
                     elif "loaded" in message:
                         loading = None
+                        load_left -= time.monotonic() - load_started - load_paused
+                        load_started = None
                     elif "start" in message:
                         loading, current = None, message["start"]
                         budget = _time_budget(assignment_of[current], current)
@@ -144,6 +159,7 @@ def verify(payload, workdir, env=None, log=None, cell_timeout=180):
                         continue
                     elif "waited" in message:
                         deadline = (paused or deadline) + float(message["waited"])
+                        load_paused += float(message["waited"])
                         paused = None
                         continue
                     elif "revoke" in message:  # tampering found at the end: this run's verdicts are void
@@ -158,6 +174,18 @@ def verify(payload, workdir, env=None, log=None, cell_timeout=180):
         _kill_session(child)
         code = child.wait()
         out.close()
+        if load_started is not None:
+            load_left -= time.monotonic() - load_started - load_paused
+        if out_of_load_time and loading is not None and not last_try:
+            labels = [label for label, _ in cells]
+            skipped.update(labels[labels.index(loading):])
+            load_left, last_try = float(notebook_timeout), True
+            continue
+        if out_of_load_time or load_left <= 0:
+            for _, e in remaining:
+                verdicts.setdefault(e, (False, f"{e}: the notebook took longer than its {notebook_timeout} s limit "
+                                           "to run in the grader, so its hidden checks did not run", False))
+            break
         if loading is not None and current is None:
             skipped.add(loading)  # that cell stopped the process: try again without it
             continue
