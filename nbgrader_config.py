@@ -51,6 +51,8 @@ if "COURSE_MEMORY_MB" in os.environ:
     c.GradingLimits.memory_mb = int(os.environ["COURSE_MEMORY_MB"])
 if "COURSE_MAX_PROCESSES" in os.environ:
     c.GradingLimits.max_processes = int(os.environ["COURSE_MAX_PROCESSES"])
+if "COURSE_MAX_FILE_MB" in os.environ:
+    c.GradingLimits.max_file_mb = int(os.environ["COURSE_MAX_FILE_MB"])
 
 from autograder.pipeline.preprocessors import (  # noqa: E402
     KeepExpectedFiles, RecordTimings, ResilientExecute, StartJudge, StderrToStdout, VerifyHiddenChecks,

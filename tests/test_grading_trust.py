@@ -285,6 +285,14 @@ for name, link in {CANARIES!r}.items():
 os.mkfifo("blocking.fifo")
 print("planted:", sorted(os.listdir(".")))
 '''
+# A file written past the largest a process may write (COURSE_MAX_FILE_MB, 64 in this course):
+# it would stay in autograded/ after grading.
+FILLS_DISK = '''
+chunk = b'x' * 2**24
+with open('blob.bin', 'wb') as blob:
+    for _ in range(8):  # 128 MiB
+        blob.write(chunk)
+'''
 # An error under the name the grader gives a check that could not decide, raised by the notebook
 # itself: the submission would be graded again alone, then sent to a person.
 CLAIMS_UNDECIDED = '''
@@ -352,6 +360,7 @@ def _cases():
         "background_thread": (_with_cell_first(blank, BACKGROUND_THREAD), "zero"),
         "skip_in_check": (_with_cell_last(blank, SKIP_IN_CHECK), "zero"),
         "plants_links": (_with_cell_first(blank, PLANT_LINKS), "zero"),
+        "fills_disk": (_with_cell_last(perfect, FILLS_DISK), "full"),
         "claims_undecided": (_with_cell_last(perfect, CLAIMS_UNDECIDED), "full"),
         "forged_spy_counts": (_replace_answer(perfect, "visible_appends", samples.catalogue(A).WRONG["visible_appends"][
             "hard-coded 0 without starting processes, the spy's counts forged"]), "visible_appends zero"),
@@ -383,7 +392,7 @@ def trust(workdir_factory):
     (linked / f"{A}.ipynb").symlink_to(CANARY_DIR / "solutions.ipynb")
     tree_before = _tree_digest(course.ROOT)
     try:
-        results = work.grade(env={"COURSE_CELL_TIMEOUT": "20", "COURSE_MEMORY_MB": "1536",
+        results = work.grade(env={"COURSE_CELL_TIMEOUT": "20", "COURSE_MEMORY_MB": "1536", "COURSE_MAX_FILE_MB": "64",
                                   "PGPASSWORD": "the-gradebook-password"})
         work.tree_changed = _tree_digest(course.ROOT) != tree_before
         from autograder.pipeline import jobs
@@ -463,6 +472,17 @@ def test_a_notebook_cannot_mark_itself_undecided(trust):
     assert (A, "claims_undecided") not in work.undecided, work.undecided
     review = (work.path / "reports" / "manual_review.csv").read_text()
     assert "claims_undecided" not in review, review
+
+
+def test_no_file_grows_past_the_limit(trust):
+    """The notebook's own folder is kept after grading: a file its code writes stops at the limit,
+    and the writing cell fails there, saying so."""
+    work, _, _ = trust
+    blob = work.path / "autograded" / "fills_disk" / A / "blob.bin"
+    assert blob.is_file() and blob.stat().st_size <= 64 * 2**20, blob
+    nb = work.graded_notebook("fills_disk", A)
+    errors = [o for c in nb.cells for o in c.get("outputs", []) if o.get("output_type") == "error"]
+    assert any("File too large" in o.get("evalue", "") for o in errors), [o.get("evalue") for o in errors]
 
 
 def test_kernel_death_is_explained(trust):

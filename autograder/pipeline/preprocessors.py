@@ -34,13 +34,14 @@ class GradingLimits(Configurable):
     memory_mb = Integer(Limits.memory_mb, help="Memory cap per process tree, MiB").tag(config=True)
     max_processes = Integer(Limits.max_processes,
                             help="Processes and threads at once, per process tree").tag(config=True)
+    max_file_mb = Integer(Limits.max_file_mb, help="Largest file a process may write, MiB").tag(config=True)
     network = Bool(False, help="Allow network access beyond loopback").tag(config=True)
     protect_files = Bool(True, help="Hide the gradebook, solutions and other students' files").tag(config=True)
 
     def sandbox(self, own_folder):
         if not self.enabled:
             return None
-        limits = Limits(memory_mb=self.memory_mb, max_processes=self.max_processes,
+        limits = Limits(memory_mb=self.memory_mb, max_processes=self.max_processes, max_file_mb=self.max_file_mb,
                                 network=self.network, protect_files=self.protect_files)
         return confine.Sandbox(limits, own_folder)
 

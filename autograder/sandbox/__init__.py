@@ -6,6 +6,9 @@ first thing, before any student code and before it starts threads:
 - **processes**: a cgroup `pids.max` (a fork bomb stops there), else RLIMIT_NPROC,
   set before the drop to the student's uid, where it counts (Linux does not apply it
   to root: a root grader that keeps its uid has no cap, and says so);
+- **files' size**: RLIMIT_FSIZE, the largest file a process may write (a write past it
+  raises OSError), so that no file of the submission's folder or of the judge's log fills
+  the grader's disk;
 - **memory**: a cgroup memory limit (the kernel is killed, which grading reports),
   else RLIMIT_AS (allocations fail with MemoryError);
 - **files** (needs root, or CAP_SYS_ADMIN): a private mount namespace in which

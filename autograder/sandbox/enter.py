@@ -47,6 +47,11 @@ def _join_cgroups(limits):
 
 def _rlimits(limits):
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    # No file grows past it: its own folder (kept after grading) and the judge's log, which takes
+    # its stdout, cannot fill the grader's disk in one file. Python ignores SIGXFSZ: a write past
+    # it raises OSError (EFBIG) instead of killing the process.
+    file_cap = limits.max_file_mb * 2**20
+    resource.setrlimit(resource.RLIMIT_FSIZE, (file_cap, file_cap))
     if "memory" not in limits.cgroups and "unified" not in limits.cgroups:
         cap = max(limits.memory_mb, 8192) * 2**20  # address space, not memory: leave headroom
         resource.setrlimit(resource.RLIMIT_AS, (cap, cap))

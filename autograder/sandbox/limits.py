@@ -11,6 +11,7 @@ ENV = "COURSE_SANDBOX"
 class Limits:
     memory_mb: int = 6144          # per submission: kernel, its workers and the student's process each
     max_processes: int = 256       # processes and threads at once, per submission
+    max_file_mb: int = 512         # the largest file a process may write (RLIMIT_FSIZE), MiB
     network: bool = False          # False: no network but loopback
     protect_files: bool = True
     covered: list = field(default_factory=list)    # folders replaced by empty ones
