@@ -177,8 +177,17 @@ def _failure_message(err):
     return f"your code raised {_error_text(err)}"
 
 
+ERROR_TEXT_LIMIT = 300  # characters of an error raised by the student's code, as its feedback shows it
+
+
 def _error_text(err):
-    return str(err) if type(err).__name__ == "StudentError" else f"{type(err).__name__}: {err}"
+    """The student's error as the feedback shows it, cut short: enough to debug by, while what
+    the student's code can reach in its process (the checks' helpers run there, and its code
+    can read theirs) cannot be carried out through the feedback by the page."""
+    text = str(err) if type(err).__name__ == "StudentError" else f"{type(err).__name__}: {err}"
+    if len(text) > ERROR_TEXT_LIMIT:
+        text = text[:ERROR_TEXT_LIMIT] + f" ... (cut at {ERROR_TEXT_LIMIT} characters)"
+    return text
 
 
 # --- whose code raised an error: the student's, or the check's own -----------------------------

@@ -111,6 +111,17 @@ def test_exceptions_are_reported_by_type(fake_assignment):
     assert all("your code raised KeyError" in o.message for o in outcomes)
 
 
+def test_a_long_error_of_the_students_is_cut_short(fake_assignment):
+    """An answer can read the code of the checks' helpers that run in its process and raise it as
+    its message: the feedback shows the first few hundred characters, not pages of it."""
+    def double(x):
+        raise ValueError("leaked " * 1000)
+    outcomes = hidden.run(fake_assignment, "double", {"double": double})
+    for o in outcomes:
+        assert o.message.startswith("your code raised ValueError: leaked"), o.message
+        assert len(o.message) < hidden.ERROR_TEXT_LIMIT + 100 and "(cut at" in o.message, o.message
+
+
 def _reference(namespace, called=None):
     """A `reference` for hidden.run that serves `namespace` in this process, counting its uses."""
     def reference(assignment, exercise):
