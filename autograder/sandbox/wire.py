@@ -70,8 +70,115 @@ class _DataOnly(pickle.Unpickler):
         raise pickle.UnpicklingError("a message from the student's process used a persistent id")
 
 
+# --- what a frame from the student's process may expand to ----------------------------------------
+# A frame is at most MAX_FRAME bytes, but what it stands for can be far larger. Pickle's memo lets a
+# frame name one value again and again for 2 to 5 bytes a time, and `decode` used to rebuild every
+# such reference as a value of its own: one 50 MiB array named 40 times made the judge (root, no
+# memory cap) allocate 2 GiB, and named 1000 times it would ask 50 GiB. Unpickling itself can be
+# made to allocate too: a memo index of 2**27 in a 12-byte frame asks 2 GiB for the memo's table.
+# So the judge checks, before it allocates anything, what a frame will become:
+#
+# - `load_untrusted` walks the frame's opcodes first: only those `dump_plain` writes (protocol 5:
+#   the memo is filled by MEMOIZE, never by an index that the frame chooses), and at most
+#   MAX_OPCODES of them. An opcode builds at most one object of a few hundred bytes besides the
+#   bytes and strings that the frame itself carries, so unpickling costs at most a few times
+#   MAX_FRAME.
+# - `decode` walks the unpickled message before it builds anything and counts what each reference
+#   will become, every time it is named (no sharing is trusted): the bytes of the arrays and tensors
+#   and an estimate of the containers, at most MAX_DECODED_BYTES; the values, at most
+#   MAX_DECODED_VALUES, which also bounds the time a hostile reply costs (the walk stops there); and
+#   containers nested at most MAX_DECODED_DEPTH deep (the rebuilding is recursive).
+#
+# MAX_DECODED_BYTES is MAX_FRAME: an honest reply, which names every array once, rebuilds into
+# about as much as its frame carries, so any frame the channel accepts unshared still decodes, and
+# a hostile one costs the judge no more than the largest honest one. The checks' own replies are
+# far below every limit (measured over every check's run on the reference solutions, judged: at
+# most 1.5 MB of array data, 363 values, 11 levels deep in one reply).
+MAX_DECODED_BYTES = MAX_FRAME
+MAX_DECODED_VALUES = 1 << 20
+MAX_DECODED_DEPTH = 100
+# An honest reply writes 2 to 5 opcodes a value (an array, about 10): 4M opcodes still carry
+# 10**4 times the checks' largest reply, and walking them takes about a second.
+MAX_OPCODES = 4 * MAX_DECODED_VALUES
+
+# Errors for a frame or a value refused here carry the trace of where they come from, as judge.py
+# gives the errors raised in the student's process: hidden.raised_by_the_check reads it and fails
+# the answer (it wrote the reply), instead of taking the error for the check's own (which would be
+# settled on the reference solution) or the machine's (undecided).
+_REPLY_TRACE = '  File "<a reply from the student\'s process>", line 1, in decode\n'
+
+
+def _from_the_reply(err):
+    err.student_traceback = _REPLY_TRACE
+    return err
+
+
+def _refused(why):
+    return _from_the_reply(ValueError(f"the grader refused what your code's process sent back: {why}"))
+
+
+def _opcode_table():
+    import pickletools
+    allowed = {"PROTO", "FRAME", "STOP", "MARK", "MEMOIZE", "BINGET", "LONG_BINGET",
+               "NONE", "NEWTRUE", "NEWFALSE", "BININT", "BININT1", "BININT2", "LONG1", "LONG4", "BINFLOAT",
+               "SHORT_BINUNICODE", "BINUNICODE", "BINUNICODE8", "SHORT_BINBYTES", "BINBYTES", "BINBYTES8",
+               "EMPTY_LIST", "APPEND", "APPENDS", "EMPTY_TUPLE", "TUPLE", "TUPLE1", "TUPLE2", "TUPLE3",
+               "EMPTY_DICT", "SETITEM", "SETITEMS"}
+    # What follows each allowed opcode: a fixed count of bytes, or (size, signed) of a length that
+    # precedes as many bytes.
+    table = [None] * 256
+    for op in pickletools.opcodes:
+        if op.name in allowed:
+            n = 0 if op.arg is None else op.arg.n
+            table[ord(op.code)] = {pickletools.TAKEN_FROM_ARGUMENT1: (1, False),
+                                   pickletools.TAKEN_FROM_ARGUMENT4: (4, True),
+                                   pickletools.TAKEN_FROM_ARGUMENT4U: (4, False),
+                                   pickletools.TAKEN_FROM_ARGUMENT8U: (8, False)}.get(n, n)
+    return table
+
+
+_OPCODES = _opcode_table()
+_STOP = ord(pickle.STOP)
+
+
+def _check_opcodes(data):
+    """Refuse a frame with an opcode `dump_plain` does not write, or more than MAX_OPCODES."""
+    pos, end, count, table = 0, len(data), 0, _OPCODES
+    while pos < end:
+        code = data[pos]
+        follows = table[code]
+        if follows is None:
+            raise _from_the_reply(pickle.UnpicklingError(
+                f"a message from the student's process used the pickle opcode {bytes([code])!r}, "
+                "which plain data does not need"))
+        count += 1
+        if count > MAX_OPCODES:
+            raise _from_the_reply(pickle.UnpicklingError(
+                f"a message from the student's process of more than {MAX_OPCODES} pickle opcodes"))
+        pos += 1
+        if code == _STOP:
+            return
+        if type(follows) is tuple:
+            size, signed = follows
+            length = int.from_bytes(data[pos:pos + size], "little", signed=signed)
+            if length < 0:
+                raise _from_the_reply(pickle.UnpicklingError("a negative length in a message"))
+            pos += size + length
+        else:
+            pos += follows
+
+
 def load_untrusted(data):
-    return _DataOnly(io.BytesIO(data)).load()
+    _check_opcodes(data)
+    try:
+        return _DataOnly(io.BytesIO(data)).load()
+    except MemoryError:
+        raise
+    except Exception as err:  # noqa: BLE001 (a malformed frame: truncated, a missing memo entry...)
+        if isinstance(err, pickle.UnpicklingError):
+            raise _from_the_reply(err)
+        raise _from_the_reply(pickle.UnpicklingError(
+            f"a malformed message from the student's process ({type(err).__name__}: {err})")) from err
 
 
 def dump_plain(obj):
@@ -145,22 +252,186 @@ def _encode_torch(value, keep):
 
 
 # --- the judge's side: decode ------------------------------------------------------------------
+_SEQUENCES = {"list": list, "tuple": tuple, "set": set, "frozenset": frozenset}
+_MAPPINGS = ("dict", "OrderedDict", "Counter", "defaultdict")
+_MAX_DIMS = 64  # NumPy's own limit; torch's is lower
+# Estimated bytes the judge allocates for what decode builds, besides the array data: a value kept
+# as it came (a number, a string) costs only its slot in a container; a list's or tuple's slot is a
+# pointer; a set's or mapping's entry (hash table, an OrderedDict's links, Counter's two dicts, the
+# pairs list) stays under 128 bytes; any other object under 256.
+_OBJECT, _SLOT, _ENTRY = 256, 8, 128
+
+
 def decode(data, remote):
-    """Rebuild a value from what `encode` produced; handles become `remote(handle_tuple)`."""
+    """Rebuild a value from what `encode` produced; handles become `remote(handle_tuple)`.
+
+    What `data` would become is measured first (`_measure`): a value that would exceed the limits
+    above is refused before anything is built."""
+    _measure(data)
+    try:
+        return _build(data, remote)
+    except (TypeError, ValueError, IndexError, KeyError, OverflowError) as err:
+        if getattr(err, "student_traceback", None) == _REPLY_TRACE:
+            raise
+        raise _refused(f"a malformed value ({type(err).__name__}: {err})") from err
+
+
+def _measure(data):
+    """Check the shape of every part of `data` and count, every time each is named, what decode
+    would build of it; raise `_refused` past a limit. Builds nothing: it walks iterators."""
+    size = values = 0
+    stack = [iter((data,))]
+    while stack:
+        value = next(stack[-1], stack)
+        if value is stack:
+            stack.pop()
+            continue
+        values += 1
+        if type(value) in PLAIN:
+            continue
+        if type(value) is not tuple or not value or type(value[0]) is not str:
+            raise _refused("a malformed value")
+        if len(stack) > MAX_DECODED_DEPTH:
+            raise _refused(f"values nested more than {MAX_DECODED_DEPTH} deep")
+        tag, parts = value[0], None
+        size += _OBJECT
+        if tag in _SEQUENCES or tag in _MAPPINGS:
+            _expect(value, 2)
+            items = value[1]
+            if type(items) is not list:
+                raise _refused(f"a malformed {tag}")
+            if values + len(items) > MAX_DECODED_VALUES:  # before walking a list a frame made huge
+                raise _refused(f"more than {MAX_DECODED_VALUES} values in one reply")
+            if tag in _MAPPINGS:
+                if not all(type(p) is tuple and len(p) == 2 for p in items):
+                    raise _refused(f"a malformed {tag}")
+                size += _ENTRY * len(items)
+                parts = (v for pair in items for v in pair)
+            else:
+                size += (_SLOT if tag in ("list", "tuple") else _ENTRY) * len(items)
+                parts = iter(items)
+        elif tag == "ref":
+            _expect(value, 4)
+            if type(value[1]) is not int or type(value[2]) is not list or len(value[2]) > 1000 or not all(
+                    type(n) is str for n in value[2]):
+                raise _refused("a malformed handle")
+        elif tag in ("complex", "range"):
+            _expect(value, 3 if tag == "complex" else 4)
+            if not all(type(v) in ((int, float) if tag == "complex" else (int,)) for v in value[1:]):
+                raise _refused(f"a malformed {tag}")
+        elif tag == "slice":
+            _expect(value, 4)
+            parts = iter(value[1:])
+        elif tag == "ellipsis":
+            _expect(value, 1)
+        elif tag in ("ndarray", "npscalar", "npdtype"):
+            size += _measure_numpy(value)
+        elif tag.startswith("torch.") or tag == "tensor":
+            size += _measure_torch(value)
+            if tag == "tensor" and value[7] is not None:
+                if type(value[7]) is not tuple or not value[7] or value[7][0] != "tensor":
+                    raise _refused("a malformed gradient")
+                parts = iter((value[7],))
+        else:
+            raise _refused(f"an unknown kind of value ({tag[:40]!r})")
+        if size > MAX_DECODED_BYTES:
+            raise _refused(f"it would rebuild into more than {MAX_DECODED_BYTES >> 20} MiB in the grader "
+                           "(the same value sent many times over?)")
+        if values > MAX_DECODED_VALUES:
+            raise _refused(f"more than {MAX_DECODED_VALUES} values in one reply")
+        if parts is not None:
+            stack.append(parts)
+
+
+def _expect(value, length):
+    if len(value) != length:
+        raise _refused(f"a malformed {value[0][:40]}")
+
+
+def _shape(shape):
+    if type(shape) is not list or len(shape) > _MAX_DIMS or not all(type(n) is int and n >= 0 for n in shape):
+        raise _refused("a malformed shape")
+    count = extent = 1
+    for n in shape:
+        count, extent = count * n, extent * max(n, 1)
+    if extent > 1 << 62:  # an empty array's other dimensions too: its strides must fit
+        raise _refused("a malformed shape")
+    return count
+
+
+def _measure_numpy(value):
+    """Bytes decode allocates for a numpy value; its shape, dtype and data checked."""
+    tag = value[0]
+    _expect(value, {"npdtype": 2, "npscalar": 3, "ndarray": 4}[tag])
+    if type(value[1]) is not str or len(value[1]) > 40:
+        raise _refused("a malformed dtype")
+    try:
+        dtype = _numpy_dtype(value[1])
+    except (TypeError, ValueError) as err:
+        raise _refused(f"a dtype that is not plain data ({err})") from err
+    if tag == "npdtype":
+        return 0
+    if dtype.itemsize == 0:  # numpy would give it one byte an element, which the data does not pay
+        raise _refused("a dtype without size")
+    if tag == "npscalar":
+        if type(value[2]) is not bytes or len(value[2]) != dtype.itemsize:
+            raise _refused("a numpy scalar whose data does not match its dtype")
+        return dtype.itemsize
+    raw = value[3]
+    if type(raw) is not bytes or _shape(value[2]) * dtype.itemsize != len(raw):
+        raise _refused("an array whose data does not match its shape")
+    return len(raw)
+
+
+def _measure_torch(value):
+    """Bytes decode allocates for a torch value; its shape, dtype, device and data checked."""
+    import torch
+    tag = value[0]
+    if tag in ("torch.dtype", "torch.device"):
+        _expect(value, 2)
+        if tag == "torch.dtype" and value[1] not in TORCH_DTYPES:
+            raise _refused(f"an unknown torch dtype {str(value[1])[:40]!r}")
+        if tag == "torch.device":
+            _device(value[1])
+        return 0
+    if tag == "torch.Size":
+        _expect(value, 2)
+        _shape(value[1])
+        return 0
+    if tag != "tensor":
+        raise _refused(f"an unknown kind of value ({tag[:40]!r})")
+    _expect(value, 8)
+    _, name, shape, raw, _requires_grad, device, _is_param, _grad = value
+    if name not in TORCH_DTYPES:
+        raise _refused(f"an unknown torch dtype {str(name)[:40]!r}")
+    _device(device)
+    itemsize = torch.empty((), dtype=getattr(torch, name)).element_size()
+    if type(raw) is not bytes or _shape(shape) * itemsize != len(raw):
+        raise _refused("a tensor whose data does not match its shape")
+    return len(raw)
+
+
+def _device(text):
+    import torch
+    if type(text) is not str or len(text) > 40:
+        raise _refused("a malformed device")
+    try:
+        torch.device(text)
+    except (RuntimeError, ValueError, TypeError) as err:
+        raise _refused(f"an unknown device {text!r}") from err
+
+
+def _build(data, remote):
+    """The value `data` stands for (already checked by `_measure`)."""
     if type(data) in PLAIN:
         return data
-    if type(data) is not tuple or not data or type(data[0]) is not str:
-        raise ValueError("a malformed value from the student's process")
     tag = data[0]
     if tag == "ref":
-        if len(data) != 4 or type(data[1]) is not int or type(data[2]) is not list:
-            raise ValueError("a malformed handle from the student's process")
         return remote(data)
-    if tag in ("list", "tuple", "set", "frozenset"):
-        items = [decode(v, remote) for v in data[1]]
-        return {"list": list, "tuple": tuple, "set": set, "frozenset": frozenset}[tag](items)
-    if tag in ("dict", "OrderedDict", "Counter", "defaultdict"):
-        pairs = [(decode(k, remote), decode(v, remote)) for k, v in data[1]]
+    if tag in _SEQUENCES:
+        return _SEQUENCES[tag]([_build(v, remote) for v in data[1]])
+    if tag in _MAPPINGS:
+        pairs = [(_build(k, remote), _build(v, remote)) for k, v in data[1]]
         if tag == "defaultdict":
             return collections.defaultdict(None, pairs)
         if tag == "Counter":
@@ -169,16 +440,14 @@ def decode(data, remote):
     if tag == "complex":
         return complex(float(data[1]), float(data[2]))
     if tag == "range":
-        return range(int(data[1]), int(data[2]), int(data[3]))
+        return range(data[1], data[2], data[3])
     if tag == "slice":
-        return slice(*(decode(v, remote) for v in data[1:4]))
+        return slice(*(_build(v, remote) for v in data[1:4]))
     if tag == "ellipsis":
         return Ellipsis
     if tag in ("ndarray", "npscalar", "npdtype"):
         return _decode_numpy(data)
-    if tag.startswith("torch.") or tag == "tensor":
-        return _decode_torch(data, remote)
-    raise ValueError(f"an unknown kind of value ({tag!r}) from the student's process")
+    return _decode_torch(data, remote)
 
 
 def _numpy_dtype(text):
@@ -196,37 +465,29 @@ def _decode_numpy(data):
     if tag == "npdtype":
         return dtype
     if tag == "npscalar":
-        return np.frombuffer(bytes(data[2]), dtype=dtype, count=1)[0]
-    shape = tuple(int(n) for n in data[2])
-    return np.frombuffer(bytes(data[3]), dtype=dtype).reshape(shape).copy()
+        return np.frombuffer(data[2], dtype=dtype, count=1)[0]
+    shape = tuple(data[2])
+    if not data[3]:
+        return np.empty(shape, dtype=dtype)
+    return np.frombuffer(data[3], dtype=dtype).reshape(shape).copy()
 
 
 def _decode_torch(data, remote):
     import torch
     tag = data[0]
     if tag == "torch.dtype":
-        if data[1] not in TORCH_DTYPES:
-            raise ValueError(f"an unknown torch dtype {data[1]!r}")
         return getattr(torch, data[1])
     if tag == "torch.device":
-        return torch.device(str(data[1]))
+        return torch.device(data[1])
     if tag == "torch.Size":
-        return torch.Size(int(n) for n in data[1])
+        return torch.Size(data[1])
     _, name, shape, raw, requires_grad, device, is_param, grad = data
-    if name not in TORCH_DTYPES:
-        raise ValueError(f"an unknown torch dtype {name!r}")
-    dtype, shape = getattr(torch, name), tuple(int(n) for n in shape)
-    count = 1
-    for n in shape:
-        count *= n
-    if count == 0:
+    dtype, shape = getattr(torch, name), tuple(shape)
+    if not raw:
         tensor = torch.empty(shape, dtype=dtype)
     else:
-        flat = torch.frombuffer(bytearray(raw), dtype=torch.uint8).view(dtype)
-        if flat.numel() != count:
-            raise ValueError("a tensor whose data does not match its shape")
-        tensor = flat.reshape(shape).clone()
-    device = torch.device(str(device))
+        tensor = torch.frombuffer(bytearray(raw), dtype=torch.uint8).view(dtype).reshape(shape).clone()
+    device = torch.device(device)
     if device.type != "cpu" and (device.type != "cuda" or torch.cuda.is_available()):
         tensor = tensor.to(device)
     if is_param:
