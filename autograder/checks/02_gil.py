@@ -15,6 +15,7 @@ grading: undecided, regraded alone, then a person looks).
 import asyncio
 import math
 import multiprocessing.process
+import os
 import random
 import sys
 import threading
@@ -94,6 +95,123 @@ class _TreeWatch:
             return 0.0, 0
         span = max(last[p] for p in workers) - min(first[p] for p in workers)
         return sum(cpu[p] for p in workers) / max(span, self.interval), len(workers)
+
+
+class _BusyWatch:
+    """with _BusyWatch() as busy: <a call>: the judge reads, every `interval` s, the kernel's
+    scheduler statistics of every thread of the student's process (/proc/<pid>/task/<tid>/schedstat:
+    nanoseconds on a core, and nanoseconds runnable but waiting for one) and the process's CPU
+    clock (its ended threads included). A thread is busy while it runs or waits for a core, and
+    not while it sleeps, joins, or waits for a lock or the GIL. Read by the kernel, not reported;
+    and load does not change it: a thread that other processes keep off the cores is still busy.
+    Without a judge (the checks beside the answers) the reading thread leaves itself out.
+    busy.available is False where the kernel keeps no such statistics (the check is then undecided)."""
+
+    def __init__(self, interval=0.005):
+        from autograder.pipeline.judge import _process_cpu_clock
+        self.pid, self.interval = student_pid(), interval
+        self.clock = _process_cpu_clock(self.pid)
+        self.readings, self.available = [], True
+        self._stop, self._ready, self._own = threading.Event(), threading.Event(), None
+
+    def _read(self):
+        threads = {}
+        try:
+            tasks = os.listdir(f"/proc/{self.pid}/task")
+        except OSError:
+            tasks = []
+        for task in tasks:
+            if int(task) == self._own:
+                continue
+            try:
+                with open(f"/proc/{self.pid}/task/{task}/schedstat", "rb") as stat:
+                    run, wait = (int(v) / 1e9 for v in stat.read().split()[:2])
+                with open(f"/proc/{self.pid}/task/{task}/stat", "rb") as stat:
+                    text = stat.read()
+                runnable = text[text.rindex(b")") + 2:text.rindex(b")") + 3] == b"R"
+            except FileNotFoundError:
+                continue  # the thread ended meanwhile
+            except (OSError, ValueError):
+                self.available = False
+                continue
+            threads[int(task)] = (run, wait, runnable)
+        try:
+            cpu = time.clock_gettime(self.clock)
+        except OSError:  # the process is gone
+            self.available = False
+            cpu = self.readings[-1][1] if self.readings else 0.0
+        self.readings.append((time.perf_counter(), cpu, threads))
+
+    def _poll(self):
+        if self.pid == os.getpid():
+            self._own = threading.get_native_id()
+        self._ready.set()
+        while not self._stop.wait(self.interval):
+            self._read()
+
+    def __enter__(self):
+        self._thread = threading.Thread(target=self._poll, name="busy-watch", daemon=True)
+        self._thread.start()
+        self._ready.wait()
+        self._read()
+        if not self.readings[0][2]:
+            self.available = False
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()
+        self._read()
+        return False
+
+    def _intervals(self):
+        """(seconds, CPU seconds of the process, {tid: (CPU seconds, running or waiting for a core
+        at the end)}) per pair of readings that follow each other; a thread first seen counts
+        from 0."""
+        for (t0, cpu0, before), (t1, cpu1, after) in zip(self.readings, self.readings[1:]):
+            yield t1 - t0, max(0.0, cpu1 - cpu0), {
+                tid: (run - before.get(tid, (0.0,))[0], runnable) for tid, (run, _, runnable) in after.items()}
+
+    def longest_gap(self):
+        """The longest time between two readings (the judge's thread kept off a core)."""
+        return max((t1 - t0 for (t0, _, _), (t1, _, _) in zip(self.readings, self.readings[1:])), default=math.inf)
+
+    def busy_seconds(self):
+        """Seconds of work of the process's threads: their CPU (its clock: ended threads included)
+        plus their waits for a core (the kernel adds a wait to a thread's count when the thread gets
+        a core again, so a whole wait shows at once; a thread that ended since the last reading
+        loses the waits after it, at most the gap). Threads that ran at once count twice: a lower
+        bound on work, not on the time work went on."""
+        if len(self.readings) < 2:
+            return 0.0
+        first, last = self.readings[0], self.readings[-1]
+        waits = {}
+        for _, _, threads in self.readings:
+            for tid, (_, wait, _) in threads.items():
+                waits[tid] = wait - first[2].get(tid, (0.0, 0.0, False))[1]
+        return max(0.0, last[1] - first[1]) + sum(waits.values())
+
+    def cpu_alone_and_rest(self):
+        """(CPU seconds the process spent in intervals where one thread of it worked (ran half
+        the interval or more, or was running or waiting for a core at its end) and none of the
+        others did, their CPU a quarter of the interval or less: one thread working alone; all
+        its other CPU seconds). Waiting for a core counts as working, so that load does not turn
+        two working threads into one. busy.alone_stretches: how many runs of such
+        intervals, one after another, there were (at each end of one, an interval that holds the
+        change may count among the rest)."""
+        alone_cpu = rest = 0.0
+        self.alone_stretches, was_alone = 0, False
+        for dt, cpu, threads in self._intervals():
+            working = [tid for tid, (ran, runnable) in threads.items() if runnable or ran >= 0.5 * dt]
+            others = sum(ran for tid, (ran, _) in threads.items() if tid not in working[:1])
+            is_alone = len(working) == 1 and others <= 0.25 * dt
+            if is_alone:
+                alone_cpu += cpu
+                self.alone_stretches += not was_alone
+            else:
+                rest += cpu
+            was_alone = is_alone
+        return alone_cpu, rest
 
 
 # --- run_threads ------------------------------------------------------------------
@@ -340,6 +458,27 @@ def _own_io_ratio(n_workers, delay=0.05):
     return _timed_workers(threading.Thread, gil.wait, [(delay,)] * n_workers) / serial
 
 
+def _cpu_work_seen(work_seen, out, n_workers):
+    """Whether the judge saw the student's process do the pure-Python work that serial and threads
+    time (_BusyWatch.busy_seconds): its threads worked (ran or waited for a core) >= 0.6 of
+    serial + threads in all. It fails the answer when even crediting the end of each of the n
+    threads (what the kernel's count of a thread that ended since the last reading leaves out: the
+    longest gap between readings each) leaves it below that; False (the try decides nothing) in
+    between, or where the kernel keeps no such statistics."""
+    if not work_seen.available:
+        return False
+    claimed = out["serial"] + out["threads"]
+    seen = work_seen.busy_seconds()
+    assert seen + n_workers * work_seen.longest_gap() >= BUSY_SHARE * claimed, (
+        f"serial and threads ({out['serial']:.2f} s and {out['threads']:.2f} s) are not what this call measured: "
+        f"the process worked (ran or waited for a core) only {seen:.2f} s in all while the call ran, so its "
+        "own pure-Python work cannot have taken that long: time the work itself, serially and in threads")
+    return seen >= BUSY_SHARE * claimed
+
+
+BUSY_SHARE = 0.6  # of serial + threads that the judge must see the student's process work
+
+
 @exclusive
 @timeout(400)
 def test_gil_experiment_ratios(gil_experiment):
@@ -363,6 +502,23 @@ def test_gil_experiment_ratios(gil_experiment):
     machine that stretches io_serial cannot make them pass. A correct answer fails only if, 5 times running,
     the load changed between its measurement and ours enough to flip the
     comparison: taking that as rarer than 1 try in 100, independent, < 1e-10.
+    Every try also holds the reported serial and threads times to what the judge
+    saw the student's process do (_BusyWatch: the kernel's scheduler statistics
+    of its threads and its CPU clock, read every 5 ms): pure-Python work keeps
+    a thread of the process running or waiting for a core all the time it is
+    timed, serially and in threads alike (one thread holds the GIL at any time),
+    so the process must have worked >= 0.6 of serial + threads for a try to
+    count, and the answer fails when it worked less even with the end of each
+    of the n threads credited (what the readings can miss of a thread that
+    ended: the longest gap between readings each); tries in between count for
+    nothing. A correct answer loses none of its work to load (waiting for a core
+    counts) and misses 0.6 only if its timed work in this process was asleep
+    40 % of the time: false failure 0 (assuming, as the io part already does of
+    its waits, that serial and threads run in the student's own process;
+    measured: 1.1 to 1.6 times serial + threads, the waits of the io and
+    processes parts included). Times made up while the process sleeps and only
+    its children spin (0.05 to 0.3 of the claim) fail, or leave the check
+    undecided where the judge's readings were too far apart to tell.
     """
     work, n, tries, delay = 8_000_000, 4, 5, 0.05
     passed = {"io": False, "threads": False, "processes": False}
@@ -370,7 +526,7 @@ def test_gil_experiment_ratios(gil_experiment):
     gil_experiment(2, 1_000)  # untimed: an answer that raises does so before the machine is taken
     with alone():
         for _ in range(tries):
-            with _TreeWatch() as watch:
+            with _TreeWatch() as watch, _BusyWatch() as work_seen:
                 start = time.perf_counter()
                 out = gil_experiment(n, work)
                 wall = time.perf_counter() - start
@@ -379,6 +535,8 @@ def test_gil_experiment_ratios(gil_experiment):
             for key in KEYS:
                 assert 0 < exact_float(out[key], key) <= wall, (
                     f"{key} ({out[key]:.3f} s) is not a time measured within the call ({wall:.3f} s)")
+            if not _cpu_work_seen(work_seen, out, n):
+                continue  # the times may be made up: this try shows nothing either way
             busy, _ = watch.children_busy_cores()
             threads_at_once = watch.most_own_threads() - watch.base_threads
             if (out["io_threads"] < 0.5 * out["io_serial"] and out["io_threads"] < 0.6 * n * delay
@@ -465,24 +623,64 @@ def _own_numpy_speedup(n):
     return best_serial / best_threads
 
 
+SERIAL_SEEN, SERIAL_MISSING = 4, 6  # the serial job's CPU seen alone: >= 1/4 of the rest passes, < 1/6 counts
+UNSERIAL_NEEDED = 3  # tries that claim a gain without a serial job, for a failure
+STEADY_GAP = 0.015  # the longest gap between the judge's readings in a try that can count against an answer
+
+
+def _serial_work_missing(busy):
+    """Whether the judge's readings show, beyond doubt, that the process did not run the job on one
+    thread for 1/6 of the CPU it spent otherwise: each stretch of work alone (one at least) is
+    credited with the two intervals around it, where the change from or to the threads may fall
+    and one thread's work alone counts among the rest: at most the longest gap each."""
+    alone_cpu, rest = busy.cpu_alone_and_rest()
+    if not busy.available or busy.longest_gap() > STEADY_GAP:
+        return False
+    credit = 2 * max(1, busy.alone_stretches) * busy.longest_gap()
+    return alone_cpu + credit < rest / SERIAL_MISSING
+
+
 @exclusive
-@timeout(180)
+@timeout(240)
 def test_numpy_threads_speedup_gains(numpy_threads_speedup):
     """with 2 usable cores, 2 threads speed up the NumPy job (the GIL is released)
 
-    False failure of a correct answer: < 1e-9 (assumption stated). A try passes
+    False failure of a correct answer: < 1e-9 (assumptions stated). A try passes
     when the answer reports > 1.15 AND the student's process spent over 1.03 s
     of CPU per second of the call (read by the judge from /proc and the process's
     CPU clock, around the call on its own clock): two threads really computed at
     once (threads that take turns on a lock never show that, however lucky their
-    timings). A try that reports <= 1.1 counts against the answer only when the
-    machine was quiet meanwhile (other processes spent under a quarter of a core,
-    from /proc/stat) AND our own two threads, run in the student's process right
-    after, gained >= 1.25 on the same job. The check passes at the first passing
-    try, fails once 7 tries counted against the answer, and is undecided
+    timings) AND the judge saw the serial job too: the CPU the process spent
+    while one of its threads worked alone (the kernel's scheduler statistics of
+    each thread, read every 5 ms: running or waiting for a core counts as
+    working, so that load does not change it) is at least 1/4 of all its other
+    CPU. A speedup is a serial time over a threaded time of the same job; an
+    answer that reports one without running the job serially (a number typed in,
+    while threads burn CPU to look busy) spends 1/20 or less there. A try that
+    reports > 1.15 while the judge saw, beyond the readings' own uncertainty
+    (each stretch of work alone credited with the two intervals around it; only
+    tries whose readings were at most 15 ms apart), under 1/6 counts as "no
+    serial job"; 3 such tries fail the answer. A try that reports <= 1.1
+    counts against the answer only when the machine was quiet meanwhile (other
+    processes spent under a quarter of a core, from /proc/stat) AND our own two
+    threads, run in the student's process right after, gained >= 1.25 on the
+    same job. The check passes at the first passing try, fails once 7 tries
+    counted against the answer or 3 showed no serial job, and is undecided
     (pytest.skip) when 30 tries cannot get there.
-    - A failure needs 7 quiet tries that did not pass, before any try that did:
-      the first 7 quiet tries, however many tries there are. On a quiet machine the
+    - "No serial job": a correct answer times the same job serially and in
+      threads, each as often as the other (best of 3 each, the reference, or
+      interleaved, the catalogue's alternative) or up to twice as often in
+      threads, so that the CPU it spends alone is the serial runs' (and making
+      the data), and a threaded run spends at most 1.6 times a serial one's CPU
+      (two cores sharing memory: measured gains >= 1.2 on this machine). It
+      then spends alone at least 1/(2 * 1.6) of the rest, 1.9 times the 1/6
+      that counts against it. Measured here, with load averages of 3 to 28:
+      0.69 to 3.1 for the reference and the alternative; the two-thread burner
+      0.00 to 0.03. Waiting for a core counts as working, so that load does not
+      move them: 0 while those assumptions hold.
+    - A failure by lock or clock needs 7 quiet tries that did not pass, before
+      any try that did: the first 7 quiet tries, however many tries there are.
+      On a quiet machine the
       reference and the catalogue's alternative passed every try, and reported
       > 1.15 in 120 calls of 120; with the job in blocks, on a machine where two
       threads gained only 1.2-1.8, they reported <= 1.1 in 0 calls of 200 (lowest
@@ -504,17 +702,27 @@ def test_numpy_threads_speedup_gains(numpy_threads_speedup):
     if usable_cores() < 2:
         pytest.skip("one usable core: threads cannot speed anything up here")
     n, needed, tries = 4_000_000, 7, 30
-    counted_against = 0
+    counted_against = unserial = 0
     numpy_threads_speedup(20_000, 2)  # untimed: an answer that raises does so before the machine is taken
     with alone():
         for attempt in range(1, tries + 1):
-            with machine_use() as use, observe() as seen:
+            with machine_use() as use, observe() as seen, _BusyWatch() as busy:
                 got = exact_float(numpy_threads_speedup(n, 2), "the speedup")
-            if got > 1.15 and seen.cpu > 1.03 * seen.wall:
+            alone_cpu, rest = busy.cpu_alone_and_rest()
+            serial_seen = busy.available and alone_cpu >= rest / SERIAL_SEEN
+            if got > 1.15 and seen.cpu > 1.03 * seen.wall and serial_seen:
                 return
+            if got > 1.15 and _serial_work_missing(busy):
+                unserial += 1
+                assert unserial < UNSERIAL_NEEDED, (
+                    f"the speedup reported ({got:.2f}) was not measured: while the call ran, the process "
+                    f"spent {rest:.2f} s of CPU with several threads busy, but only {alone_cpu:.2f} s with one "
+                    "thread working alone, too little for a serial run of the job: time the same job "
+                    "serially and in threads, and return serial time / threaded time")
             if got <= 1.1 and use.others < 0.25 * seen.wall:
                 counted_against += there(_own_numpy_speedup, n) >= 1.25
-            if counted_against == needed or counted_against + tries - attempt < needed:
+            if counted_against == needed or (counted_against + tries - attempt < needed
+                                             and unserial + tries - attempt < UNSERIAL_NEEDED):
                 break
     if counted_against < needed:
         pytest.skip("the machine is too busy to show a threaded speedup right now")

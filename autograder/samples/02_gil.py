@@ -173,6 +173,34 @@ def gil_experiment(n_workers, work):
         out[key] = time.perf_counter() - t
     return out
 ''',
+        # Read the checks, then forge: no experiment at all. The times are made up as fractions of
+        # the call's own duration (so that each fits in it), while processes only spin (the judge
+        # sees children busy in parallel) and threads only sleep (it sees them alive at once).
+        "made-up times while processes spin and threads sleep": '''
+import threading, time
+from helpers.workers import mp_context
+def _spin(seconds):
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        pass
+def gil_experiment(n_workers, work):
+    if n_workers < 1 or work < 1:
+        raise ValueError("bad arguments")
+    start = time.perf_counter()
+    sleepers = [threading.Thread(target=time.sleep, args=(0.2,)) for _ in range(2 * n_workers)]
+    for t in sleepers:
+        t.start()
+    spinners = [mp_context().Process(target=_spin, args=(0.4,)) for _ in range(n_workers)]
+    for p in spinners:
+        p.start()
+    for p in spinners:
+        p.join()
+    for t in sleepers:
+        t.join()
+    wall = time.perf_counter() - start
+    return {"io_serial": n_workers * 0.05, "io_threads": 0.05,
+            "serial": 0.3 * wall, "threads": 0.3 * wall, "processes": 0.15 * wall}
+''',
         "io_threads joined one by one": '''
 import threading, time
 from helpers.gil import draw_randoms, wait
@@ -227,6 +255,28 @@ def numpy_threads_speedup(n, n_threads):
     if n < 1 or n_threads < 1:
         raise ValueError("bad arguments")
     return float(min(n_threads, 2))
+''',
+        # Read the checks, then forge: a typed-in speedup, while two threads burn CPU outside the
+        # GIL for a moment, so that the process looks busy on two cores; no job is ever timed.
+        "a typed-in speedup while threads burn CPU": '''
+import threading, time
+import numpy as np
+def numpy_threads_speedup(n, n_threads):
+    if n < 1 or n_threads < 1:
+        raise ValueError("bad arguments")
+    x = np.random.default_rng(0).random(1_000_000)
+    stop = threading.Event()
+    def burn():
+        while not stop.is_set():
+            np.sqrt(x * x + 1.0)
+    threads = [threading.Thread(target=burn) for _ in range(max(2, n_threads))]
+    for t in threads:
+        t.start()
+    time.sleep(0.3)
+    stop.set()
+    for t in threads:
+        t.join()
+    return 1.5
 ''',
         "no threads at all": '''
 import time
