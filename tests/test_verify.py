@@ -277,18 +277,19 @@ def test_the_replay_of_a_slow_notebook_stops_at_the_notebooks_limit(tmp_path):
     kernel's limit for the whole notebook. Past it, the cells from the one loading on are left out,
     as the kernel leaves out those past its limit, and one last try checks what came before."""
     reference = notebooks.answer_cells(notebooks.read(course.source_notebook("01_processes_threads")))["cpu_info"]
-    slow = [(f"added cell slow{k}", "import time\ntime.sleep(1.5)\n") for k in range(8)]
+    # 2 s each against a 3 s limit: the first try runs out in the second, the last loads one (1 s spare).
+    slow = [(f"added cell slow{k}", "import time\ntime.sleep(2)\n") for k in range(6)]
     exercises = [("01_processes_threads", "cpu_info")]
     answer = ("cpu_info", notebooks.solution_code(reference))
     start = time.monotonic()
     verdicts = verify.verify({"cells": [answer, *slow], "exercises": exercises}, str(tmp_path),
-                             cell_timeout=10, notebook_timeout=4)
+                             cell_timeout=10, notebook_timeout=3)
     took = time.monotonic() - start
     passed, report, _ = verdicts["cpu_info"]
     assert passed, report  # the answer came before the limit: checked as the kernel would have run it
-    assert took < 2 * 4 + 30, f"the replay ran {took:.0f} s with a 4 s limit"
+    assert took < 2 * 3 + 30, f"the replay ran {took:.0f} s with a 3 s limit (six cells of 2 s)"
 
     verdicts = verify.verify({"cells": [*slow, answer], "exercises": exercises}, str(tmp_path),
-                             cell_timeout=10, notebook_timeout=4)
+                             cell_timeout=10, notebook_timeout=3)
     passed, report, undecided = verdicts["cpu_info"]
     assert not passed and not undecided, report  # the answer came after it: never loaded

@@ -121,7 +121,8 @@ def verify(payload, workdir, env=None, log=None, cell_timeout=180, notebook_time
             os.close(spec)
         current, loading, budget, judged_here, paused = None, None, cell_timeout, [], None
         deadline, buffer, timed_out, out_of_load_time = time.monotonic() + budget, b"", False, False
-        load_started, load_paused = time.monotonic(), 0.0  # until "loaded": the notebook's replay
+        # From the first cell to "loaded": the notebook's replay (starting the processes is the grader's).
+        load_started, load_paused = None, 0.0
         with os.fdopen(read_fd, "rb", buffering=0) as pipe:
             os.set_blocking(pipe.fileno(), False)
             while True:
@@ -147,10 +148,13 @@ def verify(payload, workdir, env=None, log=None, cell_timeout=180, notebook_time
                     message = json.loads(line)
                     if "loading" in message:
                         loading, budget = message["loading"], cell_timeout
+                        if load_started is None:
+                            load_started = time.monotonic()
                     elif "loaded" in message:
                         loading = None
-                        load_left -= time.monotonic() - load_started - load_paused
-                        load_started = None
+                        if load_started is not None:
+                            load_left -= time.monotonic() - load_started - load_paused
+                            load_started = None
                     elif "start" in message:
                         loading, current = None, message["start"]
                         budget = _time_budget(assignment_of[current], current)
@@ -159,7 +163,8 @@ def verify(payload, workdir, env=None, log=None, cell_timeout=180, notebook_time
                         continue
                     elif "waited" in message:
                         deadline = (paused or deadline) + float(message["waited"])
-                        load_paused += float(message["waited"])
+                        if load_started is not None:
+                            load_paused += float(message["waited"])
                         paused = None
                         continue
                     elif "revoke" in message:  # tampering found at the end: this run's verdicts are void
