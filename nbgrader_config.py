@@ -55,7 +55,8 @@ if "COURSE_MAX_FILE_MB" in os.environ:
     c.GradingLimits.max_file_mb = int(os.environ["COURSE_MAX_FILE_MB"])
 
 from autograder.pipeline.preprocessors import (  # noqa: E402
-    KeepExpectedFiles, RecordTimings, ResilientExecute, StartJudge, StderrToStdout, VerifyHiddenChecks,
+    KeepExpectedFiles, RecordTimings, ResilientExecute, SanitizeStudentHTML, StartJudge, StderrToStdout,
+    VerifyHiddenChecks,
 )
 from nbconvert.preprocessors import ClearMetadataPreprocessor  # noqa: E402
 from nbgrader.preprocessors import (  # noqa: E402
@@ -73,6 +74,7 @@ c.Autograde.autograde_preprocessors = [
     SaveAutoGrades,
     AssignLatePenalties,
     CheckCellMetadata,
+    SanitizeStudentHTML,  # no script of the student's runs in formgrader or the feedback pages
     RecordTimings,      # where the time went, for `python -m autograder benchmark`
 ]
 

@@ -5,6 +5,7 @@ Plain nbgrader gives full marks to the first two cheats (measured); here the
 hidden checks run in a judge that runs no student code, so they cannot.
 """
 import copy
+import json
 import os
 import stat
 import tempfile
@@ -53,6 +54,12 @@ def _with_cell_first(nb, source):
 def _with_cell_last(nb, source):
     nb = copy.deepcopy(nb)
     nb.cells.append(nbformat.v4.new_code_cell(source))
+    return nb
+
+
+def _with_markdown_last(nb, source):
+    nb = copy.deepcopy(nb)
+    nb.cells.append(nbformat.v4.new_markdown_cell(source))
     return nb
 
 
@@ -285,6 +292,15 @@ for name, link in {CANARIES!r}.items():
 os.mkfifo("blocking.fifo")
 print("planted:", sorted(os.listdir(".")))
 '''
+# HTML that a browser would run, in an output the notebook displays and in a markdown cell it adds:
+# formgrader shows the graded notebook inside the instructor's Jupyter server, with their session.
+INJECTS_HTML = '''
+from IPython.display import HTML, SVG, Javascript, display
+display(HTML('<b>kept</b><script>document.title = "injected"</script><img src=x onerror="alert(1)">'))
+display(Javascript('document.title = "injected"'))
+display(SVG('<svg xmlns="http://www.w3.org/2000/svg"><script>alert(1)</script></svg>'))
+'''
+INJECTED_MARKDOWN = '<script>document.title = "injected"</script> <img src=x onerror="alert(1)"> **kept**'
 # A file written past the largest a process may write (COURSE_MAX_FILE_MB, 64 in this course):
 # it would stay in autograded/ after grading.
 FILLS_DISK = '''
@@ -361,6 +377,7 @@ def _cases():
         "skip_in_check": (_with_cell_last(blank, SKIP_IN_CHECK), "zero"),
         "plants_links": (_with_cell_first(blank, PLANT_LINKS), "zero"),
         "fills_disk": (_with_cell_last(perfect, FILLS_DISK), "full"),
+        "injects_html": (_with_markdown_last(_with_cell_last(perfect, INJECTS_HTML), INJECTED_MARKDOWN), "full"),
         "claims_undecided": (_with_cell_last(perfect, CLAIMS_UNDECIDED), "full"),
         "forged_spy_counts": (_replace_answer(perfect, "visible_appends", samples.catalogue(A).WRONG["visible_appends"][
             "hard-coded 0 without starting processes, the spy's counts forged"]), "visible_appends zero"),
@@ -483,6 +500,22 @@ def test_no_file_grows_past_the_limit(trust):
     nb = work.graded_notebook("fills_disk", A)
     errors = [o for c in nb.cells for o in c.get("outputs", []) if o.get("output_type") == "error"]
     assert any("File too large" in o.get("evalue", "") for o in errors), [o.get("evalue") for o in errors]
+
+
+def test_the_graded_notebook_carries_no_script_of_the_students(trust):
+    """What formgrader and the feedback pages would run (scripts, event handlers, JavaScript and SVG
+    outputs) is made inert; the course's own text is left as source/ has it."""
+    work, _, _ = trust
+    nb = work.graded_notebook("injects_html", A)
+    # Code is shown as code (escaped); what a browser renders is the text cells and the outputs.
+    text = json.dumps([c.source if c.cell_type != "code" else c.get("outputs", []) for c in nb.cells])
+    assert "kept" in text, "the notebook's harmless HTML went too"
+    for live in ("<script", "onerror=", "application/javascript", "image/svg+xml"):
+        assert live not in text, f"{live} survived grading"
+    source = {c.get("id"): c.source for c in notebooks.read(course.source_notebook(A)).cells
+              if c.cell_type == "markdown"}
+    graded = [c for c in nb.cells if c.cell_type == "markdown" and c.get("id") in source]
+    assert graded and all(c.source == source[c.get("id")] for c in graded)
 
 
 def test_kernel_death_is_explained(trust):

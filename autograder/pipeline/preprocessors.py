@@ -470,6 +470,45 @@ class StartJudge(NbGraderPreprocessor):
         return nb, resources
 
 
+class SanitizeStudentHTML(NbGraderPreprocessor):
+    """What the student's notebook makes a browser run, made inert in the graded notebook.
+
+    formgrader shows the graded notebook as HTML inside the instructor's Jupyter server, and
+    `feedback` makes its pages from it: a `<script>` (or an `onerror=` attribute, an SVG) in an
+    output the student's code displayed, or in a markdown cell the student wrote, would run
+    there with the instructor's session, which can change any grade. nbconvert's SanitizeHTML
+    (bleach) cleans every code cell's HTML and markdown outputs and drops other kinds that a
+    browser runs (JavaScript, SVG); markdown and raw cells are cleaned unless they are the
+    course's own, as the source notebook has them. Plots (PNG) and plain text pass unchanged.
+    """
+
+    enabled = Bool(True, help="Sanitize the HTML the student's notebook carries").tag(config=True)
+
+    def preprocess(self, nb, resources):
+        if not self.enabled:
+            return nb, resources
+        from nbconvert.preprocessors.sanitize import SanitizeHTML
+
+        from .. import course, notebooks
+        source_path = course.source_notebook(resources["nbgrader"]["assignment"])
+        ours = {}
+        if source_path.is_file():
+            ours = {c.get("id"): c.source for c in notebooks.read(source_path).cells if c.cell_type != "code"}
+        from bleach import ALLOWED_ATTRIBUTES, ALLOWED_TAGS
+        tags = sorted(ALLOWED_TAGS) + [
+            "p", "div", "span", "br", "hr", "pre", "h1", "h2", "h3", "h4", "h5", "h6", "sub", "sup",
+            "table", "thead", "tbody", "tr", "th", "td", "caption", "img"]
+        attributes = {**ALLOWED_ATTRIBUTES, "*": ["class"],
+                      "img": ["src", "alt", "width", "height"], "td": ["colspan", "rowspan"],
+                      "th": ["colspan", "rowspan"]}
+        cleaner = SanitizeHTML(tags=tags, attributes=attributes, parent=self)
+        for index, cell in enumerate(nb.cells):
+            if cell.cell_type in ("markdown", "raw") and ours.get(cell.get("id")) == cell.source:
+                continue  # the course's own text, as source/ has it
+            cleaner.preprocess_cell(cell, resources, index)
+        return nb, resources
+
+
 class RecordTimings(NbGraderPreprocessor):
     """Write where a submission's grading time went to reports/timings/ (for `benchmark`)."""
 
