@@ -498,7 +498,8 @@ class SanitizeStudentHTML(NbGraderPreprocessor):
         tags = sorted(ALLOWED_TAGS) + [
             "p", "div", "span", "br", "hr", "pre", "h1", "h2", "h3", "h4", "h5", "h6", "sub", "sup",
             "table", "thead", "tbody", "tr", "th", "td", "caption", "img"]
-        attributes = {**ALLOWED_ATTRIBUTES, "*": ["class"],
+        # No class attribute: the notebook's HTML must not pass for formgrader's own elements.
+        attributes = {**ALLOWED_ATTRIBUTES,
                       "img": ["src", "alt", "width", "height"], "td": ["colspan", "rowspan"],
                       "th": ["colspan", "rowspan"]}
         cleaner = SanitizeHTML(tags=tags, attributes=attributes, parent=self)
