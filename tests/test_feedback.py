@@ -17,3 +17,26 @@ def test_grader_frames_and_hidden_lines_are_cut():
     text = "\n".join(cell.outputs[0].traceback)
     assert "autograder" not in text and "HIDDEN" not in text and "check(" not in text
     assert "1 of 2 hidden checks failed" in text and "assert x" in text
+
+
+def test_math_in_a_students_markdown_is_typeset_in_safe_mode():
+    """A student's `$\\href{javascript:...}{x}$` is math, not HTML: the sanitizer leaves it, and
+    MathJax makes the link in the instructor's browser. formgrader's and the feedback's pages
+    (nbgrader's templates, on nbconvert's classic one) load MathJax with its Safe extension,
+    which drops javascript: links, outside classes and styles; an upgrade that loads it
+    otherwise fails here."""
+    import pathlib
+    import re
+
+    import nbgrader
+    from nbconvert import HTMLExporter
+
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell(
+        "$E \\href{javascript:alert(1)}{=} mc^2$")])
+    html, _ = HTMLExporter(template_name="classic").from_notebook_node(nb)
+    loaders = re.findall(r'<script src="([^"]*mathjax[^"]*)"', html, flags=re.I)
+    assert loaders and all(re.search(r"config=[^\"&]*\bSafe\b", url) for url in loaders), loaders
+    templates = pathlib.Path(nbgrader.__file__).parent / "server_extensions" / "formgrader" / "templates"
+    for page in ("formgrade/index.html.j2", "feedback/index.html.j2"):
+        text = (templates / page).read_text()
+        assert "nbconvert/templates/classic/index.html.j2" in text and "{{ mathjax() }}" in text, page
