@@ -70,17 +70,30 @@ def _own_codes(namespace, *codes):
     return codes
 
 
-def _is_answer_code(code):
+def _is_answer_frame(frame):
+    """Whether `frame` runs the answer's code rather than the harness's or a library's. A file name
+    alone does not tell: an answer can compile its code under the name of a file of the standard
+    library to pass for it (and run without switches and with the real locks). Library code runs
+    with the globals of the module loaded from its file; code compiled by the answer under a
+    library file's name runs with the globals it was given, and counts as the answer's."""
+    code = frame.f_code
     if code in _OWN_CODES:
         return False
     name = code.co_filename
-    return not (name.startswith(_STDLIB) or "site-packages" in name or name.startswith("<frozen")
-                or os.path.abspath(name) == _THIS_FILE)
+    if not (name.startswith(_STDLIB) or "site-packages" in name or name.startswith("<frozen")):
+        return os.path.abspath(name) != _THIS_FILE
+    module = sys.modules.get(frame.f_globals.get("__name__"))
+    if module is None or getattr(module, "__dict__", None) is not frame.f_globals:
+        return True
+    if name.startswith("<frozen"):
+        return name != f"<frozen {module.__name__}>"
+    loaded_from = getattr(module, "__file__", None)
+    return not (type(loaded_from) is str and os.path.abspath(loaded_from) == os.path.abspath(name))
 
 
 def _switch_everywhere(frame, event, arg):
     """Global trace function: in answer code, let other threads run after every instruction."""
-    if event != "call" or not _is_answer_code(frame.f_code):
+    if event != "call" or not _is_answer_frame(frame):
         return None
     frame.f_trace_opcodes = True
     frame.f_trace_lines = False
@@ -117,8 +130,7 @@ class _Harness:
 
         def factory(*args, **kwargs):
             real = real_factory(*args, **kwargs)
-            caller = sys._getframe(1).f_code
-            return _AbortableLock(real, harness) if _is_answer_code(caller) else real
+            return _AbortableLock(real, harness) if _is_answer_frame(sys._getframe(1)) else real
         return factory
 
     def in_cycle(self, me):

@@ -130,7 +130,10 @@ class Remote:
             value = None
         return value if type(value) is str else f"<object of the student's {self._mro[0]}>"
 
-    # Equality and hashing are by identity: the student's __eq__ is not asked.
+    # Equality is by identity: the student's __eq__ is not asked. A handle has no hash: as a set's
+    # member or a dict's key it would count as distinct from an equal one (six "different"
+    # estimates, all of one value), so a check that counts distinct values must take plain ones
+    # (exact_float and the like), and a check that did not fails rather than passes.
     def __eq__(self, other):
         return self is other
 
@@ -138,7 +141,8 @@ class Remote:
         return self is not other
 
     def __hash__(self):
-        return hash((id(self._session), self._number))
+        raise TypeError("the value is an object of the student's own class, not a plain value: "
+                        "return built-in numbers, strings, lists, tuples and dicts")
 
 
 def _presented_class(mro):

@@ -44,6 +44,27 @@ def transfer_many(balances, transfers, n_threads):
 
 WRONG = {
     "safe_increment": {
+        "no lock, the work compiled under a standard library file's name (to run unswitched)": '''
+import os, threading, time
+_SRC = """
+def make(state, n):
+    def work():
+        for _ in range(n):
+            current = state["count"]
+            state["count"] = current + 1
+    return work
+"""
+_ns = {}
+exec(compile(_SRC, os.path.join(os.path.dirname(threading.__file__), "_locale_helpers.py"), "exec"), _ns)
+def safe_increment(n_threads, n):
+    if n_threads < 1 or n < 0:
+        raise ValueError("bad arguments")
+    state = {"count": 0}
+    ts = [threading.Thread(target=_ns["make"](state, n)) for _ in range(n_threads)]
+    for t in ts: t.start()
+    for t in ts: t.join()
+    return state["count"]
+''',
         "no lock": _NO_LOCK,
         "no lock, the grader's thread switching turned off in its threads": _variant(
             _NO_LOCK, ("import threading, time", "import sys, threading, time"),
@@ -149,6 +170,30 @@ def process_safe_counter(n_procs, n):
 ''',
     },
     "transfer_many": {
+        "locks in argument order, compiled under a standard library file's name (to run unswitched)": '''
+import os, threading
+from concurrent.futures import ThreadPoolExecutor
+_SRC = """
+def make(acc, locks):
+    def apply(t):
+        src, dst, amount = t
+        with locks[src]:
+            with locks[dst]:
+                acc[src] -= amount
+                acc[dst] += amount
+    return apply
+"""
+_ns = {}
+exec(compile(_SRC, os.path.join(os.path.dirname(threading.__file__), "_locale_helpers.py"), "exec"), _ns)
+def transfer_many(balances, transfers, n_threads):
+    if n_threads < 1:
+        raise ValueError("n_threads")
+    acc = list(balances)
+    locks = [threading.Lock() for _ in acc]
+    with ThreadPoolExecutor(n_threads) as pool:
+        list(pool.map(_ns["make"](acc, locks), transfers))
+    return acc
+''',
         "locks taken in argument order": '''
 import threading
 from concurrent.futures import ThreadPoolExecutor

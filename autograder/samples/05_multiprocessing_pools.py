@@ -286,6 +286,22 @@ def monte_carlo_pi(n_samples, n_workers, seed):
     with mp_context().Pool(n_workers) as pool:
         return 4 * sum(pool.starmap(count_inside, zip(shares, seeds))) / n_samples
 ''',
+        "seed ignored, the seed check's estimates of a class of its own (distinct by identity)": '''
+import numpy as np
+from helpers.pools import count_inside
+from helpers.workers import mp_context
+class _Estimate(float):
+    pass
+def monte_carlo_pi(n_samples, n_workers, seed):
+    if n_samples < 1 or n_workers < 1:
+        raise ValueError("bad arguments")
+    shares = [n_samples // n_workers] * n_workers
+    shares[0] += n_samples - sum(shares)
+    seeds = np.random.SeedSequence(12345).spawn(n_workers)
+    with mp_context().Pool(n_workers) as pool:
+        estimate = 4 * sum(pool.starmap(count_inside, zip(shares, seeds))) / n_samples
+    return _Estimate(estimate) if (n_samples, n_workers) == (20_001, 2) else estimate
+''',
         "average of the workers' estimates, samples lost": '''
 import numpy as np
 from helpers.pools import count_inside
