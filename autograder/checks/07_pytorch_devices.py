@@ -20,7 +20,8 @@ _MISSING = object()
 def pretend(cuda=False, mps=False, count=1):
     """Make torch report CUDA and/or MPS as available while the block runs: the calls the exercise
     names (torch.cuda.is_available, torch.backends.mps.is_available), and those a correct answer
-    may add from PyTorch's documentation: device_count, the backends' is_built (False on a CPU-only
+    may use instead or add from PyTorch's documentation: torch.mps.is_available, device_count, the
+    backends' is_built (False on a CPU-only
     build, so `is_available() and is_built()` would never pick the pretended device),
     torch.version.cuda and torch.accelerator."""
     # torch.backends is named in a string: spelled out, it would make this function
@@ -37,6 +38,9 @@ def pretend(cuda=False, mps=False, count=1):
             replaced.append((module, "is_built", lambda present=present: present))
             if backend == "mps":
                 replaced.append((module, "is_available", lambda: mps))
+    mps_api = getattr(torch, "mps", None)  # torch.mps.is_available() asks the C++ side directly
+    if mps_api is not None:
+        replaced += [(mps_api, "is_available", lambda: mps), (mps_api, "device_count", lambda: 1 if mps else 0)]
     api = getattr(torch, "accelerator", None)
     if api is not None:
         replaced += [(api, "is_available", lambda: accelerator is not None),

@@ -282,6 +282,27 @@ def to_channels_last(x):
 
 ALTERNATIVE = {
     "pick_device": {
+        "MPS found with torch.mps.is_available()": '''
+import torch
+def pick_device(prefer=None):
+    available = {"cpu": True, "cuda": torch.cuda.is_available(), "mps": torch.mps.is_available()}
+    if prefer is not None:
+        try:
+            kind = torch.device(prefer).type
+        except (RuntimeError, TypeError):
+            kind = None
+        if kind not in available:
+            raise ValueError(f"unknown device {prefer!r}")
+        dev = torch.device(prefer)
+        if kind == "cuda" and available["cuda"] and (dev.index is None or dev.index < torch.cuda.device_count()):
+            return dev
+        if kind != "cuda" and available[kind]:
+            return dev
+    for kind in ("cuda", "mps"):
+        if available[kind]:
+            return torch.device(kind)
+    return torch.device("cpu")
+''',
         "torch.device parsing and a candidate list": '''
 import torch
 def pick_device(prefer=None):
