@@ -297,6 +297,31 @@ def seeded_loader(dataset, batch_size, num_workers, seed):
 
 ALTERNATIVE = {
     "forked_draws": {
+        "children forked with os.fork, draws sent back through pipes": '''
+import os
+import numpy as np
+def forked_draws(n_procs, size):
+    if n_procs < 1 or size < 0:
+        raise ValueError("bad arguments")
+    readers = []
+    for _ in range(n_procs):
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:                      # child: draw from the inherited global state, send, leave
+            os.close(r)
+            data = np.random.random_sample(size).tobytes()
+            with os.fdopen(w, "wb") as f:
+                f.write(data)
+            os._exit(0)
+        os.close(w)
+        readers.append((pid, r))
+    out = []
+    for pid, r in readers:
+        with os.fdopen(r, "rb") as f:
+            out.append(np.frombuffer(f.read(), dtype=np.float64).copy())
+        os.waitpid(pid, 0)
+    return out
+''',
         "one single-worker fork executor per child": '''
 import multiprocessing
 import numpy as np
