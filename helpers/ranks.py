@@ -48,6 +48,8 @@ What it does for you, and why:
   Python hook (the standard `allreduce_hook`): they appear as `all_reduce`
   calls, and once per synchronising backward pass as "ddp_gradient_sync";
   "ddp_forward" counts the forward passes of DDP models with gradients enabled.
+  A collective asked of the process group itself (`group.allreduce(...)`)
+  rather than through those functions counts as "process_group.allreduce".
 
 `ranks.local_counts()` returns the counts so far from inside a rank (to count
 one call), and `with ranks.recording() as runs:` collects every launch made in
@@ -88,6 +90,13 @@ COLLECTIVES = ("broadcast", "reduce", "all_reduce", "all_gather", "all_gather_in
                "barrier", "monitored_barrier", "all_reduce_coalesced", "all_gather_coalesced",
                "broadcast_object_list", "all_gather_object", "gather_object",
                "scatter_object_list", "_all_gather_base", "_reduce_scatter_base")
+# A collective asked of the process group itself (its C++ methods, which every function above
+# ends in), not through those functions: counted as "process_group.<method>".
+PROCESS_GROUP_COLLECTIVES = ("allreduce", "allreduce_coalesced", "broadcast", "reduce", "allgather",
+                             "allgather_coalesced", "allgather_into_tensor_coalesced", "_allgather_base",
+                             "reduce_scatter", "reduce_scatter_tensor_coalesced", "_reduce_scatter_base",
+                             "alltoall", "alltoall_base", "gather", "scatter", "barrier", "monitored_barrier")
+DIRECT_COLLECTIVES = tuple(f"process_group.{method}" for method in PROCESS_GROUP_COLLECTIVES)
 RECEIVING = ("recv", "irecv")
 # The argument that holds what a rank hands to each call (its payload; scatter's source hands
 # out its scatter_list, its tensor is where each rank receives).
@@ -296,7 +305,28 @@ def _install_counters():
         for namespace in (dist, c10d):
             if hasattr(namespace, name):
                 setattr(namespace, name, wrapper)
+    _count_process_group_collectives()
     _count_ddp_gradient_syncs()
+
+
+def _count_process_group_collectives():
+    """Count the process group's own collective methods when called outside the counted
+    functions (a ring that reduces through `group.allreduce(...)`, or through the original of a
+    wrapper, would otherwise count nothing); inside them, they are the call already counted."""
+    from torch._C._distributed_c10d import ProcessGroup
+
+    for method in PROCESS_GROUP_COLLECTIVES:
+        original = getattr(ProcessGroup, method, None)
+        if original is None or getattr(original, "_course_counted", False):
+            continue
+
+        def wrapper(self, *args, _original=original, _name=f"process_group.{method}", **kwargs):
+            if getattr(_inside, "name", None) is None:
+                payload = args[0] if args else None
+                _note(_name, _nbytes(payload), largest=_largest(args))
+            return _original(self, *args, **kwargs)
+        wrapper._course_counted = True
+        setattr(ProcessGroup, method, wrapper)
 
 
 def _count_ddp_gradient_syncs():

@@ -86,7 +86,8 @@ def _check_ring(ring, world_size, cases):
             assert torch.allclose(y.double(), expected, rtol=1e-4, atol=1e-4), (
                 f"with {p} ranks and {n} elements rank {r} does not hold the element-wise sum over ranks"
                 + (" (a length not divisible by the number of ranks?)" if n % p else ""))
-            collectives = sorted(name for name in used if name in ranks.COLLECTIVES)
+            collectives = sorted(name for name in used
+                                 if name in ranks.COLLECTIVES or name in ranks.DIRECT_COLLECTIVES)
             assert not collectives, f"the ring must use point-to-point messages only; it called {collectives}"
             sends = sum(used.get(name, {}).get("calls", 0) for name in _SENDS)
             receives = sum(used.get(name, {}).get("calls", 0) for name in _RECEIVES)

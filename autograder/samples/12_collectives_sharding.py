@@ -212,6 +212,48 @@ def fsdp_rank(steps, seed):
 
 WRONG = {
     "ring_allreduce_p2p": {
+        "calls all_reduce past the counting wrapper (its __wrapped__), decoy messages of the right sizes": '''
+import torch
+import torch.distributed as dist
+
+def ring_allreduce_p2p(tensor):
+    p, r = dist.get_world_size(), dist.get_rank()
+    out = tensor.clone()
+    if p == 1:
+        return out
+    # the real work: the library all-reduce, reached past the launcher's counting wrapper
+    dist.all_reduce.__wrapped__(out)
+    # decoy: a ring's worth of messages of the right sizes
+    chunks = list(torch.tensor_split(torch.zeros(tensor.numel(), dtype=tensor.dtype), p))
+    for step in range(2 * (p - 1)):
+        i, j = (r - step) % p, (r - step - 1) % p
+        buf = torch.empty_like(chunks[j])
+        req = dist.isend(chunks[i], (r + 1) % p)
+        dist.recv(buf, (r - 1) % p)
+        req.wait()
+    return out
+''',
+        "the process group's own allreduce, decoy messages of the right sizes": '''
+import torch
+import torch.distributed as dist
+
+def ring_allreduce_p2p(tensor):
+    p, r = dist.get_world_size(), dist.get_rank()
+    out = tensor.clone()
+    if p == 1:
+        return out
+    # the real work: the process group's own all-reduce, past torch.distributed's functions
+    dist.distributed_c10d._get_default_group().allreduce([out]).wait()
+    # decoy: a ring's worth of messages of the right sizes
+    chunks = list(torch.tensor_split(torch.zeros(tensor.numel(), dtype=tensor.dtype), p))
+    for step in range(2 * (p - 1)):
+        i, j = (r - step) % p, (r - step - 1) % p
+        buf = torch.empty_like(chunks[j])
+        req = dist.isend(chunks[i], (r + 1) % p)
+        dist.recv(buf, (r - 1) % p)
+        req.wait()
+    return out
+''',
         "calls all_reduce": '''
 import torch
 import torch.distributed as dist
