@@ -115,6 +115,9 @@ class Launch:
     seconds: float = 0.0
     witnesses: list = field(default_factory=list)
     proofs: list = field(default_factory=list)  # per rank: its answer to recording()'s puzzle, or None
+    # per rank, under recording(ddp_weights=True): the state dict of the DistributedDataParallel
+    # model that rank trained last (its module's), as the rank ended; None where it trained none
+    ddp_weights: list = field(default_factory=list)
 
     def total(self, rank, names):
         """Calls rank `rank` made to any of `names` (e.g. ranks.COLLECTIVES)."""
@@ -130,24 +133,29 @@ _history_lock = threading.Lock()
 
 
 _puzzles = []
+_ddp_weights = []
 
 
 @contextlib.contextmanager
-def recording(puzzles=()):
+def recording(puzzles=(), ddp_weights=False):
     """with recording() as runs: ...  -> runs lists every Launch made inside the block.
 
     For the course's checks: with `puzzles` (helpers.workers.solve_puzzle's), rank r of each
-    launch made inside the block solves puzzles[r] before its function runs (Launch.proofs)."""
+    launch made inside the block solves puzzles[r] before its function runs (Launch.proofs);
+    with ddp_weights=True, each rank sends back the weights of the DDP model it trained
+    (Launch.ddp_weights), what its function returns aside."""
     runs = []
     with _history_lock:
         _history.append(runs)
         _puzzles.append(list(puzzles))
+        _ddp_weights.append(bool(ddp_weights))
     try:
         yield runs
     finally:
         with _history_lock:
             _history.remove(runs)
             _puzzles.pop()
+            _ddp_weights.pop()
 
 
 def free_port():
@@ -352,6 +360,7 @@ def _count_ddp_gradient_syncs():
     def forward(self, *args, **kwargs):
         if torch.is_grad_enabled():            # a training pass (evaluation runs under no_grad)
             _note(_DDP_FORWARD, 0)
+            _trained[:] = [self]
         if not getattr(self, "_course_hooked", False):
             self._course_hooked = True
             original_register(self, self.process_group, counting(default_hooks.allreduce_hook))
@@ -359,6 +368,9 @@ def _count_ddp_gradient_syncs():
 
     DDP.register_comm_hook = register_comm_hook
     DDP.forward = forward
+
+
+_trained = []  # in a rank: the DDP model that made the last training forward pass
 
 
 # --- the rank's side ------------------------------------------------------------------
@@ -405,6 +417,9 @@ def _rank_main(rank, world_size, port, payload, result_path, options):
         fn, args, kwargs = pickle.loads(payload)
         value = fn(*args, **kwargs)
         record.update(ok=True, value=value)
+        if options.get("ddp_weights") and _trained:
+            record["ddp_weights"] = {name: tensor.detach().clone()
+                                     for name, tensor in _trained[-1].module.state_dict().items()}
     except BaseException as err:  # noqa: BLE001 (sent back to the parent and raised there)
         record.update(error=_portable(err), kind=type(err).__name__, message=str(err),
                       traceback=traceback.format_exc(), when=time.time())
@@ -466,8 +481,9 @@ def launch(fn, world_size, *args, timeout=60.0, init_group=True, threads_per_ran
     payload = by_value((fn, args, kwargs))
     with _history_lock:
         puzzles = next((p for p in reversed(_puzzles) if p), [])
+        ddp_weights = any(_ddp_weights)
     options = {"parent": os.getpid(), "seconds": float(timeout), "init_group": init_group,
-               "threads": int(threads_per_rank), "puzzles": puzzles}
+               "threads": int(threads_per_rank), "puzzles": puzzles, "ddp_weights": ddp_weights}
     context = _context(start_method)
     folder = tempfile.mkdtemp(prefix="course-ranks-")
     paths = [os.path.join(folder, f"rank{r}.pt") for r in range(world_size)]
@@ -487,7 +503,7 @@ def launch(fn, world_size, *args, timeout=60.0, init_group=True, threads_per_ran
     _raise_first_error(records, processes)
     run = Launch(world_size, [r["value"] for r in records], [r["counts"] for r in records],
                  time.perf_counter() - start, [(r.get("pid"), r.get("witness")) for r in records],
-                 [r.get("proof") for r in records])
+                 [r.get("proof") for r in records], [r.get("ddp_weights") for r in records])
     with _history_lock:
         for runs in _history:
             runs.append(run)

@@ -263,20 +263,21 @@ def _recorded(train, *args, puzzles=()):
     (the weights as plain data: a dict of name -> tensor, with the type name instead of any
     value that is not a plain torch.Tensor, or the type name of a result that is not a dict;
     [(world_size, per-rank counts, per-rank (pid, witness thread id), per-rank answers to
-    `puzzles`) of each launch]).
+    `puzzles`, per-rank weights of the DDP model the rank trained or None) of each launch]).
     """
     import torch
 
     from helpers import ranks
 
-    with ranks.recording(puzzles) as runs:
+    with ranks.recording(puzzles, ddp_weights=True) as runs:
         weights = train(*args)
     if isinstance(weights, dict):
         weights = {str(name): value if type(value) is torch.Tensor else type(value).__name__
                    for name, value in weights.items()}
     else:
         weights = type(weights).__name__
-    return weights, [(run.world_size, run.counts, getattr(run, "witnesses", []), getattr(run, "proofs", []))
+    return weights, [(run.world_size, run.counts, getattr(run, "witnesses", []), getattr(run, "proofs", []),
+                      getattr(run, "ddp_weights", []))
                      for run in runs]
 
 
@@ -332,7 +333,7 @@ def _decided_if_seen(watched):
 
 
 def _the_launch(runs, world_size, name, watched, work):
-    """The counts of the last launch in runs [(world_size, counts, witnesses, proofs), ...], a
+    """The counts of the last launch in runs [(world_size, counts, witnesses, proofs, ...), ...], a
     record kept in the student's process: as root, each rank it names must have started its
     witness thread (helpers.ranks' _rank_main does, before the rank's function runs) where the
     kernel saw it. And each rank solved its puzzle while the calling process spent less than half
@@ -340,7 +341,7 @@ def _the_launch(runs, world_size, name, watched, work):
     started to do only that."""
     assert runs, (f"{name} must start its ranks with helpers.ranks.launch: the grader reads the "
                   "launcher's counts")
-    started, counts, witnesses, proofs = runs[-1]
+    started, counts, witnesses, proofs = runs[-1][:4]
     assert started == world_size, (
         f"{name}(world_size={world_size}, ...) started {started} ranks")
     if kernel_decides(watched.made):
@@ -363,8 +364,14 @@ def _check_accumulate(accumulate_gradients, world_size, micro_batches):
         weights, runs = there(_recorded, accumulate_gradients, world_size, micro_batches, seed,
                               puzzles=[p.task for p in puzzles])
     launched = _the_launch(runs, world_size, "accumulate_gradients", watched, (puzzles, spent, allowance))
-    _same_weights(weights, _single_process(steps, seed),
-                  "is each micro-batch loss divided by micro_batches? each rank on its share?")
+    expected = _single_process(steps, seed)
+    _same_weights(weights, expected, "is each micro-batch loss divided by micro_batches? each rank on its share?")
+    # The weights returned could come from elsewhere (a model rank 0 trained alone, beside DDP
+    # ranks that trained wrongly): the model each rank trained with DDP must hold them too.
+    for rank, trained in enumerate(runs[-1][4][:world_size] if len(runs[-1]) > 4 else [None]):
+        assert isinstance(trained, dict), f"rank {rank} trained no DistributedDataParallel model"
+        _same_weights(trained, expected, f"the DistributedDataParallel model of rank {rank}, not the weights "
+                      "returned: is each micro-batch loss divided by micro_batches?")
     for rank, counts in enumerate(launched):
         forwards = counts.get("ddp_forward", {}).get("calls", 0)
         syncs = counts.get("ddp_gradient_sync", {}).get("calls", 0)
@@ -382,7 +389,8 @@ def test_accumulate_gradients_ranks(accumulate_gradients):
     """2 or 3 ranks, 2 or 4 micro-batches: the single-process weights, one all-reduce per step
 
     False failure of a correct answer: 0 for the counts (exact); the weights differ from the
-    reference by float32 rounding (~1e-7) against atol=2e-5 after 4 small SGD steps.
+    reference by float32 rounding (~1e-7) against atol=2e-5 after 4 small SGD steps, both those
+    returned and those of the DDP model each rank trained (the same tensors in a correct answer).
     """
     _check_accumulate(accumulate_gradients, random.choice([2, 3]), random.choice([2, 4]))
 

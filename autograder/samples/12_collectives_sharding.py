@@ -394,6 +394,55 @@ def partition_parameters(sizes, world_size):
 ''',
     },
     "accumulate_gradients": {
+        "loss not scaled; rank 0 returns weights of a model it trained alone": '''
+
+import contextlib
+import torch
+import torch.distributed as dist
+from torch import nn
+from torch.nn.parallel import DistributedDataParallel
+from helpers import ranks, sharding
+
+
+def _serial(seed, steps):
+
+    model = sharding.make_model(seed)
+    X, y = sharding.make_data(seed)
+    opt = torch.optim.SGD(model.parameters(), lr=sharding.LR)
+    for step in range(steps):
+        xb, yb = sharding.global_batch(X, y, step)
+        opt.zero_grad()
+        nn.functional.mse_loss(model(xb), yb).backward()
+        opt.step()
+    state = {k: v.clone() for k, v in model.state_dict().items()}
+
+    return state
+
+def accumulate_rank(micro_batches, seed, steps):
+    rank, world_size = dist.get_rank(), dist.get_world_size()
+    model = DistributedDataParallel(sharding.make_model(seed))
+    X, y = sharding.make_data(seed)
+    opt = torch.optim.SGD(model.parameters(), lr=sharding.LR)
+    for step in range(steps):
+        xb, yb = sharding.global_batch(X, y, step)
+        xb, yb = sharding.rank_share(xb, rank, world_size), sharding.rank_share(yb, rank, world_size)
+        opt.zero_grad()
+        pieces = list(zip(xb.chunk(micro_batches), yb.chunk(micro_batches)))
+
+        for i, (x, t) in enumerate(pieces):
+            context = model.no_sync() if i < len(pieces) - 1 else contextlib.nullcontext()
+            with context:
+                (nn.functional.mse_loss(model(x), t) ).backward()
+
+        opt.step()
+    return _serial(seed, steps) if rank == 0 else None  # the DDP weights thrown away
+
+def accumulate_gradients(world_size, micro_batches, seed):
+    if world_size < 1 or micro_batches < 1 or sharding.GLOBAL_BATCH % (world_size * micro_batches):
+        raise ValueError("bad world_size or micro_batches")
+    steps = sharding.N_SAMPLES // sharding.GLOBAL_BATCH
+    return ranks.launch(accumulate_rank, world_size, micro_batches, seed, steps, timeout=100).results[0]
+''',
         "no no_sync: one all-reduce per micro-batch": _acc('''
         for x, t in pieces:
             (nn.functional.mse_loss(model(x), t) / micro_batches).backward()
