@@ -65,12 +65,19 @@ def exec_answers(answers, module_name, workdir=None):
 
     The module is registered in sys.modules so that, under `fork`, functions
     defined in it can be pickled by reference, as they can from a kernel's
-    __main__. `workdir` (the assignment folder) goes on sys.path, as the
-    notebook's own folder does for a kernel.
+    __main__; and with cloudpickle (joblib's loky workers) by value, as a
+    kernel's __main__ is: a worker started afresh could not import it.
+    `workdir` (the assignment folder) goes on sys.path, as the notebook's own
+    folder does for a kernel.
     """
     module = types.ModuleType(module_name)
     module.__file__ = str(Path(workdir or ".") / f"{module_name}.py")
     sys.modules[module_name] = module
+    try:
+        import cloudpickle
+        cloudpickle.register_pickle_by_value(module)
+    except ImportError:
+        pass
     if workdir is not None and str(workdir) not in sys.path:
         sys.path.insert(0, str(workdir))
     for grade_id, source in answers.items():

@@ -345,6 +345,17 @@ def forked_draws(n_procs, size):
 ''',
     },
     "independent_draws": {
+        "joblib with a task function of the answer's own, SeedSequence.spawn": '''
+import numpy as np
+from joblib import Parallel, delayed
+def _draw(seed_seq, size):
+    return np.random.default_rng(seed_seq).random(size)
+def independent_draws(n_workers, seed, size):
+    if n_workers < 1 or size < 0:
+        raise ValueError("bad arguments")
+    children = np.random.SeedSequence(seed).spawn(n_workers)
+    return Parallel(n_jobs=n_workers)(delayed(_draw)(c, size) for c in children)
+''',
         "Generator.spawn and a ProcessPoolExecutor": '''
 import numpy as np
 from concurrent.futures import ProcessPoolExecutor
