@@ -159,6 +159,26 @@ def count_parameters(model):
     return sum(p.numel() for p in params), sum(p.numel() for p in params if p.requires_grad)
 ''',    },
     "layer_flops": {
+        "the functional op on meta copies under FlopCounterMode (the layer itself not run)": '''
+import torch
+from torch import nn
+from torch.utils.flop_counter import FlopCounterMode
+def layer_flops(layer, input_shape):
+    if not isinstance(layer, (nn.Linear, nn.Conv2d)):
+        raise ValueError("only Linear and Conv2d")
+    x = torch.zeros(tuple(input_shape), device="meta")
+    w = layer.weight.to("meta")
+    b = None if layer.bias is None else layer.bias.to("meta")
+    try:
+        with FlopCounterMode(display=False) as c:
+            if isinstance(layer, nn.Linear):
+                nn.functional.linear(x, w, b)
+            else:
+                nn.functional.conv2d(x, w, b, layer.stride, layer.padding, layer.dilation, layer.groups)
+    except RuntimeError as e:
+        raise ValueError(str(e))
+    return int(c.get_total_flops())
+''',
         "counts multiply-adds (MACs)": '''
 import math
 from torch import nn
