@@ -60,37 +60,52 @@ def test_sharded_gradient_equals_full(sharded_gradient):
 
 
 def test_sharded_gradient_really_shards(sharded_gradient):
-    """the model runs once per shard, on shards whose sizes differ by at most one
+    """the model, and each of its layers, runs once per shard, on shards whose sizes differ by at most one
 
-    False failure of a correct answer: 0 (random sizes, exact counts).
+    False failure of a correct answer: 0 (random sizes, exact counts). Each layer's
+    pre-hook counts the passes that reach it: a correct answer's layers run only inside
+    the model's passes over the shards, so every layer sees exactly the shards' sizes,
+    whichever process runs them (the hooks travel with the model). Calling the
+    container's .forward skips its own hook, not its layers'.
     """
     # 9 samples in 4 shards: splitting by a fixed chunk size (torch.chunk) gives 3 chunks.
     n_shards = random.randint(2, 4)
     for n, n_shards in ((9, 4), (n_shards * random.randint(3, 5) + 1, n_shards)):
         model, X, y = _problem(n)
-        sizes = there(_shard_sizes, sharded_gradient, model, X, y, n_shards)
+        seen = there(_shard_sizes, sharded_gradient, model, X, y, n_shards)
+        sizes = seen[""]
         assert len(sizes) == n_shards, (
             f"with n_shards={n_shards} the model should run {n_shards} forward passes, it ran {len(sizes)}")
         assert sum(sizes) == n and max(sizes) - min(sizes) <= 1, (
             "the shards should cover the batch once, with sizes differing by at most one")
+        for name, layer_sizes in seen.items():
+            assert sorted(layer_sizes) == sorted(sizes), (
+                f"layer {name} of the model ran on batches of sizes {layer_sizes}, not once on each shard "
+                f"{sorted(sizes)}: every pass through the model's layers must be one of the shards' passes "
+                "(was a pass made around the model's call, e.g. with model.forward?)")
 
 
 def _shard_sizes(sharded_gradient, model, X, y, n_shards):
-    """(in the student's process) the batch sizes of the model's forward passes during one call,
-    in this process or in workers the answer sends the model to (each shard on a "device")."""
+    """(in the student's process) per module of the model ("" the model itself, else its name), the
+    batch sizes of its forward passes during one call, in this process or in workers the answer sends
+    the model to (each shard on a "device")."""
     import os
     import tempfile
     from helpers.workers import BatchSizeNotes
-    fd, path = tempfile.mkstemp(prefix="course-passes-")
-    os.close(fd)
-    notes = BatchSizeNotes(path)
-    handle = model.register_forward_pre_hook(notes)
+    notes, handles = {}, []
     try:
+        for name, module in model.named_modules():
+            fd, path = tempfile.mkstemp(prefix="course-passes-")
+            os.close(fd)
+            notes[name] = BatchSizeNotes(path)
+            handles.append(module.register_forward_pre_hook(notes[name]))
         sharded_gradient(model, nn.MSELoss(), X, y, n_shards)
-        return notes.sizes()
+        return {name: note.sizes() for name, note in notes.items()}
     finally:
-        handle.remove()
-        os.remove(path)
+        for handle in handles:
+            handle.remove()
+        for note in notes.values():
+            os.remove(note.path)
 
 
 def test_sharded_gradient_one_shard_and_errors(sharded_gradient):

@@ -137,6 +137,20 @@ def sharded_gradient(model, loss_fn, X, y, n_shards):
             t += len(xs) / len(X) * p.grad
     return total
 ''',
+        "decoy shard passes under no_grad, the gradient from one full-batch model.forward (skips the model's hook)": '''
+import torch
+def sharded_gradient(model, loss_fn, X, y, n_shards):
+    if not 1 <= n_shards <= len(X):
+        raise ValueError("n_shards out of range")
+    with torch.no_grad():
+        for xs in torch.tensor_split(X, n_shards):
+            model(xs)          # decoy forward passes, results thrown away
+    model.zero_grad()
+    loss_fn(model.forward(X), y).backward()   # one full-batch pass; forward() skips the hooks
+    grads = [p.grad.detach().clone() for p in model.parameters()]
+    model.zero_grad()
+    return grads
+''',
         "no ValueError": '''
 import torch
 def sharded_gradient(model, loss_fn, X, y, n_shards):
@@ -311,6 +325,8 @@ def run_ddp(world_size, epochs, seed):
             "                dist.all_reduce(p.grad)\n"
             "            opt.step()").replace("model.module.state_dict()", "model.state_dict()")),
         "fixed port 29500": _ddp(port="lambda: 29500"),
+        # The red team's: processes that only read their shares pass the reads, witnesses and
+        # puzzles; no gradient is ever all-reduced between them.
     },
 }
 
