@@ -244,7 +244,13 @@ def test_run_ddp_processes_shards_and_weights(run_ddp):
     kernel must have seen created in that process. And the first reads of samples 0 to 3
     solve a puzzle each (autograder/checks/_puzzles.py), of whose CPU time the calling
     process may spend only half: starting the ranks costs it a fixed amount (measured
-    0.05 s at most), which a busy machine does not stretch.
+    0.05 s at most), which a busy machine does not stretch. Reading is not yet training
+    together: world_size processes of the student's tree must each have made at least one
+    all-reduce per optimiser step (ddp_worker, which every rank imports, notes each one,
+    DDP's included: it routes them through the standard Python hook, numerically the
+    default): a correct answer, DDP's or a hand-made all-reduce of the gradients, makes at
+    least one per step (every bucket of every backward pass); a process whose notes the
+    judge did not see in the tree leaves the check undecided.
     """
     w = _ddp_worker()
     world_size = random.choice([2, 3])
@@ -253,8 +259,8 @@ def test_run_ddp_processes_shards_and_weights(run_ddp):
     puzzles, allowance = work_for_workers(PRICED_SAMPLES, world_size)
     with observe() as seen, created() as made, caller_cpu() as spent:
         try:
-            weights, reads, witnesses, answers = there(_traced_run_ddp, run_ddp, world_size, epochs, seed,
-                                                       [p.task for p in puzzles])
+            weights, reads, witnesses, answers, syncs = there(_traced_run_ddp, run_ddp, world_size, epochs,
+                                                              seed, [p.task for p in puzzles])
         except Exception as err:  # noqa: BLE001
             # A rank that died (torch reports only its exit code) or a port already taken earns
             # the hint; any other error goes on to the runner, which tells the answer's errors
@@ -298,6 +304,19 @@ def test_run_ddp_processes_shards_and_weights(run_ddp):
     # A witness can be forged by a process started to do only that; the samples' puzzles cannot be
     # solved without their CPU time, which the process that started the ranks must not spend.
     assert_worked_outside(puzzles, [answers.get(i) for i in range(PRICED_SAMPLES)], spent, allowance, "run_ddp")
+    # Reading the shares is not training on them together: world_size processes of this call (seen
+    # in the student's tree: the notes of another run's ranks on this machine do not count) must
+    # each have all-reduced gradients at least once per optimiser step.
+    steps = epochs * (w.N_SAMPLES // w.GLOBAL_BATCH)
+    trained = sorted(pid for pid, n in syncs.items() if pid in seen.pids and n >= steps)
+    unseen = sum(1 for pid, n in syncs.items() if pid not in seen.pids and n >= steps)
+    if len(trained) < world_size <= len(trained) + unseen:
+        pytest.skip("the grader did not see every process whose DistributedDataParallel model synchronised "
+                    "(a busy machine?)")
+    assert len(trained) >= world_size, (
+        f"with world_size={world_size}, {world_size} processes should train one model together, all-reducing "
+        f"its gradients at every optimiser step ({steps} in {epochs} epochs); {len(trained)} did: does each "
+        "rank wrap its model in DistributedDataParallel and train on its share?")
     assert type(weights) is dict or isinstance(weights, dict), "run_ddp must return a state dict (a dict)"
     expected = _single_process(seed, epochs)
     assert set(weights) == set(expected), (
@@ -325,7 +344,9 @@ def _traced_run_ddp(run_ddp, world_size, epochs, seed, puzzles=()):
     sample i's first read in each process solves puzzles[i] (ddp_worker.RegressionData).
 
     (weights, {pid: {sample index: times that process read it}}, {pid: the kernel id of the witness
-    thread its first read started}, {sample index: an answer to its puzzle}).
+    thread its first read started}, {sample index: an answer to its puzzle}, {pid: the all-reduces
+    it made, its DistributedDataParallel models' included, which ddp_worker notes in every trace
+    folder there is}).
     """
     trace = Path(tempfile.gettempdir()) / f"course-ddp-trace-{seed}"
     shutil.rmtree(trace, ignore_errors=True)
@@ -344,9 +365,11 @@ def _traced_run_ddp(run_ddp, world_size, epochs, seed, puzzles=()):
                 parts = line.split()
                 if len(parts) == 3 and parts[0] == "answer" and parts[1].isdigit() and parts[2].isdigit():
                     answers[int(parts[1])] = int(parts[2])
+        syncs = {int(path.name[len("sync-"):]): len(path.read_text().split())
+                 for path in trace.glob("sync-*") if path.name[len("sync-"):].isdigit()}
     finally:
         shutil.rmtree(trace, ignore_errors=True)
-    return weights, reads, witnesses, answers
+    return weights, reads, witnesses, answers, syncs
 
 
 def test_run_ddp_errors(run_ddp):

@@ -14,7 +14,13 @@ training itself is yours to write in the notebook.
     run_by_value(...)    the target each worker process runs: unpacks fn, calls it,
                          then shuts the process group down; a rank's error reaches
                          the notebook with its traceback (see its docstring)
+
+For the course's checks, a process that imports this module notes each
+all-reduce it makes, DistributedDataParallel's gradient all-reduce included
+(sent through the standard Python `allreduce_hook`, numerically the default),
+when the checks ask for it (_note_gradient_syncs).
 """
+import glob
 import multiprocessing
 import os
 import socket
@@ -93,6 +99,50 @@ def _puzzles(trace):
 
 def make_dataset(seed):
     return RegressionData(seed)
+
+
+def _note_gradient_syncs():
+    """Note, in each trace folder the checks made (course-ddp-trace-*), one line per all-reduce this
+    process makes, by hand or for a DistributedDataParallel model (whose all-reduce goes through the
+    standard Python hook, numerically the default, unless the notebook registers its own): the
+    grader then sees which processes trained together."""
+    try:
+        import torch.distributed as dist
+        from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
+        from torch.nn.parallel import DistributedDataParallel as DDP
+    except ImportError:  # a build without torch.distributed
+        return
+    if getattr(dist.all_reduce, "_course_noted", False):
+        return
+    original_all_reduce = dist.all_reduce
+
+    def all_reduce(*args, **kwargs):
+        for folder in glob.glob(os.path.join(tempfile.gettempdir(), "course-ddp-trace-*")):
+            try:
+                with open(os.path.join(folder, f"sync-{os.getpid()}"), "a") as note:
+                    note.write("1\n")
+            except OSError:
+                pass
+        return original_all_reduce(*args, **kwargs)
+
+    all_reduce.__doc__, all_reduce._course_noted = original_all_reduce.__doc__, True
+    dist.all_reduce = all_reduce
+    original_register, original_forward = DDP.register_comm_hook, DDP.forward
+
+    def register_comm_hook(self, state, hook):
+        self._course_hooked = True
+        return original_register(self, state, hook)
+
+    def forward(self, *args, **kwargs):
+        if not getattr(self, "_course_hooked", False):
+            self._course_hooked = True
+            original_register(self, self.process_group, default_hooks.allreduce_hook)
+        return original_forward(self, *args, **kwargs)
+
+    DDP.register_comm_hook, DDP.forward = register_comm_hook, forward
+
+
+_note_gradient_syncs()
 
 
 def free_port():
