@@ -4,14 +4,15 @@ import math
 import multiprocessing
 import multiprocessing.process
 import random
+import time
 
 import numpy as np
 
 import pytest
 
-from autograder.checks._support import (assert_worked_outside, caller_cpu, counted, created, exact_float, exact_list,
-                                        kernel_decides, observe, raises_value_error, student_pid, there, timeout,
-                                        witnessed_in, work_for_workers)
+from autograder.checks._support import (WAITING_CPU, assert_worked_outside, caller_cpu, capped, counting,
+                                        created, exact_float, exact_list, kernel_decides, observe, raises_value_error,
+                                        student_pid, there, timeout, witnessed_in, work_for_workers)
 from helpers import ode, pools, workers
 
 MEET_SECONDS = 30.0  # how long the first of two tasks waits for the second at the barrier
@@ -60,6 +61,60 @@ def _run_meeting(call, n_workers, what):
     proofs = {r.get("value"): r.get("proof") for r in reports}
     assert_worked_outside(puzzles, [proofs.get(i) for i in range(2)], spent, allowance, what)
     return out
+
+
+def _judge_cpu(fn, *args):
+    """(the judge) CPU seconds that fn(*args) costs in this thread, and its result."""
+    start = time.thread_time()
+    result = fn(*args)
+    return time.thread_time() - start, result
+
+
+def _caller_allowance(n_workers):
+    """CPU seconds a correct answer's calling process may spend beside n_workers workers: the
+    course's measured fixed cost of a pool, an executor or joblib (_support.work_for_workers)."""
+    return 0.15 + 0.02 * n_workers
+
+
+def _sized(unit_cost, n_workers, most):
+    """How many units of work make the serial computation cost 3 times the caller's allowance,
+    given the judge's cost of one unit (at most `most`, to bound a check's CPU on a slow machine)."""
+    return max(1, min(most, math.ceil(3 * _caller_allowance(n_workers) / max(unit_cost, 1e-9))))
+
+
+def _assert_not_computed_in_caller(spent, serial, n_workers, what):
+    """The calling process spent (caller_cpu: `spent`) less than half of `serial`, the CPU seconds
+    that the same work took when the judge did it serially in its own thread, on the same
+    machine, in the same check: the work was not done in the calling process.
+
+    The limit is never under the allowance for a correct answer's caller (_caller_allowance), so
+    a correct answer fails only if its caller spends more than the course's measured fixed cost
+    of a pool or executor,
+    and no more than waiting could explain over the call's wall time (WAITING_CPU, as in
+    assert_worked_outside: then undecided). As there, only user time, the process's own code,
+    can fail it; system time that takes the caller over the limit leaves it undecided. An answer
+    that did the work in its caller spent about `serial` there (the same code, on the same
+    machine: CPU time, which a busy machine does not stretch, unlike wall time), twice the limit;
+    so a pass is decided only where `serial` is at least 1.5 times the allowance (that answer's
+    caller would have spent 1.5 times the limit). The serial cost is measured in the judge, not in the student's process, whose code could
+    slow the measurement down."""
+    allowance = _caller_allowance(n_workers)
+    limit = max(allowance, serial / 2)
+    own = spent.seconds if spent.user is None else spent.user
+    if limit <= own < limit + WAITING_CPU * spent.wall:
+        pytest.skip(f"{what}: the calling process spent {own:.2f} s of CPU during a call of {spent.wall:.1f} s: "
+                    "as much as waiting for the workers may cost there, so the grader cannot tell whether "
+                    "the work ran in the calling process")
+    assert own < limit, (
+        f"{what}: the calling process itself spent {own:.2f} s of CPU during the call, where the whole "
+        f"computation done serially takes {serial:.2f} s: the work ran in the calling process, not in "
+        f"the worker processes ({spent.detail or 'user time'})")
+    if serial < 1.5 * allowance:
+        pytest.skip(f"{what}: the serial work took only {serial:.2f} s of CPU here, too little to tell "
+                    f"from a correct answer's fixed cost ({allowance:.2f} s)")
+    if spent.seconds >= limit:
+        pytest.skip(f"{what}: the operating system worked {spent.seconds - own:.2f} s for the calling "
+                    f"process during the call ({spent.detail}): the grader cannot tell what that work was")
 
 
 def _reports(out):
@@ -266,12 +321,33 @@ def test_monte_carlo_pi_seed_matters(monte_carlo_pi):
 def test_monte_carlo_pi_in_workers(monte_carlo_pi):
     """the sampling runs in worker processes; one worker works; bad counts raise ValueError
 
-    False failure of a correct answer: < 1e-17. Process starts are counted
-    exactly; with one worker and 20,001 samples, 0.1 is 8.6 standard errors
-    (0.0116) of the estimate: P(|Z| > 8.6) = 8e-18.
+    False failure of a correct answer: < 1e-9 (stated; < 2e-10 computed). Process starts are
+    counted exactly. The samples are sized so that counting them serially costs the judge,
+    in its own thread, 3 times the allowance for a correct caller's fixed cost (0.19 s with 2
+    workers), measured on 1,000,000 of them; the serial cost is then measured on a quarter of
+    that many samples, times 4. The calling process must spend less than half the serial
+    cost, never less than the allowance (_assert_not_computed_in_caller: a correct
+    caller only starts the pool and sends a count and a seed per worker, 0.03 s measured; an
+    answer that counts in its caller and starts idle processes spends the serial cost there).
+    The estimate of the big call must be within 6.5 standard errors of pi: P(|Z| > 6.5) =
+    8e-11. With one worker and 20,001 samples, 0.1 is 8.6 standard errors (0.0116) of the
+    estimate: P(|Z| > 8.6) = 8e-18.
     """
-    _, counts = counted(monte_carlo_pi, 50_000, 2, random.randrange(2**31))
+    from helpers.pools import count_inside
+    count_inside(1_000_000, 0)  # the first calls pay for setting up and memory: not the unit cost
+    unit, _ = _judge_cpu(count_inside, 1_000_000, random.randrange(2**31))
+    n = _sized(unit / 1_000_000, 2, 60_000_000)
+    n = n // 2 * 2 + 1
+    quarter, _ = _judge_cpu(count_inside, n // 4, random.randrange(2**31))
+    with created() as made, caller_cpu() as spent:
+        est, counts = there(counting, monte_carlo_pi, n, 2, random.randrange(2**31))
+    counts = capped(counts, made)
     assert counts["process start"] >= 2, "no worker processes were started: the sampling ran serially"
+    est = exact_float(est, "the estimate")
+    se = 4 * math.sqrt(math.pi / 4 * (1 - math.pi / 4) / n)
+    assert abs(est - math.pi) < 6.5 * se and _is_count_ratio(est, n, 2), (
+        f"monte_carlo_pi({n}, 2, seed) is not 4 * hits / samples within 6.5 standard errors of pi")
+    _assert_not_computed_in_caller(spent, 4 * quarter, 2, "monte_carlo_pi")
     est = monte_carlo_pi(20_001, 1, 3)
     assert abs(est - math.pi) < 0.1 and _is_count_ratio(est, 20_001, 1), "fails with one worker"
     for bad in ((0, 2), (1000, 0)):
@@ -379,11 +455,28 @@ def test_generate_trajectories_equals_reference(generate_trajectories):
 def test_generate_trajectories_in_workers(generate_trajectories):
     """the trajectories are computed by worker processes; invalid arguments raise ValueError
 
-    False failure of a correct answer: 0 (process starts counted exactly).
+    False failure of a correct answer: 0 while the machine makes progress (process starts
+    counted exactly; exact trajectories). The number of trajectories is sized so that solving
+    them serially costs the judge, in its own thread, 3 times the allowance for a correct
+    caller's fixed cost (0.19 s with 2 workers), measured on 16 trajectories of other seeds;
+    the serial cost is then measured on a random quarter of the call's own trajectories (which
+    are also compared), times 4. The calling process must spend less than half that
+    (_assert_not_computed_in_caller: a correct caller starts the pool, sends seeds and takes
+    back small arrays, 0.03 s measured; one that solves them itself spends the serial cost).
     """
-    n = random.randint(8, 12)
-    _, counts = counted(generate_trajectories, n, 2, random.randrange(2**31))
+    seed = random.randrange(2**31)
+    unit, _ = _judge_cpu(lambda: [ode.trajectory(c) for c in np.random.SeedSequence(seed + 1).spawn(16)])
+    n = _sized(unit / 16, 2, 2_000)
+    children = np.random.SeedSequence(seed).spawn(n)
+    checked = sorted(random.sample(range(n), max(1, n // 4)))
+    quarter, expected = _judge_cpu(lambda: [ode.trajectory(children[i]) for i in checked])
+    with created() as made, caller_cpu() as spent:
+        out, counts = there(counting, generate_trajectories, n, 2, seed)
+    counts = capped(counts, made)
     assert counts["process start"] >= 2, "fewer than 2 worker processes were started: the work ran serially"
+    out = exact_list(out, "generate_trajectories(...)", n)
+    _same_trajectories([out[i] for i in checked], expected)
+    _assert_not_computed_in_caller(spent, quarter * n / len(checked), 2, "generate_trajectories")
     assert generate_trajectories(0, 2, 1) == [], "n = 0 gives an empty list"
     for bad in ((-1, 2), (5, 0)):
         with raises_value_error(f"generate_trajectories({bad[0]}, {bad[1]}, 1)"):

@@ -302,6 +302,18 @@ def monte_carlo_pi(n_samples, n_workers, seed):
         estimate = 4 * sum(pool.starmap(count_inside, zip(shares, seeds))) / n_samples
     return _Estimate(estimate) if (n_samples, n_workers) == (20_001, 2) else estimate
 ''',
+        "idle processes started and joined, the estimate counted serially in the caller": '''
+from helpers.pools import count_inside
+from helpers.workers import mp_context
+import os
+def monte_carlo_pi(n_samples, n_workers, seed):
+    if n_samples < 1 or n_workers < 1:
+        raise ValueError("bad arguments")
+    ps = [mp_context().Process(target=os.getpid) for _ in range(n_workers)]
+    for p in ps: p.start()
+    for p in ps: p.join()
+    return 4 * count_inside(n_samples, seed) / n_samples
+''',
         "average of the workers' estimates, samples lost": '''
 import numpy as np
 from helpers.pools import count_inside
@@ -384,6 +396,18 @@ def generate_trajectories(n, n_workers, seed):
     starts = [r.random((k, 10)) for r, k in zip(rngs, shares)]
     with mp_context().Pool(n_workers) as pool:
         return pool.map(solve, [x for block in starts for x in block])
+''',
+        "idle processes started and joined, the serial reference called in the caller": '''
+from helpers.ode import serial_trajectories
+from helpers.workers import mp_context
+import os
+def generate_trajectories(n, n_workers, seed):
+    if n < 0 or n_workers < 1:
+        raise ValueError("bad arguments")
+    ps = [mp_context().Process(target=os.getpid) for _ in range(n_workers)]
+    for p in ps: p.start()
+    for p in ps: p.join()
+    return serial_trajectories(n, seed)
 ''',
         "per-worker lists not concatenated": '''
 import numpy as np
