@@ -1,4 +1,5 @@
 """Hidden checks of 11_profiling_scaling (profilers, scaling laws, roofline, torch.profiler)."""
+import hashlib
 import math
 import random
 import time
@@ -13,33 +14,52 @@ from helpers import profiling
 
 
 # --- hotspots ------------------------------------------------------------------------
-# A workload built afresh for every check, with random function names: three leaves whose
-# own times are about 0.72 s, 0.24 s and 0.08 s, a wrapper around the biggest leaf, a driver
-# that calls everything (so by cumulative time the driver and the wrapper rank first), and a
-# tiny function called 30 times (so by call count it ranks first). Everything else takes
-# about 0.1 ms: a stall of the machine (tens of ms when it is busy) that lands there cannot
-# lift it above 0.08 s. The leaves are called in 20 interleaved rounds, so the stalls land on
-# them in proportion to their work.
+# A workload built afresh for every check: three leaves whose own times are about 0.72 s,
+# 0.24 s and 0.08 s, a wrapper around the biggest leaf, a driver that calls everything (so by
+# cumulative time the driver and the wrapper rank first), and a tiny function called 30 times
+# (so by call count it ranks first). Everything else takes about 0.1 ms: a stall of the
+# machine (tens of ms when it is busy) that lands there cannot lift it above 0.08 s. The
+# leaves are called in 20 interleaved rounds, so the stalls land on them in proportion to
+# their work.
+# The leaves do not exist before the call: the driver makes them when it runs, from one
+# template, under names with 64 random bits drawn from os.urandom (secrets), in an order drawn
+# the same way, and drops them when it returns. Nothing the student's process can read before
+# the call, or after it, names them: their names are only in the profile of the call (a
+# profiler keeps their code objects), and the driver leaves behind no more than SHA-256
+# digests of them, which the judge compares with the digests of the names the answer gives.
+# (An answer that rewrites the workload, as one that forges its call counter, is not in scope.)
 _WORKLOAD = '''
-def {leaf}(n):
+import hashlib
+import secrets
+import types
+
+def _leaf_template(n):
     total = 0
     for i in range(n):
         total += i % 7
     return total
-'''
-_DRIVER = '''
-def {wrapper}(n):
-    return {biggest}(n)
+
+def {wrapper}(leaf, n):
+    return leaf(n)
 
 def {tiny}(x):
     return x
 
 def {driver}(rounds, unit):
-    CALLS.append(1)
+    pick = secrets.SystemRandom()                      # os.urandom: no state to read
+    names = [f"{{stem}}_{{secrets.token_hex(8)}}" for stem in pick.sample(STEMS, 3)]
+    leaves = [types.FunctionType(_leaf_template.__code__.replace(co_name=name, co_qualname=name),
+                                 _leaf_template.__globals__, name) for name in names]
+    CALLS.append([hashlib.sha256(name.encode()).hexdigest() for name in names])
+    del names
+    order = list(zip(leaves, (9, 3, 1)))               # leaves[0] does the most work
+    pick.shuffle(order)
+    if order[0][1] == 9:                               # the biggest is never met first
+        order.append(order.pop(0))
     total = 0
     for _ in range(rounds):
-        for name, weight in ORDER:
-            total += (WRAPPED if name == {biggest!r} else LEAVES[name])(int(weight * unit))
+        for leaf, weight in order:
+            total += ({wrapper}(leaf, int(weight * unit)) if weight == 9 else leaf(int(weight * unit)))
         total += {tiny}(1)
     for k in range(10):
         total += {tiny}(k)
@@ -48,23 +68,20 @@ def {driver}(rounds, unit):
 _STEMS = ("parse", "scan", "merge", "index", "render", "encode", "filter", "reduce", "blend", "score")
 
 
+def _digest(name):
+    return hashlib.sha256(name.encode()).hexdigest()
+
+
 def _workload():
-    """(driver, leaf names by own time, call counter) of a freshly generated workload."""
-    stems = random.sample(_STEMS, 6)
+    """(driver, call record) of a freshly generated workload: each call of the driver appends to
+    the record the SHA-256 digests of its leaves' names, by own time, largest first."""
+    stems = random.sample(_STEMS, 3)
     tag = random.randrange(100, 1000)
-    leaves = [f"{stem}_{tag}" for stem in stems[:3]]               # leaves[0] does the most work
-    wrapper, tiny, driver = (f"{stem}_{tag}" for stem in stems[3:])
-    namespace = {"CALLS": []}
-    source = "".join(_WORKLOAD.format(leaf=leaf) for leaf in leaves)
-    source += _DRIVER.format(wrapper=wrapper, biggest=leaves[0], tiny=tiny, driver=driver)
+    wrapper, tiny, driver = (f"{stem}_{tag}" for stem in stems)
+    namespace = {"CALLS": [], "STEMS": [s for s in _STEMS if s not in stems]}
+    source = _WORKLOAD.format(wrapper=wrapper, tiny=tiny, driver=driver)
     exec(compile(source, f"<workload {tag}>", "exec"), namespace)
-    order = list(zip(leaves, (9, 3, 1)))
-    random.shuffle(order)
-    if order[0][0] == leaves[0]:                                   # the biggest is never met first
-        order.append(order.pop(0))
-    namespace.update(ORDER=order, LEAVES={name: namespace[name] for name in leaves},
-                     WRAPPED=namespace[wrapper])
-    return namespace[driver], leaves, namespace["CALLS"]
+    return namespace[driver], namespace["CALLS"]
 
 
 def _calibrated_unit():
@@ -79,25 +96,27 @@ def _calibrated_unit():
 
 
 def _one_ranking(hotspots, top):
-    """(what hotspots found, the expected names, how often fn ran, the judge's wall time of the call,
-    the CPU time the student's process spent meanwhile, read from /proc)."""
-    driver, leaves, _ = _workload()
+    """(what hotspots found, SHA-256 digests of the expected names, how often fn ran, the judge's
+    wall time of the call, the CPU time the student's process spent meanwhile, read from /proc)."""
+    driver, _ = _workload()
     unit = _calibrated_unit()
     with caller_cpu() as spent:
         start = time.perf_counter()
-        found, runs = there(_profiled, hotspots, driver, unit, top)
+        found, calls = there(_profiled, hotspots, driver, unit, top)
         wall = time.perf_counter() - start
-    return found, leaves[:top or 3], runs, wall, spent.seconds
+    expected = calls[0][:top or 3] if calls else [None] * (top or 3)
+    return found, expected, len(calls), wall, spent.seconds
 
 
 def _profiled(hotspots, driver, unit, top):
-    """(in the student's process) hotspots(driver, 20, unit[, top]) and how many times the driver ran."""
+    """(in the student's process) hotspots(driver, 20, unit[, top]) and the driver's call record
+    (one list of digests of its leaves' names per call)."""
     found = hotspots(driver, 20, unit, top=top) if top is not None else hotspots(driver, 20, unit)
-    return found, len(driver.__globals__["CALLS"])
+    return found, list(driver.__globals__["CALLS"])
 
 
 def _ranking_problem(found, expected, runs, wall, cpu):
-    """None when `found` is right, else the reason it is not."""
+    """None when `found` is right, else the reason it is not (`expected`: digests of the names)."""
     want = len(expected)
     found = exact_list(found, "hotspots(...)")
     # How many entries come back does not depend on the machine's stalls: no retry.
@@ -115,8 +134,8 @@ def _ranking_problem(found, expected, runs, wall, cpu):
     assert seconds == sorted(seconds, reverse=True), "the entries are not sorted largest first"
     assert seconds[0] <= wall and sum(seconds) <= 1.05 * wall + 0.005, (
         "the seconds add up to more than the call took: are they cumulative times or whole-call times?")
-    if names != expected:
-        return f"the functions are not those with the largest own time, in order"
+    if [_digest(name) for name in names] != expected:
+        return "the functions are not those with the largest own time, in order"
     # Against CPU time, not the judge's wall clock: on a busy machine the call can wait seconds for
     # a core outside the profiled code (a correct answer once failed here at load 7 on 2 cores).
     # The top function does about 65 % of the process's CPU work in the call.
@@ -134,7 +153,11 @@ def _check_hotspots(hotspots, top):
     (a single stall landing in the unranked code was enough). Here a failing try needs that
     stall to land in 1/10,000 of the run and outlast the smallest leaf: 0 failures in 140
     top-3 tries at load average 3 to 13 (well under 1% of tries expected even at load 29);
-    five tries, each with a fresh workload, all failing: below 0.01**5 = 1e-10. The call runs in the
+    five tries, each with a fresh workload, all failing: below 0.01**5 = 1e-10. Making, naming
+    and hashing the three leaves inside the call adds some microseconds to the unranked code, and
+    a match is decided on SHA-256 digests of the names (a collision: below 2**-200); neither
+    changes the bound. An answer that does not profile the call cannot know the leaves' names
+    (64 random bits each, drawn in the call): it passes a try with a chance below 2**-60. The call runs in the
     student's process; its wall time is taken by the judge's clock around it, its CPU time
     from /proc (the top function's lower bound: a wait for a core outside the profile adds none). The
     spec's wrong answers (cumulative time, whole-call time, unsorted, top ignored, file
@@ -328,57 +351,70 @@ def test_roofline_errors(roofline):
 
 
 # --- torch_top_ops --------------------------------------------------------------------------------
-# The model's three biggest operators are custom operators (registered with torch.library under
-# fresh random names, so no list of names can be learnt) that wait a set time: their self times
-# are fixed by design, about 0.6 s, 0.25 s and 0.1 s, whatever the machine's speed or load.
-# CPU-bound operators would not do: on a busy machine a 0.3 ms operator preempted once took
-# 14 ms in one run and 0.3 ms in the next. Around them, ordinary operators of microseconds:
-# a small nn.Linear, and aten::add called 30 times (first by call count). The biggest one is
-# called through a wrapper operator (first by total time), and runs last (first-seen order
-# is wrong too).
-_OP_SECONDS = {"heavy": 0.6, "mid": 0.25, "low": 0.1}
+# The model's three biggest operators wait a set time: their self times are fixed by design,
+# about 0.6 s, 0.25 s and 0.1 s, whatever the machine's speed or load. CPU-bound operators would
+# not do: on a busy machine a 0.3 ms operator preempted once took 14 ms in one run and 0.3 ms in
+# the next. Around them, ordinary operators of microseconds: a small nn.Linear, and aten::add
+# called 30 times (first by call count). The biggest one is called through a wrapper operator
+# registered with torch.library (first by total time), and runs last (first-seen order is
+# wrong too).
+# The three are profiler ranges (torch.profiler.record_function, as torch.library's own ops
+# name themselves "namespace::name") that forward opens as it runs, under names with 64
+# random bits drawn from os.urandom (secrets) in that call: no registry, attribute or closure
+# holds them before or after it, only the profile of the call. An operator registered with
+# torch.library stays in torch's registries once it has run, names and all, and with a
+# handful of known names a ranking could be guessed. forward leaves behind only SHA-256
+# digests of the names (model.calls, one list per call), which the judge compares with the
+# digests of the names the answer gives. (An answer that rewrites the model or the
+# profiler's entry points is not in scope.)
+_OP_SECONDS = (0.6, 0.25, 0.1)                          # heavy, mid, low
 _registered = []
 
 
 def _model_with_known_ops():
-    """(model, input, [names of the three biggest operators by self time, largest first])."""
+    """(model, input): each forward call appends to model.calls the SHA-256 digests of the names
+    of its three biggest operators by self time, largest first."""
+    import hashlib
+    import secrets
+
     import torch
     from torch import nn
 
-    # Unique in the process that registers them (this function may travel there as a copy, with an empty _registered).
+    # Unique in the process that registers it (this function may travel there as a copy, with an empty _registered).
     namespace = f"course{random.randrange(10**6)}_{len(_registered)}_{time.monotonic_ns()}"
-    names = dict(zip(("heavy", "mid", "low", "wrapper"),
-                     random.sample(("gather", "pack", "route", "merge", "stage", "shard", "fetch", "bucket"), 4)))
-    ops = {}
-    for role in ("heavy", "mid", "low"):
-        @torch.library.custom_op(f"{namespace}::{names[role]}", mutates_args=())
-        def waiting_op(x: torch.Tensor, seconds: float) -> torch.Tensor:
+    stems = random.sample(("gather", "pack", "route", "merge", "stage", "shard", "fetch", "bucket"), 4)
+
+    def waiting(x, seconds, name):
+        with torch.profiler.record_function(name):
             time.sleep(seconds)
             return x.clone()
-        ops[role] = waiting_op
 
-    @torch.library.custom_op(f"{namespace}::{names['wrapper']}", mutates_args=())
-    def wrapper(x: torch.Tensor, seconds: float) -> torch.Tensor:
-        return getattr(getattr(torch.ops, namespace), names["heavy"])(x, seconds)
+    @torch.library.custom_op(f"{namespace}::{stems[0]}", mutates_args=())
+    def wrapper(x: torch.Tensor, seconds: float, name: str) -> torch.Tensor:
+        return waiting(x, seconds, name)
     _registered.append(namespace)
+    stems = stems[1:]
 
     class Known(nn.Module):
         def __init__(self):
             super().__init__()
             self.lin = nn.Linear(16, 16)
+            self.calls = []
 
         def forward(self, x):
+            pick = secrets.SystemRandom()               # os.urandom: no state to read
+            names = [f"n{secrets.token_hex(8)}::{stem}" for stem in pick.sample(stems, 3)]
+            self.calls.append([hashlib.sha256(name.encode()).hexdigest() for name in names])
             t, one = torch.zeros(4), torch.ones(4)
             for _ in range(30):
                 t = torch.add(t, one)
             h = self.lin(x)
-            order = ["low", "mid"]
-            random.shuffle(order)
-            outs = [ops[role](x, _OP_SECONDS[role]) for role in order]
-            return h, t, outs, wrapper(x, _OP_SECONDS["heavy"])
+            order = [1, 2]
+            pick.shuffle(order)
+            outs = [waiting(x, _OP_SECONDS[rank], names[rank]) for rank in order]
+            return h, t, outs, wrapper(x, _OP_SECONDS[0], names[0])
 
-    expected = [f"{namespace}::{names[role]}" for role in ("heavy", "mid", "low")]
-    return Known(), torch.randn(8, 16), expected
+    return Known(), torch.randn(8, 16)
 
 
 @timeout(120)
@@ -387,21 +423,25 @@ def test_torch_top_ops_self_time(torch_top_ops):
 
     False failure of a correct answer: < 1e-11 (three tries of each of three rankings, each
     try failing with a rate of 1e-4 or less: 3 * 1e-12). The ranked operators wait 0.6 s,
-    0.25 s and 0.1 s; every other operator runs for microseconds, about 1 ms in all. A correct answer can fail one try only if the
-    machine stalls that millisecond of work for more than 0.1 s, or a wait overruns by more
-    than 0.15 s, during its profile: with waits of 0.4 s, 0.15 s and 0.06 s, 0 failures in 200
-    tries of the reference on a 2-core machine at load average 7 to 29. Each of three tries
-    has a fresh model; with a per-try rate of 1e-4 or less all three failing is 1e-12.
-    Total-time, call-count, first-seen and unsorted rankings fail every try.
+    0.25 s and 0.1 s; every other operator runs for microseconds, about 1 ms in all (drawing
+    and hashing the three names adds some microseconds of Python, in no operator). A correct
+    answer can fail one try only if the machine stalls that millisecond of work for more than
+    0.1 s, or a wait overruns by more than 0.15 s, during its profile: with waits of 0.4 s,
+    0.15 s and 0.06 s, 0 failures in 200 tries of the reference on a 2-core machine at load
+    average 7 to 29. Each of three tries has a fresh model; with a per-try rate of 1e-4 or less
+    all three failing is 1e-12. A match is decided on SHA-256 digests of the names (a
+    collision: below 2**-200). Total-time, call-count, first-seen and unsorted rankings fail
+    every try; an answer that does not profile the call cannot know the names (64 random bits
+    each, drawn in the call): it passes a try with a chance below 2**-60.
     """
     for top in random.sample((1, 2, 3), 3):
         problem = None
         for _ in range(3):
-            (got,), expected = there(_top_ops_tries, torch_top_ops, top, 1)
+            (got,), (records,) = there(_top_ops_tries, torch_top_ops, top, 1)
             got = exact_list(got, f"torch_top_ops(model, x, top={top})")
             assert all(isinstance(name, str) for name in got), "return operator names (str) such as 'aten::addmm'"
             assert len(got) == top, f"asked for top={top}, got {len(got)} names"  # stalls cannot change it
-            if list(got) != expected[:top]:
+            if not _names_match(got, records, top):
                 problem = (f"with top={top} the names are not those of the operators with the largest "
                            "self CPU time, largest first")
             else:
@@ -417,24 +457,35 @@ def test_torch_top_ops_default_top(torch_top_ops):
     False failure of a correct answer: < 1e-11 (three tries, each failing with a rate of
     1e-4 or less: see test_torch_top_ops_self_time).
     """
-    tries, expected = there(_top_ops_tries, torch_top_ops, None, 3)
-    for got in tries:
+    tries, records = there(_top_ops_tries, torch_top_ops, None, 3)
+    for got, calls in zip(tries, records):
         got = exact_list(got, "torch_top_ops(model, x)")
         assert len(got) == 3, f"top defaults to 3, got {len(got)} names"
-        if list(got) == expected:
+        if _names_match(got, calls, 3):
             return
     raise AssertionError("the names are not those of the three operators with the largest self CPU time")
 
 
+def _names_match(got, calls, top):
+    """Whether the names `got` are, in order, the `top` biggest operators of one of the forward
+    calls made while torch_top_ops ran (`calls`: the digests each call left)."""
+    if not all(isinstance(name, str) for name in got):
+        return False
+    digests = [_digest(name) for name in got]
+    return any(digests == list(record[:top]) for record in calls)
+
+
 def _top_ops_tries(torch_top_ops, top, tries):
-    """(in the student's process, where the operators are registered) a fresh model with known
-    operators, torch_top_ops on it `tries` times (top left to its default when None):
-    ([what each call returned], the expected names, largest first)."""
-    model, x, expected = _model_with_known_ops()
-    found = []
+    """(in the student's process) a fresh model whose forward opens fresh operator names,
+    torch_top_ops on it `tries` times (top left to its default when None): ([what each call
+    returned], [for each call, the digests that the forward calls made meanwhile left])."""
+    model, x = _model_with_known_ops()
+    found, records = [], []
     for _ in range(tries):
+        before = len(model.calls)
         with profiling.native_stderr_filtered():
             found.append(torch_top_ops(model, x) if top is None else torch_top_ops(model, x, top))
-        if type(found[-1]) is list and found[-1] == expected[:top or 3]:
+        records.append([list(record) for record in model.calls[before:]])
+        if type(found[-1]) is list and _names_match(found[-1], records[-1], top or 3):
             break                                  # no need for more tries (the judge checks it again)
-    return found, expected
+    return found, records
