@@ -10,7 +10,7 @@ import pytest
 from autograder.checks._support import (assert_worked_outside, caller_cpu, capped, counted, count_starts_and_joins,
                                         created, exact_list, kernel_decides, notes_folder, plain_array,
                                         raises_value_error, read_answers, read_notes, there, timeout,
-                                        witnessed_processes, work_for_workers)
+                                        stop_idle_joblib_workers, witnessed_processes, work_for_workers)
 
 
 def _arrays(value, n, size, what):
@@ -125,6 +125,7 @@ def test_independent_draws_in_workers(independent_draws):
     same 2 doubles with probability about 2**-106, at most a few dozen pairs).
     """
     n = multiprocessing.cpu_count() + 1
+    there(stop_idle_joblib_workers)  # joblib reuses the workers of an earlier call: started unseen
     out, counts = counted(independent_draws, n, random.randrange(2**31), 2)
     out = _arrays(out, n, 2, "independent_draws(...)")
     assert counts["process start"] >= 1, "no worker process was started: the draws were made in the caller"

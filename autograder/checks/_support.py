@@ -375,6 +375,19 @@ def capped(counts, made):
             "process start": min(counts["process start"], made.processes)}
 
 
+def stop_idle_joblib_workers():
+    """(in the student's process) shut joblib's reusable loky executor down, if one runs, and wait
+    for its workers to end: the next Parallel call starts its workers afresh, while the judge
+    watches (a worker that an earlier call started, and joblib reuses, was started out of sight)."""
+    import sys
+    if "joblib" not in sys.modules:
+        return
+    from joblib.externals.loky import reusable_executor
+    executor = reusable_executor._executor
+    if executor is not None:
+        executor.shutdown(wait=True)
+
+
 def counted(fn, *args):
     """(the judge) fn(*args) in the student's process: (its result, its Thread/Process starts
     and joins), the starts backed by the kernel (capped)."""
