@@ -15,10 +15,11 @@ training itself is yours to write in the notebook.
                          then shuts the process group down; a rank's error reaches
                          the notebook with its traceback (see its docstring)
 
-For the course's checks, a process that imports this module notes each
-all-reduce it makes, DistributedDataParallel's gradient all-reduce included
-(sent through the standard Python `allreduce_hook`, numerically the default),
-when the checks ask for it (_note_gradient_syncs).
+For the course's checks, a worker process (one that runs run_by_value or reads
+the data set) notes each all-reduce it makes, DistributedDataParallel's
+gradient all-reduce included (sent through the standard Python
+`allreduce_hook`, numerically the default), when the checks ask for it
+(_note_gradient_syncs). The notebook's own process is left as it is.
 """
 import glob
 import multiprocessing
@@ -73,6 +74,7 @@ class RegressionData(torch.utils.data.Dataset):
                 if os.getpid() not in _WITNESSED:
                     from helpers.workers import witness_thread
                     _WITNESSED.add(os.getpid())
+                    _note_gradient_syncs()
                     f.write(f"witness {witness_thread()}\n")
                 puzzle = _puzzles(self._trace).get(index)
                 if puzzle is not None and (os.getpid(), index) not in _SOLVED:
@@ -102,10 +104,11 @@ def make_dataset(seed):
 
 
 def _note_gradient_syncs():
-    """Note, in each trace folder the checks made (course-ddp-trace-*), one line per all-reduce this
-    process makes, by hand or for a DistributedDataParallel model (whose all-reduce goes through the
-    standard Python hook, numerically the default, unless the notebook registers its own): the
-    grader then sees which processes trained together."""
+    """In a worker process (a rank): note, in each trace folder the checks made (course-ddp-trace-*),
+    one line per all-reduce this process makes, by hand or for a DistributedDataParallel model
+    (whose all-reduce goes through the standard Python hook, numerically the default, unless the
+    notebook registers its own): the grader then sees which processes trained together. Never in
+    the notebook's process, whose torch the grader expects unchanged."""
     try:
         import torch.distributed as dist
         from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
@@ -140,9 +143,6 @@ def _note_gradient_syncs():
         return original_forward(self, *args, **kwargs)
 
     DDP.register_comm_hook, DDP.forward = register_comm_hook, forward
-
-
-_note_gradient_syncs()
 
 
 def free_port():
@@ -210,6 +210,7 @@ def run_by_value(rank, payload, *args):
     # error: the rank ends right after, which closes it; destroyed before the traceback is
     # written, it wakes the other ranks with "Connection closed by peer", and half the time
     # that error reached the notebook instead of this one.
+    _note_gradient_syncs()
     fn = pickle.loads(payload)
     fn(rank, *args)
     if dist.is_initialized():
