@@ -40,6 +40,7 @@ _DEADLOCK_SECONDS = 5.0  # a cycle of blocked threads with no lock released for 
 _STORES = {dis.opmap[name] for name in ("STORE_SUBSCR", "STORE_ATTR", "STORE_GLOBAL", "STORE_DEREF",
                                         "STORE_NAME")}
 _BYTECODE = {}  # code object -> its bytecode (co_code builds a new copy at every access)
+_STORES_BY_THREAD = {}  # thread ident -> stores into shared state its answer code made, under the harness
 _STDLIB = os.path.dirname(threading.__file__)
 _THIS_FILE = os.path.abspath(__file__)
 # The code objects of this module's own functions, as loaded where the harness runs. In the
@@ -105,7 +106,12 @@ def _switch_local(frame, event, arg):
         code = _BYTECODE.get(frame.f_code)
         if code is None:
             code = _BYTECODE[frame.f_code] = frame.f_code.co_code
-        _yield(_BEFORE_STORE if code[frame.f_lasti] in _STORES else _PAUSE)
+        if code[frame.f_lasti] in _STORES:
+            ident = threading.get_ident()
+            _STORES_BY_THREAD[ident] = _STORES_BY_THREAD.get(ident, 0) + 1
+            _yield(_BEFORE_STORE)
+        else:
+            _yield(_PAUSE)
     return _switch_local
 
 
@@ -255,8 +261,10 @@ UNTRACED = ("your threads switched off the grader's thread switching (sys.settra
 
 
 def _run_bounded(fn, args, seconds):
-    """fn(*args) under the harness, in the student's process; ("ok", value), ("error", text),
-    ("hung", None) or ("untraced", thread names) when a thread ended with the switches turned off.
+    """fn(*args) under the harness, in the student's process; ("ok", value, stores), ("error", text, 0),
+    ("hung", None, 0) or ("untraced", thread names, 0) when a thread ended with the switches turned
+    off. `stores`: how many times the answer's code stored into shared state (an item, attribute,
+    global or closure variable) in threads other than the one that called it.
 
     The harness must run beside the answer (a trace function and patched locks
     in the judge would do nothing to it): the whole run travels with there().
@@ -265,9 +273,12 @@ def _run_bounded(fn, args, seconds):
 
 
 def _bounded_here(fn, args, seconds):
-    """(in the student's process) fn(*args) under the harness, in a daemon thread, as plain data."""
+    """(in the student's process) fn(*args) under the harness, in a daemon thread, as plain data:
+    (state, value, the stores into shared state that the answer's code made in threads other than
+    the one that called it, in all)."""
     harness = _Harness()
     box = {}
+    _STORES_BY_THREAD.clear()
 
     def target():
         try:
@@ -283,13 +294,14 @@ def _bounded_here(fn, args, seconds):
             runner.join(0.05)
     if runner.is_alive() or harness.deadlocked.is_set():
         harness.release_stuck_threads()
-        return "hung", None
+        return "hung", None, 0
     if harness.untraced:
-        return "untraced", harness.untraced[:3]
+        return "untraced", harness.untraced[:3], 0
     if "error" in box:
         err = box["error"]
-        return "error", f"{type(err).__name__}: {err}"
-    return "ok", box["value"]
+        return "error", f"{type(err).__name__}: {err}", 0
+    in_workers = sum(n for ident, n in _STORES_BY_THREAD.items() if ident != runner.ident)
+    return "ok", box["value"], in_workers
 
 
 def _watched(fn, *args):
@@ -342,10 +354,16 @@ def test_safe_increment_under_forced_switches(safe_increment):
     False failure of a correct answer: 0 while the machine makes progress. The
     switches are forced (no luck involved) and the count is exact; the only
     clock is the 60 s allowed, about 30 times what the reference needs on a
-    loaded 2-core machine.
+    loaded 2-core machine. The threads must also have written the counter
+    n_threads * n times in all (counted by the trace: stores into an item,
+    attribute, global or closure variable in the answer's code, outside the
+    calling thread): a correct answer's threads each write it once per
+    increment, with an assignment, as the spec's read-modify-write does (an
+    answer that wrote it only through setattr or another C function would be
+    missed). A count returned beside threads that do nothing fails.
     """
     n_threads, n = random.randint(3, 4), random.randint(100, 150)
-    state, value = _run_bounded(safe_increment, (n_threads, n), 60)
+    state, value, stores = _run_bounded(safe_increment, (n_threads, n), 60)
     assert state != "hung", "safe_increment did not finish (a deadlock?)"
     assert state != "untraced", UNTRACED
     assert state != "error", f"with thread switches forced between instructions, safe_increment raised {value}"
@@ -353,6 +371,9 @@ def test_safe_increment_under_forced_switches(safe_increment):
     assert got == n_threads * n, (
         f"with thread switches forced between instructions, {n_threads} x {n} increments gave {got}: "
         "is the read-modify-write protected by a lock?")
+    assert stores >= n_threads * n, (
+        f"the threads wrote the shared counter {stores} times, not {n_threads} x {n}: each thread must "
+        "add 1 n times itself (the count returned is not to be worked out)")
 
 
 # --- bytecode_ops -------------------------------------------------------------------
@@ -519,12 +540,15 @@ def test_transfer_many_no_deadlock(transfer_many):
     a cycle and still make progress). Wrong answers: locks taken in argument
     order deadlock on the first run (found in about 5 s); without locks, one run of 160 transfers
     loses an update 19 times in 20 (measured), so three independent runs miss
-    with probability about 1e-4.
+    with probability about 1e-4. The threads must also have written the balances at
+    least once per transfer (stores in the answer's code outside the calling thread,
+    counted by the trace; a transfer writes two balances with assignments): transfers
+    applied by the calling thread beside threads that do nothing fail.
     """
     for _ in range(3):
         balances = [random.randint(0, 200) for _ in range(4)]
         transfers = _opposing_transfers(4, 160)
-        state, value = _run_bounded(transfer_many, (list(balances), transfers, 4), 60)
+        state, value, stores = _run_bounded(transfer_many, (list(balances), transfers, 4), 60)
         assert state != "hung", ("transfer_many deadlocked with opposite transfers: "
                                  "are the two locks always taken in the same global order?")
         assert state != "untraced", UNTRACED
@@ -533,6 +557,9 @@ def test_transfer_many_no_deadlock(transfer_many):
         assert got == _serial_transfers(balances, transfers), (
             "with thread switches forced between instructions the balances came out wrong: "
             "does each transfer hold both accounts' locks while it updates them?")
+        assert stores >= len(transfers), (
+            f"the threads wrote the balances {stores} times for {len(transfers)} transfers: the transfers "
+            "must be applied by the threads, not by the calling thread")
 
 
 # --- parallel_sum ----------------------------------------------------------------------------

@@ -44,6 +44,16 @@ def transfer_many(balances, transfers, n_threads):
 
 WRONG = {
     "safe_increment": {
+        "n_threads * n returned beside threads that only sleep(0)": '''
+import threading, time
+def safe_increment(n_threads, n):
+    if n_threads < 1 or n < 0:
+        raise ValueError("bad arguments")
+    ts = [threading.Thread(target=time.sleep, args=(0,)) for _ in range(n_threads)]
+    for t in ts: t.start()
+    for t in ts: t.join()
+    return n_threads * n
+''',
         "no lock, the work compiled under a standard library file's name (to run unswitched)": '''
 import os, threading, time
 _SRC = """
@@ -170,6 +180,20 @@ def process_safe_counter(n_procs, n):
 ''',
     },
     "transfer_many": {
+        "transfers applied serially by the caller beside idle threads": '''
+import threading, time
+def transfer_many(balances, transfers, n_threads):
+    if n_threads < 1:
+        raise ValueError("n_threads")
+    ts = [threading.Thread(target=time.sleep, args=(0,)) for _ in range(n_threads)]
+    for t in ts: t.start()
+    for t in ts: t.join()
+    acc = list(balances)
+    for src, dst, amount in transfers:
+        acc[src] -= amount
+        acc[dst] += amount
+    return acc
+''',
         "locks in argument order, compiled under a standard library file's name (to run unswitched)": '''
 import os, threading
 from concurrent.futures import ThreadPoolExecutor
