@@ -17,7 +17,8 @@ from threadpoolctl import threadpool_info
 
 from autograder.checks._support import (alone, arrays_close, assert_worked_outside, caller_cpu, caller_threads_cpu, exact_list,
                                         exclusive, helped, notes_folder, plain_array, raises_value_error, read_answers,
-                                        read_notes, student_pid, there, timeout, witnessed_processes, work_for_workers)
+                                        read_notes, stop_idle_joblib_workers, student_pid, there, timeout, witnessed_processes,
+                                        work_for_workers)
 from helpers import distances
 
 
@@ -98,16 +99,6 @@ def _spied(fn, *args, whole_of=(), notes=None, puzzles=()):
     return result, {"n_jobs": call["n_jobs"], "tasks": tasks, "backend": call["backend"]}
 
 
-def _no_idle_workers():
-    """(in the student's process) shut joblib's reusable loky executor down, if one runs, and wait
-    for its workers to end: the next Parallel call starts its workers afresh, while the judge
-    watches (a reused worker started before the call, out of the judge's sight)."""
-    from joblib.externals.loky import reusable_executor
-    executor = reusable_executor._executor
-    if executor is not None:
-        executor.shutdown(wait=True)
-
-
 def _spied_and_helped(fn, *args, whole_of=(), workers=2):
     """_spied in the student's process, the tasks noting where they ran, and the kernel's record
     of what started meanwhile (helped()): the spy's record and the notes live where the student's
@@ -115,7 +106,7 @@ def _spied_and_helped(fn, *args, whole_of=(), workers=2):
     asks for at least two) solve a puzzle each (work.puzzles, sized for `workers` workers;
     work.answers), and the judge reads the CPU time that the calling process (work.process_cpu)
     and the threads it had before the call (work.threads_cpu) spent meanwhile."""
-    there(_no_idle_workers)
+    there(stop_idle_joblib_workers)
     notes = there(notes_folder)
     work_puzzles, allowance = work_for_workers(2, workers)
     with helped() as work, caller_cpu() as process_cpu, caller_threads_cpu() as threads_cpu:
