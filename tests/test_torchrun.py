@@ -8,7 +8,11 @@ import pytest
 
 from helpers import ranks
 
-RANK_SCRIPT = "import os\nprint('rank', os.environ['RANK'], 'of', os.environ['WORLD_SIZE'], flush=True)\n"
+# One write per rank: print() with several arguments writes each piece on its own where output is
+# unbuffered (PYTHONUNBUFFERED), and the two ranks' pieces then interleave in the shared pipe
+# ("rankrank 1 of 2", " 0 of 2", seen once); a write of one short line to a pipe is never split.
+RANK_SCRIPT = ("import os\n"
+               "os.write(1, f\"rank {os.environ['RANK']} of {os.environ['WORLD_SIZE']}\\n\".encode())\n")
 
 
 def test_the_output_comes_back_without_the_banner(tmp_path, monkeypatch):
