@@ -10,9 +10,9 @@ import numpy as np
 
 import pytest
 
-from autograder.checks._support import (WAITING_CPU, assert_worked_outside, caller_cpu, capped, counting,
-                                        created, exact_float, exact_list, kernel_decides, observe, raises_value_error,
-                                        student_pid, there, timeout, witnessed_in, work_for_workers)
+from autograder.checks._support import (WAITING_CPU, assert_worked_outside, caller_allowance, caller_cpu, capped,
+                                        counting, created, exact_float, exact_list, kernel_decides, observe,
+                                        raises_value_error, student_pid, there, timeout, witnessed_in, work_for_workers)
 from helpers import ode, pools, workers
 
 MEET_SECONDS = 30.0  # how long the first of two tasks waits for the second at the barrier
@@ -70,16 +70,10 @@ def _judge_cpu(fn, *args):
     return time.thread_time() - start, result
 
 
-def _caller_allowance(n_workers):
-    """CPU seconds a correct answer's calling process may spend beside n_workers workers: the
-    course's measured fixed cost of a pool, an executor or joblib (_support.work_for_workers)."""
-    return 0.15 + 0.02 * n_workers
-
-
 def _sized(unit_cost, n_workers, most):
     """How many units of work make the serial computation cost 3 times the caller's allowance,
     given the judge's cost of one unit (at most `most`, to bound a check's CPU on a slow machine)."""
-    return max(1, min(most, math.ceil(3 * _caller_allowance(n_workers) / max(unit_cost, 1e-9))))
+    return max(1, min(most, math.ceil(3 * caller_allowance(n_workers) / max(unit_cost, 1e-9))))
 
 
 def _assert_not_computed_in_caller(spent, serial, n_workers, what):
@@ -87,7 +81,7 @@ def _assert_not_computed_in_caller(spent, serial, n_workers, what):
     that the same work took when the judge did it serially in its own thread, on the same
     machine, in the same check: the work was not done in the calling process.
 
-    The limit is never under the allowance for a correct answer's caller (_caller_allowance), so
+    The limit is never under the allowance for a correct answer's caller (caller_allowance), so
     a correct answer fails only if its caller spends more than the course's measured fixed cost
     of a pool or executor,
     and no more than waiting could explain over the call's wall time (WAITING_CPU, as in
@@ -98,7 +92,7 @@ def _assert_not_computed_in_caller(spent, serial, n_workers, what):
     so a pass is decided only where `serial` is at least 1.5 times the allowance (that answer's
     caller would have spent 1.5 times the limit). The serial cost is measured in the judge, not in the student's process, whose code could
     slow the measurement down."""
-    allowance = _caller_allowance(n_workers)
+    allowance = caller_allowance(n_workers)
     limit = max(allowance, serial / 2)
     own = spent.seconds if spent.user is None else spent.user
     if limit <= own < limit + WAITING_CPU * spent.wall:

@@ -250,7 +250,10 @@ def test_run_ddp_processes_shards_and_weights(run_ddp):
     DDP's included: it routes them through the standard Python hook, numerically the
     default): a correct answer, DDP's or a hand-made all-reduce of the gradients, makes at
     least one per step (every bucket of every backward pass); a process whose notes the
-    judge did not see in the tree leaves the check undecided.
+    judge did not see in the tree leaves the check undecided. Assumed, as the notebook's
+    recipe has it: each rank runs through ddp_worker.run_by_value or reads its share
+    itself (a rank started some other way, under fork, whose reads all happen in
+    DataLoader worker processes, would make all-reduces that nothing notes).
     """
     w = _ddp_worker()
     world_size = random.choice([2, 3])

@@ -200,8 +200,14 @@ def work_for_workers(tasks, processes):
     one per call, take twice the allowance in all, so an answer that solved them in its own
     process spent at least that there."""
     from autograder.checks import _puzzles
-    allowance = 0.15 + 0.02 * processes
+    allowance = caller_allowance(processes)
     return [_puzzles.make(2 * allowance / tasks) for _ in range(tasks)], allowance
+
+
+def caller_allowance(processes):
+    """CPU seconds a correct answer's calling process may spend while `processes` workers run: the
+    fixed cost of starting them and handing them work (measured: see work_for_workers)."""
+    return 0.15 + 0.02 * processes
 
 
 # CPU seconds per second of waiting that a caller may spend while its workers run, beyond its fixed
