@@ -62,7 +62,7 @@ def pytest_configure(config):
 LONGEST_FIRST = ["test_browser", "test_site", "test_grading_unprivileged", "test_manual_review", "TestCatalogue_02_gil", "TestCatalogue_11_profiling_scaling",
                  "TestCatalogue_09_data_parallel", "test_visible_tests", "TestCatalogue_04_rng_reproducibility",
                  "test_verify", "TestCatalogue_05_multiprocessing_pools", "TestCatalogue_06_joblib_vectorization",
-                 "test_ranks", "test_lease", "test_hidden_runner", "TestCatalogue_12_collectives_sharding",
+                 "test_ranks", "test_lease", "test_torchrun", "test_stall_watch", "test_hidden_runner", "TestCatalogue_12_collectives_sharding",
                  "TestCatalogue_03_race_conditions", "test_docs",
                  "test_grading", "test_grading_trust", "test_exchange", "test_postgres", "test_dask_cluster"]
 

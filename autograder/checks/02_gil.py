@@ -23,7 +23,8 @@ import time
 
 import pytest
 
-from autograder.checks._support import (alone, assert_worked_outside, caller_cpu, capped, counted, count_starts_and_joins,
+from autograder.checks._support import (alone, assert_worked_outside, broken_when_stalled, caller_cpu, capped, counted,
+                                        count_starts_and_joins,
                                         created, exact_float, exact_list, exclusive, kernel_decides, machine_use, observe,
                                         raises_value_error, student_pid, there, timeout, witnessed_in,
                                         work_for_workers)
@@ -243,7 +244,9 @@ def test_run_threads_concurrent(run_threads):
     False failure of a correct answer: 0 while the machine makes progress: no
     clock but the barrier's 10 s wait, in which all n <= 2 * cores + 3 threads
     must start (about 0.1 ms each when idle: 10 s is more than 10,000 times
-    what the 7 threads of a 2-core machine take). The
+    what the 7 threads of a 2-core machine take; the wait ends sooner only once
+    nothing in the student's process tree works towards the missing calls:
+    _support.broken_when_stalled, false failure 0). The
     judge also sees it from outside: every call stays 0.3 s after the barrier,
     and in that time one of its /proc readings (every 5 ms) must show n more
     threads in the student's process than before the call; a call whose
@@ -253,8 +256,8 @@ def test_run_threads_concurrent(run_threads):
     for n in (1, 3, 2 * usable_cores() + 3):
         for _ in range(3):
             with _TreeWatch() as watch, created() as made:
-                out, counts, caller = there(_meet_in_threads, run_threads, n)
-            counts = capped(counts, made)
+                out, counts, caller, stall_watch = there(_meet_in_threads, run_threads, n)
+            counts = capped(counts, _without_thread(made, stall_watch))
             out = exact_list(out, "the result", n)
             assert [r["value"] for r in out] == list(range(n)), "the results are not in input order"
             # Decided here, not by the judge's view: a serial answer runs one call in the calling
@@ -266,20 +269,34 @@ def test_run_threads_concurrent(run_threads):
             assert all(r["pid"] == student_pid() for r in out), "threads run in this process, not in another one"
             assert len({r["thread"] for r in out}) == n, f"{n} calls should run in {n} different threads"
             assert counts["thread start"] >= n, f"{n} threads should have been started"
-            if watch.most_own_threads() >= watch.base_threads + n:
+            # The stall watch's thread lives through the whole call: one more than the answer's n.
+            if watch.most_own_threads() >= watch.base_threads + n + 1:
                 break
         else:  # the answer's own evidence held; only the judge's view missed: undecided
             pytest.skip(f"with {n} calls, {n} threads should run at the same time, but the process never "
-                                 f"had more than {watch.most_own_threads() - watch.base_threads} extra thread(s)")
+                        f"had more than {watch.most_own_threads() - watch.base_threads - 1} extra thread(s)")
 
 
 def _meet_in_threads(run_threads, n):
-    """(in the student's process) run_threads on n calls that wait for each other at a barrier;
-    (its result, the thread starts and joins, the calling thread's ident)."""
+    """(in the student's process) run_threads on n calls that wait for each other at a barrier,
+    which a watch breaks once the meeting stalls (_support.broken_when_stalled: a serial answer
+    fails in about 3 s, not THREADS_MEET); (its result, the thread starts and joins, the calling
+    thread's ident, the kernel's id of the watch's thread)."""
     barrier = threading.Barrier(n)
-    with count_starts_and_joins() as counts:
+    with broken_when_stalled(barrier) as stall_watch, count_starts_and_joins() as counts:
         out = run_threads(workers.meet_and_hold, [(barrier, i, THREADS_MEET, HOLD) for i in range(n)])
-    return out, counts, threading.get_ident()
+    return out, counts, threading.get_ident(), stall_watch.native_id
+
+
+def _without_thread(made, tid):
+    """The kernel's record `made` without thread `tid`, which the check itself started in the
+    student's process during the block (its stall watch): not one of the answer's starts."""
+    if tid in made.thread_owners:
+        made.thread_owners.pop(tid)
+        made.threads -= 1
+    if made.ids_handed_out is not None:
+        made.ids_handed_out = max(0, made.ids_handed_out - 1)
+    return made
 
 
 # --- run_processes ----------------------------------------------------------------
@@ -317,9 +334,9 @@ def _quick_wait(n):
 def _meet_once(run_processes, n, wait):
     puzzles, allowance = work_for_workers(n, n)
     with _TreeWatch() as watch, created() as made, caller_cpu() as spent:
-        out, counts = there(_meet_in_processes, run_processes, wait, [p.task for p in puzzles])
+        out, counts, stall_watch = there(_meet_in_processes, run_processes, wait, [p.task for p in puzzles])
     out = exact_list(out, "the result", n)
-    counts = capped(counts, made)
+    counts = capped(counts, _without_thread(made, stall_watch))
     if kernel_decides(made):
         # Each call's witness thread, as the kernel saw it created, names the process that ran
         # the call; the pid in the result is the answer's to write.
@@ -381,13 +398,14 @@ def test_run_processes_concurrent(run_processes):
 
 def _meet_in_processes(run_processes, wait, tasks):
     """(in the student's process) run_processes on one call per puzzle task, calls that solve their
-    puzzle, then wait for each other at a barrier."""
+    puzzle, then wait for each other at a barrier, which a watch breaks once the meeting stalls
+    (_support.broken_when_stalled); (its result, the starts and joins, the watch's thread id)."""
     with workers.mp_context().Manager() as manager:
         barrier = manager.Barrier(len(tasks))
-        with count_starts_and_joins() as counts:
+        with broken_when_stalled(barrier) as stall_watch, count_starts_and_joins() as counts:
             calls = [(barrier, i, wait, HOLD, task) for i, task in enumerate(tasks)]
             out = run_processes(workers.meet_and_hold, calls)
-    return out, counts
+    return out, counts, stall_watch.native_id
 
 
 # --- gil_experiment ---------------------------------------------------------------

@@ -10,8 +10,8 @@ import numpy as np
 
 import pytest
 
-from autograder.checks._support import (WAITING_CPU, assert_worked_outside, caller_allowance, caller_cpu, capped,
-                                        counting, created, exact_float, exact_list, kernel_decides, observe,
+from autograder.checks._support import (WAITING_CPU, assert_worked_outside, broken_when_stalled, caller_allowance,
+                                        caller_cpu, capped, counting, created, exact_float, exact_list, kernel_decides, observe,
                                         raises_value_error, student_pid, there, timeout, witnessed_in, work_for_workers)
 from helpers import ode, pools, workers
 
@@ -120,11 +120,14 @@ def _reports(out):
 
 
 def _meeting(call, tasks):
-    """(in the student's process) the barrier's manager and the call, on items (i, puzzle i)."""
+    """(in the student's process) the barrier's manager and the call, on items (i, puzzle i), with
+    a watch that breaks the barrier once the meeting has stalled (_support.broken_when_stalled:
+    an answer that runs the two tasks one after the other fails in about 3 s, not 30)."""
     with workers.mp_context().Manager() as manager:
         barrier = manager.Barrier(2)
-        return call(functools.partial(workers.meet_solving, barrier, timeout=MEET_SECONDS),
-                    list(enumerate(tasks)), barrier)
+        with broken_when_stalled(barrier):
+            return call(functools.partial(workers.meet_solving, barrier, timeout=MEET_SECONDS),
+                        list(enumerate(tasks)), barrier)
 
 
 # --- parallel_map ------------------------------------------------------------------
@@ -135,9 +138,11 @@ def test_parallel_map_values_and_workers(parallel_map):
     False failure of a correct answer: 0 while the machine makes progress. The
     values are exact; that two workers share the tasks is shown without a
     clock: two tasks wait for each other at a barrier, so they return only when
-    both run at once (the second worker has 30 s to start); the CPU time the
-    calling process spends meanwhile is a fixed cost per worker, which a busy
-    machine does not stretch, at most a third of what it may spend.
+    both run at once (the second worker has 30 s to start; the wait ends sooner
+    only once nothing in the student's process tree works towards it, see
+    _support.broken_when_stalled); the CPU time the calling process spends
+    meanwhile is a fixed cost per worker, which a busy machine does not
+    stretch, at most a third of what it may spend.
     """
     for n_workers in (2, multiprocessing.cpu_count() + 2):
         items = random.sample(range(-50, 50), random.randint(8, 12))

@@ -263,6 +263,100 @@ def assert_worked_outside(puzzles, answers, spent, allowance, what):
                     f"what that work was{_told(spent)}")
 
 
+# --- meetings at a barrier ------------------------------------------------------------------
+# The checks that show calls running at the same time make them meet at a barrier, where the first
+# waits up to a long limit for the others (a worker may be slow to start on a busy machine). An
+# answer that runs the calls one after the other waited that limit out in every grading, holding
+# the machine shared, so that no other job's timing check could take it meanwhile (part of the
+# test run stood 20-30 s with the cores nearly idle). The watch below ends such a wait early.
+STALL_GRACE, STALL_EVERY, STALL_SECONDS = 1.0, 0.1, 2.0
+
+
+@contextmanager
+def broken_when_stalled(barrier):
+    """(in the student's process) with broken_when_stalled(barrier) as watch: <the meeting>. A
+    thread of its own (`watch`) breaks `barrier` (its waiters get BrokenBarrierError: they did not
+    meet) once the meeting has stalled. Start it outside a spy's block (the spy would count its
+    thread), and leave its thread out of what the judge counts of the answer's."""
+    done = threading.Event()
+    watch = threading.Thread(target=_watch_for_stall, args=(barrier, done), name="course-stall-watch", daemon=True)
+    watch.start()
+    try:
+        yield watch
+    finally:
+        done.set()
+        watch.join()
+
+
+def _watch_for_stall(barrier, done):
+    """Break `barrier` once the meeting has stalled.
+
+    Nothing is read for the first STALL_GRACE seconds, in which a correct answer's meeting ends
+    (about 0.1 s on 2 idle cores under fork), so a correct caller spends nothing on the watch
+    there, and 0.2 ms of CPU a reading after it. Then every STALL_EVERY seconds the watch reads
+    the state and CPU ticks of every thread of the student's process tree (the barrier's manager
+    included, the watch left out); the meeting has stalled when STALL_SECONDS / STALL_EVERY
+    readings in a row found the same threads, all asleep ("S"), with the same ticks, and then some
+    but not all parties wait at the barrier. The others had then not arrived, and nothing in the
+    tree was working towards them: no worker starting (an interpreter starting, spawned or
+    forked, runs, waits for a core or waits for the disk), no call being handed out (handing out
+    runs), no process or thread being created. Only a timer could still bring them, and no answer
+    to these exercises waits on a timer before a call starts. A correct answer is therefore never
+    cut short (false failure 0 on that assumption; a machine too busy to run the tree shows its
+    threads waiting for a core, "R", which is no stall: 40 correct meetings under spawn and
+    forkserver beside 8 spinning processes on 2 cores took 3.9 to 5.7 s, all met). A tree or a
+    barrier that cannot be read, or a party that arrives meanwhile, leave the wait to its limit."""
+    me = threading.get_native_id()
+    if done.wait(STALL_GRACE):
+        return
+    needed = round(STALL_SECONDS / STALL_EVERY)
+    last, quiet = None, 0
+    while not done.wait(STALL_EVERY):
+        now = _tree_threads(os.getpid(), me)
+        if now is None:
+            return
+        quiet = quiet + 1 if now == last and all(state == b"S" for state, _ in now.values()) else 0
+        last = now
+        if quiet >= needed:
+            try:
+                if 0 < barrier.n_waiting < barrier.parties:
+                    barrier.abort()
+                    return
+            except Exception:  # noqa: BLE001 - the barrier's manager gone: the wait ends by its limit
+                return
+            last, quiet = None, 0
+
+
+def _tree_threads(root, skip):
+    """{(pid, tid): (state, CPU ticks)} of every thread of `root` and its descendants but thread
+    `skip`, from /proc; None where `root`'s own cannot be read."""
+    found, todo, seen = {}, [root], set()
+    try:
+        while todo:
+            pid = todo.pop()
+            if pid in seen:
+                continue
+            seen.add(pid)
+            try:
+                tasks = os.listdir(f"/proc/{pid}/task")
+            except (FileNotFoundError, ProcessLookupError):
+                continue  # ended meanwhile: the next reading differs
+            for task in tasks:
+                try:
+                    with open(f"/proc/{pid}/task/{task}/stat", "rb") as stat:  # bytes: a name may be any bytes
+                        text = stat.read()
+                    with open(f"/proc/{pid}/task/{task}/children", "rb") as children:
+                        todo.extend(int(child) for child in children.read().split())
+                except (FileNotFoundError, ProcessLookupError):
+                    continue  # ended meanwhile: the next reading differs
+                fields = text[text.rindex(b")") + 2:].split()
+                if int(task) != skip:
+                    found[(pid, int(task))] = (fields[0], int(fields[11]) + int(fields[12]))
+    except (OSError, ValueError, IndexError):
+        return None  # what cannot be read may be working: no reading, no stall
+    return found if any(pid == root for pid, _ in found) else None
+
+
 def timeout(seconds):
     """Give a check its own time limit (default: autograder.hidden.DEFAULT_TIMEOUT)."""
     def mark(fn):

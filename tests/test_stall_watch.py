@@ -1,0 +1,77 @@
+"""The stall watch of the checks' meetings (autograder/checks/_support.broken_when_stalled).
+
+The checks that show calls running at once make them meet at a barrier with a long limit. The
+watch breaks the barrier early only when nothing in the process tree is working towards the
+parties still missing; these tests attack both sides of that rule.
+"""
+import multiprocessing
+import threading
+import time
+
+import pytest
+
+from autograder.checks import _support
+from autograder.checks._support import STALL_GRACE, STALL_SECONDS, broken_when_stalled
+
+
+def _arrive_after_work(barrier, cpu_seconds):
+    """(a worker process) spin for `cpu_seconds` of CPU, then wait at the barrier."""
+    start = time.thread_time()
+    while time.thread_time() - start < cpu_seconds:
+        pass
+    barrier.wait(60)
+
+
+@pytest.fixture
+def manager():
+    with multiprocessing.get_context("fork").Manager() as manager:
+        yield manager
+
+
+def test_a_party_that_never_comes_ends_the_wait_early(manager):
+    """One party waits, nothing else runs: the barrier breaks after the grace and the quiet
+    readings, long before the wait's own limit."""
+    barrier = manager.Barrier(2)
+    start = time.monotonic()
+    with broken_when_stalled(barrier):
+        with pytest.raises(threading.BrokenBarrierError):
+            barrier.wait(60)
+    waited = time.monotonic() - start
+    assert STALL_GRACE + STALL_SECONDS <= waited < 20, waited
+
+
+def test_a_party_still_working_is_waited_for(manager):
+    """The other party is a process that works (here: spins) for longer than the grace and the
+    quiet readings together before it arrives: the meeting is not cut short."""
+    barrier = manager.Barrier(2)
+    late = multiprocessing.get_context("fork").Process(
+        target=_arrive_after_work, args=(barrier, STALL_GRACE + STALL_SECONDS + 1.0))
+    with broken_when_stalled(barrier):
+        late.start()
+        barrier.wait(60)  # raises BrokenBarrierError if the watch broke the barrier
+    late.join(30)
+    assert late.exitcode == 0
+
+
+def test_a_tree_it_cannot_read_is_never_taken_for_stalled(monkeypatch):
+    """Where /proc cannot be read, what cannot be seen may be working: the wait keeps its limit."""
+    monkeypatch.setattr(_support, "_tree_threads", lambda root, skip: None)
+    barrier, limit = threading.Barrier(2), STALL_GRACE + STALL_SECONDS + 1.5
+    start = time.monotonic()
+    with broken_when_stalled(barrier):
+        with pytest.raises(threading.BrokenBarrierError):
+            barrier.wait(limit)
+    assert time.monotonic() - start >= limit - 0.05, "the watch broke a barrier it could not see the tree of"
+
+
+def test_the_watchs_thread_is_not_counted_as_the_answers():
+    """The judge's record of created threads loses the watch's thread, and only it."""
+    class Made:
+        thread_owners = {11: {5}, 12: {5}}
+        threads = 2
+        ids_handed_out = 2
+
+    from importlib import import_module
+    gil_checks = import_module("autograder.checks.02_gil")
+    made = gil_checks._without_thread(Made(), 12)
+    assert made.thread_owners == {11: {5}} and made.threads == 1 and made.ids_handed_out == 1
