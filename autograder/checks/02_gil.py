@@ -290,10 +290,12 @@ def _meet_in_threads(run_threads, n):
 
 def _without_thread(made, tid):
     """The kernel's record `made` without thread `tid`, which the check itself started in the
-    student's process during the block (its stall watch): not one of the answer's starts."""
-    if tid in made.thread_owners:
-        made.thread_owners.pop(tid)
-        made.threads -= 1
+    student's process during the block (its stall watch): not one of the answer's starts. The
+    count drops by one whatever `tid` says (the student's process reports it): the watch was
+    started, so the kernel counted it; a `tid` edited to name another thread only loses that
+    thread's record, which no answer gains by."""
+    made.thread_owners.pop(tid, None)
+    made.threads = max(0, made.threads - 1)
     if made.ids_handed_out is not None:
         made.ids_handed_out = max(0, made.ids_handed_out - 1)
     return made
