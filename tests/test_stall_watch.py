@@ -67,11 +67,13 @@ def test_a_tree_it_cannot_read_is_never_taken_for_stalled(monkeypatch):
 def test_the_watchs_thread_is_not_counted_as_the_answers():
     """The judge's record of created threads loses the watch's thread, and only it."""
     class Made:
-        thread_owners = {11: {5}, 12: {5}}
-        threads = 2
-        ids_handed_out = 2
+        def __init__(self):
+            self.thread_owners, self.threads, self.ids_handed_out = {11: {5}, 12: {5}}, 2, 2
 
     from importlib import import_module
     gil_checks = import_module("autograder.checks.02_gil")
     made = gil_checks._without_thread(Made(), 12)
     assert made.thread_owners == {11: {5}} and made.threads == 1 and made.ids_handed_out == 1
+    # An id edited by the student's code to name no thread: the count still loses the watch.
+    made = gil_checks._without_thread(Made(), 99)
+    assert made.thread_owners == {11: {5}, 12: {5}} and made.threads == 1 and made.ids_handed_out == 1
