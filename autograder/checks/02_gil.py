@@ -504,13 +504,15 @@ BUSY_SHARE = 0.6  # of serial + threads that the judge must see the student's pr
 def test_gil_experiment_ratios(gil_experiment):
     """threads overlap waits; for pure-Python CPU work threads gain nothing and processes do
 
-    False failure of a correct answer: < 1e-10 (assumption stated). Up to 5
+    False failure of a correct answer: < 1e-10 (assumption stated). Up to 7
     tries; each part passes at the first try that shows it. A try counts against
     the answer only when our own version of that part, run right after it,
     showed it clearly (own waits in threads < 0.35 of serial; own threads
     >= 0.85 of serial; own processes <= 0.7 of threads, with >= 2 usable cores).
-    A part fails only when all 5 tries count against the answer, otherwise it is
-    undecided (pytest.skip). The judge checks the answer's numbers with what it
+    A part fails once 6 tries count against the answer; after 7 tries without
+    that it is undecided (pytest.skip). (It took all of 5 tries before: one try
+    that counted for nothing, as 1 in 20 or so do on an idle machine, left a
+    wrong answer undecided, for a person, in 1 of 4 gradings.) The judge checks the answer's numbers with what it
     sees itself: every time must fit in the call (the judge's clock around it);
     the processes part passes only when the processes that appeared during the
     call and did CPU work, read from /proc every 5 ms, used >= 1.2 CPU seconds
@@ -519,9 +521,10 @@ def test_gil_experiment_ratios(gil_experiment):
     like a reported ratio >= 0.9; the waits pass only when a reading showed n
     more threads than before the call (n waits in threads at once need them). The waits pass only below both 0.5 * io_serial and
     0.6 * n * 0.05 s: waits taken in turn last at least n * 0.05 s, so a busy
-    machine that stretches io_serial cannot make them pass. A correct answer fails only if, 5 times running,
+    machine that stretches io_serial cannot make them pass. A correct answer fails only if, in 6 of 7 tries,
     the load changed between its measurement and ours enough to flip the
-    comparison: taking that as rarer than 1 try in 100, independent, < 1e-10.
+    comparison: taking that as rarer than 1 try in 100, independent, below
+    7 * 0.01**6 = 7e-12 per part, 2.1e-11 for the three.
     Every try also holds the reported serial and threads times to what the judge
     saw the student's process do (_BusyWatch: the kernel's scheduler statistics
     of its threads and its CPU clock, read every 5 ms): pure-Python work keeps
@@ -544,12 +547,12 @@ def test_gil_experiment_ratios(gil_experiment):
     # here): at 8M draws (0.22 s serially) that left the reference's processes at 0.83 of its threads
     # under spawn, undecided in every try, so those start methods get twice the work (0.64-0.66).
     work = 8_000_000 if workers.start_method() == "fork" else 16_000_000
-    n, tries, delay = 4, 5, 0.05
+    n, needed, most, delay = 4, 6, 7, 0.05
     passed = {"io": False, "threads": False, "processes": False}
     against = {"io": 0, "threads": 0, "processes": 0}
     gil_experiment(2, 1_000)  # untimed: an answer that raises does so before the machine is taken
     with alone():
-        for _ in range(tries):
+        for _ in range(most):
             with _TreeWatch() as watch, _BusyWatch() as work_seen:
                 start = time.perf_counter()
                 out = gil_experiment(n, work)
@@ -579,12 +582,14 @@ def test_gil_experiment_ratios(gil_experiment):
                 against["processes"] += _own_process_ratio(work, n) <= 0.7
             if all(passed.values()):
                 return
-    if not passed["io"] and against["io"] == tries:
+            if all(passed[part] or against[part] >= needed for part in passed):
+                break  # every part decided
+    if not passed["io"] and against["io"] >= needed:
         raise AssertionError("io_threads is not much shorter than io_serial: do the waits overlap in threads?")
-    if not passed["threads"] and against["threads"] == tries:
+    if not passed["threads"] and against["threads"] >= needed:
         raise AssertionError("threads came out much faster than serial on pure-Python work, "
                              "which the GIL does not allow: are the threads really threads?")
-    if not passed["processes"] and against["processes"] == tries:
+    if not passed["processes"] and against["processes"] >= needed:
         raise AssertionError("processes were not faster than threads on CPU work, "
                              "although this machine can run them in parallel")
     undecided = ", ".join(part for part, ok in passed.items() if not ok)
