@@ -33,9 +33,10 @@ def test_a_party_that_never_comes_ends_the_wait_early(manager):
     readings, long before the wait's own limit."""
     barrier = manager.Barrier(2)
     start = time.monotonic()
-    with broken_when_stalled(barrier):
+    with broken_when_stalled(barrier) as watch:
         with pytest.raises(threading.BrokenBarrierError):
             barrier.wait(60)
+        assert watch.is_alive(), "the watch's thread ended before the meeting did"
     waited = time.monotonic() - start
     assert STALL_GRACE + STALL_SECONDS <= waited < 20, waited
 
@@ -58,10 +59,13 @@ def test_a_tree_it_cannot_read_is_never_taken_for_stalled(monkeypatch):
     monkeypatch.setattr(_support, "_tree_threads", lambda root, skip: None)
     barrier, limit = threading.Barrier(2), STALL_GRACE + STALL_SECONDS + 1.5
     start = time.monotonic()
-    with broken_when_stalled(barrier):
+    with broken_when_stalled(barrier) as watch:
         with pytest.raises(threading.BrokenBarrierError):
             barrier.wait(limit)
+        # It stays until the meeting ends: the judge leaves exactly one thread out of its counts.
+        assert watch.is_alive(), "the watch's thread ended before the meeting did"
     assert time.monotonic() - start >= limit - 0.05, "the watch broke a barrier it could not see the tree of"
+    assert not watch.is_alive()
 
 
 def test_the_watchs_thread_is_not_counted_as_the_answers():

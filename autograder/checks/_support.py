@@ -285,7 +285,7 @@ def broken_when_stalled(barrier):
         yield watch
     finally:
         done.set()
-        watch.join()
+        watch.join(5)  # one stuck asking an unresponsive manager is left behind (a daemon)
 
 
 def _watch_for_stall(barrier, done):
@@ -304,8 +304,14 @@ def _watch_for_stall(barrier, done):
     to these exercises waits on a timer before a call starts. A correct answer is therefore never
     cut short (false failure 0 on that assumption; a machine too busy to run the tree shows its
     threads waiting for a core, "R", which is no stall: 40 correct meetings under spawn and
-    forkserver beside 8 spinning processes on 2 cores took 3.9 to 5.7 s, all met). A tree or a
-    barrier that cannot be read, or a party that arrives meanwhile, leave the wait to its limit."""
+    forkserver beside 8 spinning processes on 2 cores took 3.9 to 5.7 s, all met; a review tried
+    80 gradings of correct answers, pools, executors, joblib, lazily started workers and polling
+    loops among them, most beside 8 spinning processes: none was cut short). A tree or a barrier
+    that cannot be read leaves the wait to its limit. (Reading the barrier and breaking it are two
+    requests: a party arriving between them would be broken too, but after 2 s in which nothing
+    worked towards it only a timer could bring it there.) The watch's thread lives until the
+    meeting ends, whatever it found, so that the judge can leave exactly one thread out of its
+    counts."""
     me = threading.get_native_id()
     if done.wait(STALL_GRACE):
         return
@@ -314,17 +320,18 @@ def _watch_for_stall(barrier, done):
     while not done.wait(STALL_EVERY):
         now = _tree_threads(os.getpid(), me)
         if now is None:
-            return
+            break
         quiet = quiet + 1 if now == last and all(state == b"S" for state, _ in now.values()) else 0
         last = now
         if quiet >= needed:
             try:
                 if 0 < barrier.n_waiting < barrier.parties:
                     barrier.abort()
-                    return
+                    break
             except Exception:  # noqa: BLE001 - the barrier's manager gone: the wait ends by its limit
-                return
+                break
             last, quiet = None, 0
+    done.wait()
 
 
 def _tree_threads(root, skip):
