@@ -7,6 +7,7 @@ parties still missing; these tests attack both sides of that rule.
 import multiprocessing
 import threading
 import time
+from concurrent.futures import ProcessPoolExecutor
 
 import pytest
 
@@ -22,36 +23,60 @@ def _arrive_after_work(barrier, cpu_seconds):
     barrier.wait(60)
 
 
-@pytest.fixture
-def manager():
+def _in_a_process_of_its_own(fn, *args):
+    """fn(*args) in a forked process: the watch reads the tree of the process it runs in, and a
+    test's own process may have children that earlier tests left (which would only delay it)."""
+    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("fork")) as pool:
+        return pool.submit(fn, *args).result(timeout=120)
+
+
+def _nobody_comes():
+    """(own process) one party waits for one that never comes: (broken, the watch alive at the
+    end of the meeting, seconds waited)."""
     with multiprocessing.get_context("fork").Manager() as manager:
-        yield manager
+        barrier = manager.Barrier(2)
+        start = time.monotonic()
+        with broken_when_stalled(barrier) as watch:
+            try:
+                barrier.wait(60)
+                broken = False
+            except threading.BrokenBarrierError:
+                broken = True
+            alive = watch.is_alive()
+        return broken, alive, time.monotonic() - start
 
 
-def test_a_party_that_never_comes_ends_the_wait_early(manager):
+def _late_but_working(cpu_seconds):
+    """(own process) the other party is a process that spins `cpu_seconds` of CPU, then comes:
+    whether the two met."""
+    with multiprocessing.get_context("fork").Manager() as manager:
+        barrier = manager.Barrier(2)
+        late = multiprocessing.get_context("fork").Process(target=_arrive_after_work, args=(barrier, cpu_seconds))
+        with broken_when_stalled(barrier):
+            late.start()
+            try:
+                barrier.wait(60)
+                met = True
+            except threading.BrokenBarrierError:
+                met = False
+        late.join(30)
+        return met
+
+
+def test_a_party_that_never_comes_ends_the_wait_early():
     """One party waits, nothing else runs: the barrier breaks after the grace and the quiet
     readings, long before the wait's own limit."""
-    barrier = manager.Barrier(2)
-    start = time.monotonic()
-    with broken_when_stalled(barrier) as watch:
-        with pytest.raises(threading.BrokenBarrierError):
-            barrier.wait(60)
-        assert watch.is_alive(), "the watch's thread ended before the meeting did"
-    waited = time.monotonic() - start
+    broken, alive, waited = _in_a_process_of_its_own(_nobody_comes)
+    assert broken, "nobody came, and the wait ran to its limit"
+    assert alive, "the watch's thread ended before the meeting did"
     assert STALL_GRACE + STALL_SECONDS <= waited < 20, waited
 
 
-def test_a_party_still_working_is_waited_for(manager):
+def test_a_party_still_working_is_waited_for():
     """The other party is a process that works (here: spins) for longer than the grace and the
     quiet readings together before it arrives: the meeting is not cut short."""
-    barrier = manager.Barrier(2)
-    late = multiprocessing.get_context("fork").Process(
-        target=_arrive_after_work, args=(barrier, STALL_GRACE + STALL_SECONDS + 1.0))
-    with broken_when_stalled(barrier):
-        late.start()
-        barrier.wait(60)  # raises BrokenBarrierError if the watch broke the barrier
-    late.join(30)
-    assert late.exitcode == 0
+    assert _in_a_process_of_its_own(_late_but_working, STALL_GRACE + STALL_SECONDS + 1.0), (
+        "the watch broke the barrier while the missing party was still working")
 
 
 def test_a_tree_it_cannot_read_is_never_taken_for_stalled(monkeypatch):

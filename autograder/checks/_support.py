@@ -336,7 +336,8 @@ def _watch_for_stall(barrier, done):
 
 def _tree_threads(root, skip):
     """{(pid, tid): (state, CPU ticks)} of every thread of `root` and its descendants but thread
-    `skip`, from /proc; None where `root`'s own cannot be read."""
+    `skip`, from /proc; None where `root`'s own cannot be read. (Not the judge's ProcessTree: this
+    runs in the student's process, whose sandbox holds no autograder/pipeline.)"""
     found, todo, seen = {}, [root], set()
     try:
         while todo:
