@@ -60,6 +60,66 @@ def _forked_case(forked_draws, seed, n, size):
     return draws, counts, bool(after[2] == state[2] and np.array_equal(after[1], state[1]))
 
 
+@needs_fork
+@timeout(60)
+def test_forked_draws_made_in_the_children(forked_draws):
+    """the arrays are drawn in the forked children, not from a copy of the parent's state
+
+    False failure of a correct answer: 0 (exact comparison, nothing depends on timing).
+    For this call a hook in the student's process seeds NumPy's global generator afresh in
+    every child forked from it (os.register_at_fork), with a seed the parent never holds: the
+    children of a correct answer all draw that seed's numbers. An answer that draws in the
+    caller, from a copy of the parent's state, beside children that draw nothing, returns the
+    parent's numbers instead (the same >= 3 doubles from two MT19937 states: about 2**-159).
+    """
+    n, size = random.randint(2, 4), random.randint(3, 9)
+    parent_seed, child_seed = random.sample(range(2**32), 2)
+    draws, unmoved = there(_children_reseeded, forked_draws, parent_seed, child_seed, n, size)
+    draws = _arrays(draws, n, size, "forked_draws(...)")
+    assert unmoved, "the parent's global generator moved: the draws must be made in the children"
+    expected = np.random.RandomState(child_seed).random_sample(size)
+    for d in draws:
+        assert np.array_equal(d, expected), (
+            "an array was not drawn in a forked child: each child must draw from NumPy's global "
+            "generator itself, after the fork (a copy of the parent's state drawn in the parent does not count)")
+
+
+def _children_reseeded(forked_draws, parent_seed, child_seed, n, size):
+    """(in the student's process) seed the global generator with parent_seed, then call
+    forked_draws with every child forked meanwhile starting from child_seed's state instead;
+    (draws, whether the parent's state is unchanged)."""
+    reseed = _child_reseeder()
+    np.random.seed(parent_seed)
+    state = np.random.get_state()
+    reseed["seed"] = child_seed
+    try:
+        draws = forked_draws(n, size)
+    finally:
+        reseed["seed"] = None
+    after = np.random.get_state()
+    return draws, bool(after[2] == state[2] and np.array_equal(after[1], state[1]))
+
+
+def _child_reseeder():
+    """(in the student's process) the process's one fork hook that seeds NumPy's global generator
+    in a new child with reseed["seed"] while that is set (a grandchild too: the hook and the
+    seed are inherited). Kept on the os module, as _support's fork counter is: this module
+    arrives anew with every request, and a fork hook cannot be removed."""
+    import os
+    import sys
+    reseed = getattr(os, "_course_child_reseeder", None)
+    if reseed is None:
+        reseed = {"seed": None}
+
+        def after_in_child():
+            seed, numpy = reseed["seed"], sys.modules.get("numpy")
+            if seed is not None and numpy is not None:
+                numpy.random.seed(seed)
+        os.register_at_fork(after_in_child=after_in_child)
+        os._course_child_reseeder = reseed
+    return reseed
+
+
 def _seeded_call(seed, fn, *args):
     """(in the student's process) np.random.seed(seed), then fn(*args)."""
     np.random.seed(seed)

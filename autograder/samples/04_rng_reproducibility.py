@@ -75,6 +75,23 @@ def forked_draws(n_procs, size):
     with multiprocessing.get_context("fork").Pool(n_procs) as pool:
         return pool.starmap(uniform_draws, [(i, size) for i in range(n_procs)])
 ''',
+        "drawn in the caller from a copy of the parent's state, beside idle forked children": '''
+import multiprocessing
+import time
+import numpy as np
+def forked_draws(n_procs, size):
+    if n_procs < 1 or size < 0:
+        raise ValueError("bad arguments")
+    copy = np.random.RandomState()
+    copy.set_state(np.random.get_state())    # the parent's state, without moving it
+    values = copy.random_sample(size)
+    idle = [multiprocessing.get_context("fork").Process(target=time.sleep, args=(0,)) for _ in range(n_procs)]
+    for p in idle:
+        p.start()
+    for p in idle:
+        p.join()
+    return [values.copy() for _ in range(n_procs)]
+''',
         "one reused worker continues its stream": '''
 import multiprocessing
 from helpers.rng import legacy_draws
