@@ -68,7 +68,7 @@ def test_forked_draws_made_in_the_children(forked_draws):
     False failure of a correct answer: 0 (exact comparison, nothing depends on timing).
     For this call a hook in the student's process seeds NumPy's global generator afresh in
     every child forked from it (os.register_at_fork), with a seed the parent never holds: the
-    children of a correct answer all draw that seed's numbers. An answer that draws in the
+    children of a correct answer all draw the numbers of that seed. An answer that draws in the
     caller, from a copy of the parent's state, beside children that draw nothing, returns the
     parent's numbers instead (the same >= 3 doubles from two MT19937 states: about 2**-159).
     """
