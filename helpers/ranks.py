@@ -118,6 +118,10 @@ class Launch:
     # per rank, under recording(ddp_weights=True): the state dict of the DistributedDataParallel
     # model that rank trained last (its module's), as the rank ended; None where it trained none
     ddp_weights: list = field(default_factory=list)
+    # per rank, under recording(ddp_weights=True) too: what that rank held of the FSDP model it trained
+    # last (the outermost module fully_shard wrapped, of its last training forward pass), as the rank
+    # ended: {name: ("shard", dim, its local piece) or ("full", tensor)}; None where it trained none
+    fsdp_shards: list = field(default_factory=list)
 
     def total(self, rank, names):
         """Calls rank `rank` made to any of `names` (e.g. ranks.COLLECTIVES)."""
@@ -143,7 +147,8 @@ def recording(puzzles=(), ddp_weights=False):
     For the course's checks: with `puzzles` (helpers.workers.solve_puzzle's), rank r of each
     launch made inside the block solves puzzles[r] before its function runs (Launch.proofs);
     with ddp_weights=True, each rank sends back the weights of the DDP model it trained
-    (Launch.ddp_weights), what its function returns aside."""
+    (Launch.ddp_weights) and its part of the FSDP model it trained (Launch.fsdp_shards), what its
+    function returns aside."""
     runs = []
     with _history_lock:
         _history.append(runs)
@@ -371,6 +376,47 @@ def _count_ddp_gradient_syncs():
 
 
 _trained = []  # in a rank: the DDP model that made the last training forward pass
+_trained_fsdp = []  # in a rank: the outermost FSDP module of the last training forward pass
+
+
+def _note_fsdp_training():
+    """(in a rank) Remember the outermost module that fully_shard wrapped, of each training forward
+    pass (grad enabled), wherever the answer keeps it: global module hooks, as FSDP2 has no class
+    of its own forward to wrap (fully_shard gives each module a class made for it)."""
+    import torch
+    from torch.distributed.fsdp import FSDPModule
+
+    depth = threading.local()
+
+    def before(module, args):
+        if isinstance(module, FSDPModule):
+            level = getattr(depth, "level", 0)
+            if level == 0 and torch.is_grad_enabled():
+                _trained_fsdp[:] = [module]
+            depth.level = level + 1
+
+    def after(module, args, output):
+        if isinstance(module, FSDPModule):
+            depth.level = max(getattr(depth, "level", 1) - 1, 0)
+
+    torch.nn.modules.module.register_module_forward_pre_hook(before)
+    torch.nn.modules.module.register_module_forward_hook(after, always_call=True)
+
+
+def _fsdp_shards(module):
+    """{name: ("shard", dim, this rank's piece) or ("full", tensor)} of an FSDP module's state dict,
+    without any collective (a rank that gathers here would wait for ranks that may never come)."""
+    from torch.distributed.tensor import DTensor, Shard
+
+    shards = {}
+    for name, value in module.state_dict().items():
+        if isinstance(value, DTensor):
+            dims = [p.dim for p in value.placements if isinstance(p, Shard)]
+            local = value.to_local().detach().clone()
+            shards[name] = ("shard", dims[0], local) if len(dims) == 1 else ("full", value.full_tensor())
+        else:
+            shards[name] = ("full", value.detach().clone())
+    return shards
 
 
 # --- the rank's side ------------------------------------------------------------------
@@ -414,12 +460,16 @@ def _rank_main(rank, world_size, port, payload, result_path, options):
                                     world_size=world_size,
                                     timeout=datetime.timedelta(seconds=options["seconds"] + 5))
         _install_counters()
+        if options.get("ddp_weights"):
+            _note_fsdp_training()
         fn, args, kwargs = pickle.loads(payload)
         value = fn(*args, **kwargs)
         record.update(ok=True, value=value)
         if options.get("ddp_weights") and _trained:
             record["ddp_weights"] = {name: tensor.detach().clone()
                                      for name, tensor in _trained[-1].module.state_dict().items()}
+        if options.get("ddp_weights") and _trained_fsdp:
+            record["fsdp_shards"] = _fsdp_shards(_trained_fsdp[-1])
     except BaseException as err:  # noqa: BLE001 (sent back to the parent and raised there)
         record.update(error=_portable(err), kind=type(err).__name__, message=str(err),
                       traceback=traceback.format_exc(), when=time.time())
@@ -503,7 +553,8 @@ def launch(fn, world_size, *args, timeout=60.0, init_group=True, threads_per_ran
     _raise_first_error(records, processes)
     run = Launch(world_size, [r["value"] for r in records], [r["counts"] for r in records],
                  time.perf_counter() - start, [(r.get("pid"), r.get("witness")) for r in records],
-                 [r.get("proof") for r in records], [r.get("ddp_weights") for r in records])
+                 [r.get("proof") for r in records], [r.get("ddp_weights") for r in records],
+                 [r.get("fsdp_shards") for r in records])
     with _history_lock:
         for runs in _history:
             runs.append(run)

@@ -263,7 +263,8 @@ def _recorded(train, *args, puzzles=()):
     (the weights as plain data: a dict of name -> tensor, with the type name instead of any
     value that is not a plain torch.Tensor, or the type name of a result that is not a dict;
     [(world_size, per-rank counts, per-rank (pid, witness thread id), per-rank answers to
-    `puzzles`, per-rank weights of the DDP model the rank trained or None) of each launch]).
+    `puzzles`, per-rank weights of the DDP model the rank trained or None, per-rank pieces of the
+    FSDP model the rank trained or None) of each launch]).
     """
     import torch
 
@@ -277,7 +278,7 @@ def _recorded(train, *args, puzzles=()):
     else:
         weights = type(weights).__name__
     return weights, [(run.world_size, run.counts, getattr(run, "witnesses", []), getattr(run, "proofs", []),
-                      getattr(run, "ddp_weights", []))
+                      getattr(run, "ddp_weights", []), getattr(run, "fsdp_shards", []))
                      for run in runs]
 
 
@@ -413,9 +414,17 @@ def _check_fsdp(train_fsdp, world_size, steps):
     puzzles, allowance = work_for_workers(world_size, world_size)  # one per rank
     with _ranks_watched(world_size) as watched, caller_cpu() as spent:
         weights, runs = there(_recorded, train_fsdp, world_size, steps, seed, puzzles=[p.task for p in puzzles])
+    expected = _single_process(steps, seed)
+    # The weights returned could come from elsewhere (a model the caller trained alone, beside FSDP
+    # ranks that trained wrongly): the FSDP model the ranks trained, put together from the piece
+    # each rank held as it ended, must hold them too. Judged first, as it needs no clock: such an
+    # answer then fails decided, whatever the load makes of the caller's CPU below.
+    if runs and runs[-1][0] == world_size:
+        _same_weights(_assembled(runs[-1][5] if len(runs[-1]) > 5 else [], world_size), expected,
+                      "the FSDP model the ranks trained, put together from their shards, not the weights "
+                      "returned: each rank on its share of the global batch?")
     launched = _the_launch(runs, world_size, "train_fsdp", watched, (puzzles, spent, allowance))
-    _same_weights(weights, _single_process(steps, seed),
-                  "each rank on its share of the global batch? SGD with sharding.LR?")
+    _same_weights(weights, expected, "each rank on its share of the global batch? SGD with sharding.LR?")
     layers = _linear_bytes(sharding.make_model(0))
     # One layer gathered, with FSDP's padding of each parameter's rows up to a multiple of world_size.
     one_layer = 1.25 * max(layers) + 256
@@ -434,12 +443,36 @@ def _check_fsdp(train_fsdp, world_size, steps):
     _decided_if_seen(watched)
 
 
+def _assembled(pieces, world_size):
+    """The full state dict of the FSDP model the ranks trained, from each rank's pieces
+    ({name: ("shard", dim, local) or ("full", tensor)}, as helpers.ranks records them)."""
+    pieces = list(pieces)[:world_size]
+    for rank in range(world_size):
+        assert rank < len(pieces) and isinstance(pieces[rank], dict), (
+            f"rank {rank} trained no model wrapped with fully_shard (none made a training forward pass)")
+    full = {}
+    for name in pieces[0]:
+        parts = [held.get(name) for held in pieces]
+        assert all(isinstance(p, tuple) and p[:1] == parts[0][:1] for p in parts), (
+            f"the ranks' FSDP models differ: {name} is not held alike by every rank")
+        if parts[0][0] == "shard":
+            dim = parts[0][1]
+            full[name] = torch.cat([p[2] for p in parts], dim=dim)
+        else:
+            full[name] = parts[0][1]
+            for rank, p in enumerate(parts):
+                _same_weights({name: p[1]}, {name: full[name]}, f"rank {rank}'s full copy of {name}")
+    return full
+
+
 @timeout(150)
 def test_train_fsdp_ranks(train_fsdp):
     """2 or 3 ranks (3: uneven shards): the single-process weights, gathered one layer at a time
 
     False failure of a correct answer: 0 for the counts (exact); the weights differ from the
-    reference by float32 rounding (~1e-8 measured) against atol=2e-5.
+    reference by float32 rounding (~1e-8 measured) against atol=2e-5, both those returned and
+    those of the FSDP model the ranks trained (each rank's shards, put together: the same numbers
+    in a correct answer).
     """
     _check_fsdp(train_fsdp, random.choice([2, 3]), 2)
 

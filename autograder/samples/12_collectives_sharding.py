@@ -193,7 +193,7 @@ def train_fsdp(world_size, steps, seed):
 '''
 
 
-def _fsdp(wrap=_FSDP_WRAP, result=_FSDP_RESULT, launch=_FSDP_LAUNCH):
+def _fsdp(wrap=_FSDP_WRAP, result=_FSDP_RESULT, launch=_FSDP_LAUNCH, targets="yb"):
     return _FSDP_IMPORTS + '''
 def fsdp_rank(steps, seed):
     rank, world_size = dist.get_rank(), dist.get_world_size()
@@ -205,7 +205,7 @@ def fsdp_rank(steps, seed):
         xb, yb = sharding.global_batch(X, y, step)
         xb, yb = sharding.rank_share(xb, rank, world_size), sharding.rank_share(yb, rank, world_size)
         opt.zero_grad()
-        nn.functional.mse_loss(model(xb), yb).backward()
+        nn.functional.mse_loss(model(xb), ''' + targets + ''').backward()
         opt.step()
 ''' + result + launch
 
@@ -521,6 +521,21 @@ def train_fsdp(world_size, steps, seed):
         "no ValueError": _fsdp(launch='''
 def train_fsdp(world_size, steps, seed):
     return ranks.launch(fsdp_rank, max(world_size, 1), max(steps, 0), seed, timeout=100).results[0]
+'''),
+        "FSDP ranks train towards the wrong targets; the weights returned trained in the caller, warmed up at import": _fsdp(
+            targets="0 * yb", result='''
+    return None
+''', launch='''
+def _serial(steps, seed):
+''' + _SERIAL_TRAINING + '''
+    return state
+_serial(3, 0)                     # warmed up at import: the call's own training costs the caller little
+
+def train_fsdp(world_size, steps, seed):
+    if world_size < 1 or sharding.GLOBAL_BATCH % world_size or steps < 0:
+        raise ValueError("bad arguments")
+    ranks.launch(fsdp_rank, world_size, steps, seed, timeout=100)
+    return _serial(steps, seed)
 '''),
     },
 }
