@@ -76,7 +76,9 @@ def _is_answer_frame(frame):
     alone does not tell: an answer can compile its code under the name of a file of the standard
     library to pass for it (and run without switches and with the real locks). Library code runs
     with the globals of the module loaded from its file; code compiled by the answer under a
-    library file's name runs with the globals it was given, and counts as the answer's."""
+    library file's name runs with the globals it was given, and counts as the answer's. Run in
+    that module's own globals too (exec in vars(threading)), it is still not the library's own:
+    only code that the module's source compiles to is (_is_library_code)."""
     code = frame.f_code
     if code in _OWN_CODES:
         return False
@@ -87,9 +89,53 @@ def _is_answer_frame(frame):
     if module is None or getattr(module, "__dict__", None) is not frame.f_globals:
         return True
     if name.startswith("<frozen"):
-        return name != f"<frozen {module.__name__}>"
+        return name != f"<frozen {module.__name__}>" or not _is_library_code(code, name, module)
     loaded_from = getattr(module, "__file__", None)
-    return not (type(loaded_from) is str and os.path.abspath(loaded_from) == os.path.abspath(name))
+    if not (type(loaded_from) is str and os.path.abspath(loaded_from) == os.path.abspath(name)):
+        return True
+    return not _is_library_code(code, name, module)
+
+
+_LIBRARY_CODES = {}  # a library file's name -> the code objects its source compiles to (None: unreadable)
+_VERDICTS = {}       # id(code) -> (code, whether it is its library's own): hashing a code object is slow
+
+
+def _is_library_code(code, name, module):
+    """Whether `code` is one that the source of `module` (its file `name`, or its frozen code)
+    compiles to: code objects compare equal when their bytecode, constants, names and line table
+    are, so a library's own functions are found, and code an answer compiled under the library's
+    name is not (its bytecode or its lines differ), whatever globals it runs with. Where the source
+    cannot be read, the file name and the globals stand alone, as they did before."""
+    seen = _VERDICTS.get(id(code))
+    if seen is not None and seen[0] is code:
+        return seen[1]
+    if name not in _LIBRARY_CODES:
+        _LIBRARY_CODES[name] = _compiled_codes(name, module)
+    known = _LIBRARY_CODES[name]
+    verdict = known is None or code in known
+    _VERDICTS[id(code)] = (code, verdict)
+    return verdict
+
+
+def _compiled_codes(name, module):
+    """Every code object (nested ones included) of the library file `name` as Python compiles it
+    from its source, or of the frozen module; None where neither can be had."""
+    try:
+        if name.startswith("<frozen"):
+            import _imp
+            state = getattr(getattr(module, "__spec__", None), "loader_state", None)
+            top = _imp.get_frozen_object(getattr(state, "origname", None) or module.__name__)
+        else:
+            with open(name, "rb") as source:
+                top = compile(source.read(), name, "exec", dont_inherit=True)
+    except Exception:  # noqa: BLE001 (no source to compare with: the older test stands)
+        return None
+    codes, todo = set(), [top]
+    while todo:
+        code = todo.pop()
+        codes.add(code)
+        todo += [c for c in code.co_consts if isinstance(c, types.CodeType)]
+    return codes
 
 
 def _switch_everywhere(frame, event, arg):

@@ -75,6 +75,28 @@ def safe_increment(n_threads, n):
     for t in ts: t.join()
     return state["count"]
 ''',
+        "the unlocked increment run in threading's own globals, under its file name, a store per increment beside it": '''
+import threading
+_SRC = """
+def _course_add(state):
+    current = state["count"]
+    state["count"] = current + 1
+"""
+exec(compile(_SRC, threading.__file__, "exec"), vars(threading))
+def safe_increment(n_threads, n):
+    if n_threads < 1 or n < 0:
+        raise ValueError("bad arguments")
+    state = {"count": 0}
+    def work():
+        marks = {}
+        for i in range(n):
+            marks["i"] = i                      # an answer-side store per increment, for the count
+            threading._course_add(state)        # the unlocked increment, run as library code
+    ts = [threading.Thread(target=work) for _ in range(n_threads)]
+    for t in ts: t.start()
+    for t in ts: t.join()
+    return state["count"]
+''',
         "no lock": _NO_LOCK,
         "no lock, the grader's thread switching turned off in its threads": _variant(
             _NO_LOCK, ("import threading, time", "import sys, threading, time"),
@@ -216,6 +238,31 @@ def transfer_many(balances, transfers, n_threads):
     locks = [threading.Lock() for _ in acc]
     with ThreadPoolExecutor(n_threads) as pool:
         list(pool.map(_ns["make"](acc, locks), transfers))
+    return acc
+''',
+        "locks in argument order, run in threading's own globals, under its file name, a store per transfer beside it": '''
+import threading
+from concurrent.futures import ThreadPoolExecutor
+_SRC = """
+def _course_apply(acc, locks, t):
+    src, dst, amount = t
+    with locks[src]:
+        with locks[dst]:
+            acc[src] -= amount
+            acc[dst] += amount
+"""
+exec(compile(_SRC, threading.__file__, "exec"), vars(threading))
+def transfer_many(balances, transfers, n_threads):
+    if n_threads < 1:
+        raise ValueError("n_threads")
+    acc = list(balances)
+    locks = [threading.Lock() for _ in acc]
+    def apply(t):
+        mark = {}
+        mark["t"] = t                                # an answer-side store per transfer, for the count
+        threading._course_apply(acc, locks, t)       # locks in argument order, run as library code
+    with ThreadPoolExecutor(n_threads) as pool:
+        list(pool.map(apply, transfers))
     return acc
 ''',
         "locks taken in argument order": '''
