@@ -103,6 +103,17 @@ def test_a_serial_run_threads_fails_without_waiting_for_a_person(judge):
     assert any(not o.passed and not o.undecided for o in outcomes), [(o.description, o.message) for o in outcomes]
 
 
+@pytest.mark.parametrize("label", ["awaits one after another", "one asyncio.Lock around every request"])
+def test_a_serialised_fetch_all_fails_without_a_clock(judge, label):
+    """02's fetch_all awaited one request at a time (graded to zero in the shared graded course)
+    fails at its first slow try, on what the watch on asyncio.sleep saw, whatever the load: it does
+    not sleep through four more tries holding the machine, nor end undecided on a busy one."""
+    code = samples.catalogue("02_gil").WRONG["fetch_all"][label]
+    outcomes = judge("02_gil", "fetch_all", code)
+    failed = [o for o in outcomes if not o.passed and not o.undecided]
+    assert failed and "never overlapped" in failed[-1].message, [(o.description, o.message) for o in outcomes]
+
+
 def _leaving(pidfile, target):
     """An answer to 01's run_in_child (fn called in the caller) that starts, at import, a daemon
     process running `target` and writes its pid to `pidfile`."""

@@ -788,6 +788,33 @@ def test_fetch_all_results(fetch_all):
     assert list(_run_coroutine_function(fetch_all, [])[0]) == [], "no delays should give []"
 
 
+def _await_watched(fetch_all, delays):
+    """(in the student's process) asyncio.run(fetch_all(delays)) with asyncio.sleep watched:
+    (the most waits of 0.1 s or more in progress at once, how many there were, in how many
+    event loops)."""
+    real = asyncio.sleep
+    seen = {"now": 0, "most": 0, "count": 0, "loops": set()}
+
+    async def sleep(delay, *args, **kwargs):
+        if delay < 0.1:
+            return await real(delay, *args, **kwargs)
+        seen["loops"].add(id(asyncio.get_running_loop()))
+        seen["count"] += 1
+        seen["now"] += 1
+        seen["most"] = max(seen["most"], seen["now"])
+        try:
+            return await real(delay, *args, **kwargs)
+        finally:
+            seen["now"] -= 1
+
+    asyncio.sleep = asyncio.tasks.sleep = sleep
+    try:
+        _await_here(fetch_all, delays)
+    finally:
+        asyncio.sleep = asyncio.tasks.sleep = real
+    return seen["most"], seen["count"], len(seen["loops"])
+
+
 async def _own_fetch_all(delays):
     async def fetch(delay):
         await asyncio.sleep(delay)
@@ -807,12 +834,23 @@ def test_fetch_all_concurrent(fetch_all):
     run right after, took under 0.4 * sum; the check fails only after 5 such
     tries, otherwise it passes or is undecided (pytest.skip). Taking a load
     swing that flips the comparison as rarer than 1 try in 100: < 1e-10.
+    Without a clock, a slow try fails at once when asyncio.sleep, watched in the
+    student's process, ran once per request, all in one event loop, and never two
+    at a time: requests awaited concurrently in one loop all start their waits in
+    the loop's pass that starts their tasks, before any wait (0.15 s or more) can
+    end, whatever the load; an answer whose waits the watch does not see (sleep
+    imported by name, threads with loops of their own) is left to the clock.
     """
     delays = [round(random.uniform(0.15, 0.25), 3) for _ in range(5)]
     limit, conclusive_slow, tries = 0.55 * sum(delays), 0, 5
     for _ in range(tries):
-        if _run_coroutine_function(fetch_all, delays)[1] < limit:
+        start = time.perf_counter()
+        most, sleeps, loops = there(_await_watched, fetch_all, delays)
+        if time.perf_counter() - start < limit:
             return
+        assert not (loops == 1 and sleeps == len(delays) and most == 1), (
+            f"the {len(delays)} requests' waits never overlapped: at most one was in flight at any time "
+            "(are they awaited one after another, or do they take turns on a lock?)")
         start = time.perf_counter()
         asyncio.run(_own_fetch_all(delays))
         conclusive_slow += time.perf_counter() - start < 0.4 * sum(delays)

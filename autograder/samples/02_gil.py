@@ -484,6 +484,28 @@ async def fetch_all(delays):
     tasks = [asyncio.create_task(one(d)) for d in delays]
     return [await t for t in tasks]
 ''',
+        "tasks started 10 ms apart": '''
+import asyncio
+async def fetch_all(delays):
+    async def one(d):
+        await asyncio.sleep(d)
+        return d
+    tasks = []
+    for d in delays:
+        tasks.append(asyncio.create_task(one(d)))
+        await asyncio.sleep(0.01)          # requests started 10 ms apart
+    return [await t for t in tasks]
+''',
+        "each wait in a thread of its own, with an event loop of its own": '''
+import asyncio
+from concurrent.futures import ThreadPoolExecutor
+async def fetch_all(delays):
+    def one(d):
+        return asyncio.run(asyncio.sleep(d, d))
+    loop = asyncio.get_running_loop()
+    with ThreadPoolExecutor(max(len(delays), 1)) as pool:
+        return list(await asyncio.gather(*(loop.run_in_executor(pool, one, d) for d in delays)))
+''',
         "TaskGroup": '''
 import asyncio
 async def request(delay):
