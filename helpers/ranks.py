@@ -120,7 +120,8 @@ class Launch:
     ddp_weights: list = field(default_factory=list)
     # per rank, under recording(ddp_weights=True) too: what that rank held of the FSDP model it trained
     # last (the outermost module fully_shard wrapped, of its last training forward pass), as the rank
-    # ended: {name: ("shard", dim, its local piece) or ("full", tensor)}; None where it trained none
+    # ended: {name: ("piece", mesh shape, coordinate, sharded mesh dimension, tensor dimension,
+    # local piece), ("full", tensor) or ("placements", ...)} (_fsdp_shards); None where it trained none
     fsdp_shards: list = field(default_factory=list)
 
     def total(self, rank, names):
@@ -404,18 +405,28 @@ def _note_fsdp_training():
 
 
 def _fsdp_shards(module):
-    """{name: ("shard", dim, this rank's piece) or ("full", tensor)} of an FSDP module's state dict,
-    without any collective (a rank that gathers here would wait for ranks that may never come)."""
-    from torch.distributed.tensor import DTensor, Shard
+    """{name: ("full", tensor), ("piece", mesh shape, this rank's coordinate, the mesh dimension it is
+    sharded over or None, the tensor dimension, its local piece) or ("placements", what they are)}
+    of an FSDP module's state dict, without any collective (a rank that gathered here would wait
+    for ranks that may never come). Pieces sharded over at most one dimension of the mesh (FSDP's
+    1-D mesh, or HSDP's replicated shards) can be put together by whoever gets every rank's;
+    others are only named."""
+    from torch.distributed.tensor import DTensor, Replicate, Shard
 
     shards = {}
     for name, value in module.state_dict().items():
-        if isinstance(value, DTensor):
-            dims = [p.dim for p in value.placements if isinstance(p, Shard)]
-            local = value.to_local().detach().clone()
-            shards[name] = ("shard", dims[0], local) if len(dims) == 1 else ("full", value.full_tensor())
-        else:
+        if not isinstance(value, DTensor):
             shards[name] = ("full", value.detach().clone())
+            continue
+        placements = tuple(value.placements)
+        sharded = [i for i, p in enumerate(placements) if isinstance(p, Shard)]
+        if len(sharded) > 1 or not all(isinstance(p, (Shard, Replicate)) for p in placements):
+            shards[name] = ("placements", str(placements))
+            continue
+        mesh = value.device_mesh
+        shards[name] = ("piece", tuple(mesh.shape), tuple(mesh.get_coordinate()),
+                        sharded[0] if sharded else None, placements[sharded[0]].dim if sharded else None,
+                        value.to_local().detach().clone())
     return shards
 
 
