@@ -694,6 +694,14 @@ def accumulate_rank(micro_batches, seed, steps):
     full = get_model_state_dict(model, options=StateDictOptions(full_state_dict=True, cpu_offload=True))
     return full if rank == 0 else None
 '''),
+        "fully_shard over a 2-D device mesh of one replica group (HSDP's layout)": _fsdp(wrap='''
+    from torch.distributed.device_mesh import init_device_mesh
+    mesh = init_device_mesh("cpu", (1, world_size), mesh_dim_names=("replicate", "shard"))
+    for layer in model:
+        if isinstance(layer, nn.Linear):
+            fully_shard(layer, mesh=mesh)
+    fully_shard(model, mesh=mesh)
+'''),
     },
 }
 
