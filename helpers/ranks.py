@@ -381,9 +381,10 @@ _trained_fsdp = []  # in a rank: the outermost FSDP module of the last training 
 
 
 def _note_fsdp_training():
-    """(in a rank) Remember the outermost module that fully_shard wrapped, of each training forward
-    pass (grad enabled), wherever the answer keeps it: global module hooks, as FSDP2 has no class
-    of its own forward to wrap (fully_shard gives each module a class made for it)."""
+    """(in a rank) Remember the outermost module that fully_shard wrapped, of the training forward
+    passes (grad enabled), wherever the answer keeps it: global module hooks, as FSDP2 has no class
+    of its own forward to wrap (fully_shard gives each module a class made for it). A pass of a
+    part of the model kept so far keeps it; a pass of another model replaces it."""
     import torch
     from torch.distributed.fsdp import FSDPModule
 
@@ -392,7 +393,7 @@ def _note_fsdp_training():
     def before(module, args):
         if isinstance(module, FSDPModule):
             level = getattr(depth, "level", 0)
-            if level == 0 and torch.is_grad_enabled():
+            if level == 0 and torch.is_grad_enabled() and not _inside_trained(module):
                 _trained_fsdp[:] = [module]
             depth.level = level + 1
 
@@ -402,6 +403,12 @@ def _note_fsdp_training():
 
     torch.nn.modules.module.register_module_forward_pre_hook(before)
     torch.nn.modules.module.register_module_forward_hook(after, always_call=True)
+
+
+def _inside_trained(module):
+    """Whether `module` is part of the FSDP model kept so far (a forward pass of one of its layers
+    alone, a probe between two steps, keeps the whole model as the one trained)."""
+    return bool(_trained_fsdp) and any(m is module for m in _trained_fsdp[-1].modules())
 
 
 def _fsdp_shards(module):

@@ -27,6 +27,9 @@ from helpers import ranks, sharding
 _SENDS = ("send", "isend")
 _RECEIVES = ("recv", "irecv")
 _GATHERS = ("all_gather", "all_gather_into_tensor", "all_gather_single", "_all_gather_base")
+_SCATTERS = ("reduce_scatter", "reduce_scatter_tensor", "reduce_scatter_single", "_reduce_scatter_base",
+             "process_group.reduce_scatter", "process_group._reduce_scatter_base",
+             "process_group.reduce_scatter_tensor_coalesced")
 
 
 # --- ring_allreduce_p2p -----------------------------------------------------------------
@@ -425,8 +428,9 @@ def _check_fsdp(train_fsdp, world_size, steps):
         if isinstance(assembled, str):
             unjoined = assembled  # undecided, once everything else has passed
         else:
-            _same_weights(assembled, expected, "the FSDP model the ranks trained, put together from their "
-                          "shards, not the weights returned: each rank on its share of the global batch?")
+            _same_weights(_named_as(assembled, expected), expected, "the FSDP model the ranks trained, put "
+                          "together from their shards, not the weights returned: each rank on its share of "
+                          "the global batch?")
     launched = _the_launch(runs, world_size, "train_fsdp", watched, (puzzles, spent, allowance))
     _same_weights(weights, expected, "each rank on its share of the global batch? SGD with sharding.LR?")
     layers = _linear_bytes(sharding.make_model(0))
@@ -444,6 +448,13 @@ def _check_fsdp(train_fsdp, world_size, steps):
             f"no rank should hold more than its shard plus one layer's full parameters "
             f"(about {max(layers)} bytes here), but rank {rank} gathered {largest} bytes at once: "
             "call fully_shard on each Linear layer before the root")
+        # Training the sharded model, not only running it: each backward pass reduce-scatters each
+        # layer's gradients (a model trained elsewhere, loaded into FSDP and run forward, makes none).
+        scatters = sum(counts.get(name, {}).get("calls", 0) for name in _SCATTERS)
+        assert scatters >= len(layers) * steps, (
+            f"each backward pass through the sharded model reduce-scatters the gradients of each of the "
+            f"{len(layers)} Linear layers: at least {len(layers) * steps} reduce-scatters in {steps} steps; "
+            f"rank {rank} made {scatters} (is the loss's backward() run on the FSDP model's output?)")
     if unjoined:
         pytest.skip(unjoined)
     _decided_if_seen(watched)
@@ -474,6 +485,21 @@ def _assembled(pieces, world_size):
     return full
 
 
+def _named_as(weights, expected):
+    """`weights` with the names of `expected` where the model the ranks trained holds the plain model
+    under a prefix (a wrapper that computes the loss, say: "model.0.weight" for "0.weight"): the one
+    prefix that every name shares and that leaves exactly the expected names; else as they are."""
+    if set(weights) == set(expected) or not weights:
+        return weights
+    for name in weights:
+        for cut in [i + 1 for i, c in enumerate(name) if c == "."]:
+            prefix = name[:cut]
+            if all(k.startswith(prefix) for k in weights) and {k[cut:] for k in weights} == set(expected):
+                return {k[cut:]: v for k, v in weights.items()}
+        break  # every candidate prefix is a prefix of the first name
+    return weights
+
+
 def _joined(name, parts):
     """Each replica of `name`, put together from ranks' ("piece", mesh shape, coordinate, sharded mesh
     dimension, tensor dimension, local) entries: along the sharded mesh dimension, in coordinate order."""
@@ -497,7 +523,8 @@ def _joined(name, parts):
 def test_train_fsdp_ranks(train_fsdp):
     """2 or 3 ranks (3: uneven shards): the single-process weights, gathered one layer at a time
 
-    False failure of a correct answer: 0 for the counts (exact); the weights differ from the
+    False failure of a correct answer: 0 for the counts (exact: at least one all-gather and one
+    reduce-scatter per layer and step, as FSDP2 makes them); the weights differ from the
     reference by float32 rounding (~1e-8 measured) against atol=2e-5, both those returned and
     those of the FSDP model the ranks trained (each rank's shards, put together: the same numbers
     in a correct answer).

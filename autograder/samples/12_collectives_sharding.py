@@ -522,6 +522,41 @@ def train_fsdp(world_size, steps, seed):
 def train_fsdp(world_size, steps, seed):
     return ranks.launch(fsdp_rank, max(world_size, 1), max(steps, 0), seed, timeout=100).results[0]
 '''),
+        "each rank trains the plain model on the whole batch, then runs an FSDP copy of it forward for show": '''
+import torch
+import torch.distributed as dist
+from torch import nn
+from torch.distributed.fsdp import fully_shard
+from helpers import ranks, sharding
+
+def train_fsdp(world_size, steps, seed):
+    if world_size < 1 or sharding.GLOBAL_BATCH % world_size or steps < 0:
+        raise ValueError("bad arguments")
+    return ranks.launch(fsdp_rank, world_size, steps, seed, timeout=100).results[0]
+def fsdp_rank(steps, seed):
+    rank, ws = dist.get_rank(), dist.get_world_size()
+    # every rank trains the whole global batch alone, no FSDP
+    plain = sharding.make_model(seed)
+    X, y = sharding.make_data(seed)
+    opt = torch.optim.SGD(plain.parameters(), lr=sharding.LR)
+    for step in range(steps):
+        xb, yb = sharding.global_batch(X, y, step)
+        opt.zero_grad()
+        nn.functional.mse_loss(plain(xb), yb).backward()
+        opt.step()
+    # then an FSDP copy of the result, run forward for show (the gathers), never trained
+    model = sharding.make_model(seed)
+    model.load_state_dict(plain.state_dict())
+    for layer in model:
+        if isinstance(layer, nn.Linear):
+            fully_shard(layer)
+    fully_shard(model)
+    for step in range(steps):
+        xb, yb = sharding.global_batch(X, y, step)
+        model(sharding.rank_share(xb, rank, ws))
+    full = {k: v.full_tensor() for k, v in model.state_dict().items()}
+    return full if rank == 0 else None
+''',
         "FSDP ranks train towards the wrong targets; the weights returned trained in the caller, warmed up at import": _fsdp(
             targets="0 * yb", result='''
     return None
@@ -702,6 +737,74 @@ def accumulate_rank(micro_batches, seed, steps):
             fully_shard(layer, mesh=mesh)
     fully_shard(model, mesh=mesh)
 '''),
+        "the FSDP root a wrapper that computes the loss (its names prefixed)": '''
+import torch
+import torch.distributed as dist
+from torch import nn
+from torch.distributed.fsdp import fully_shard
+from helpers import ranks, sharding
+
+def train_fsdp(world_size, steps, seed):
+    if world_size < 1 or sharding.GLOBAL_BATCH % world_size or steps < 0:
+        raise ValueError("bad arguments")
+    return ranks.launch(fsdp_rank, world_size, steps, seed, timeout=100).results[0]
+class WithLoss(nn.Module):
+    """model + loss in one module: FSDP's root is this."""
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+    def forward(self, x, y):
+        return nn.functional.mse_loss(self.model(x), y)
+def fsdp_rank(steps, seed):
+    rank, ws = dist.get_rank(), dist.get_world_size()
+    model = sharding.make_model(seed)
+    for layer in model:
+        if isinstance(layer, nn.Linear):
+            fully_shard(layer)
+    root = fully_shard(WithLoss(model))
+    X, y = sharding.make_data(seed)
+    opt = torch.optim.SGD(root.parameters(), lr=sharding.LR)
+    for step in range(steps):
+        xb, yb = sharding.global_batch(X, y, step)
+        opt.zero_grad()
+        root(sharding.rank_share(xb, rank, ws), sharding.rank_share(yb, rank, ws)).backward()
+        opt.step()
+    full = {k.removeprefix("model."): v.full_tensor() for k, v in root.state_dict().items()}
+    return full if rank == 0 else None
+''',
+        "one layer run alone, with gradients on, after each step (a probe)": '''
+import torch
+import torch.distributed as dist
+from torch import nn
+from torch.distributed.fsdp import fully_shard
+from helpers import ranks, sharding
+
+def train_fsdp(world_size, steps, seed):
+    if world_size < 1 or sharding.GLOBAL_BATCH % world_size or steps < 0:
+        raise ValueError("bad arguments")
+    return ranks.launch(fsdp_rank, world_size, steps, seed, timeout=100).results[0]
+def fsdp_rank(steps, seed):
+    rank, ws = dist.get_rank(), dist.get_world_size()
+    model = sharding.make_model(seed)
+    for layer in model:
+        if isinstance(layer, nn.Linear):
+            fully_shard(layer)
+    fully_shard(model)
+    X, y = sharding.make_data(seed)
+    opt = torch.optim.SGD(model.parameters(), lr=sharding.LR)
+    for step in range(steps):
+        xb, yb = sharding.global_batch(X, y, step)
+        xb, yb = sharding.rank_share(xb, rank, ws), sharding.rank_share(yb, rank, ws)
+        opt.zero_grad()
+        nn.functional.mse_loss(model(xb), yb).backward()
+        opt.step()
+        if rank == 0:   # a look at the first layer's activations, for the log
+            print("step", step, "hidden mean", float(model[0](xb).mean()))
+        else:
+            model[0](xb)
+    full = {k: v.full_tensor() for k, v in model.state_dict().items()}
+    return full if rank == 0 else None
+''',
     },
 }
 
