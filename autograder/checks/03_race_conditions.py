@@ -13,7 +13,9 @@ import math
 import multiprocessing.process
 import os
 import random
+import site
 import sys
+import sysconfig
 import threading
 import time
 import types
@@ -42,6 +44,12 @@ _STORES = {dis.opmap[name] for name in ("STORE_SUBSCR", "STORE_ATTR", "STORE_GLO
 _BYTECODE = {}  # code object -> its bytecode (co_code builds a new copy at every access)
 _STORES_BY_THREAD = {}  # thread ident -> stores into shared state its answer code made, under the harness
 _STDLIB = os.path.dirname(threading.__file__)
+# The folders third-party packages are installed in, as this interpreter names them (not any path
+# that holds the words "site-packages": an answer can make such a folder of its own in /tmp).
+_SITE_PACKAGES = tuple(sorted({os.path.join(form(p), "") for p in (
+    *site.getsitepackages(), *([site.getusersitepackages()] if site.ENABLE_USER_SITE else []),
+    sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]) if p
+    for form in (os.path.abspath, os.path.realpath)}))
 _THIS_FILE = os.path.abspath(__file__)
 # The code objects of this module's own functions, as loaded where the harness runs. In the
 # student's process they arrive by value, and cloudpickle names their file "<dynamic-code>":
@@ -83,7 +91,7 @@ def _is_answer_frame(frame):
     if code in _OWN_CODES:
         return False
     name = code.co_filename
-    if not (name.startswith(_STDLIB) or "site-packages" in name or name.startswith("<frozen")):
+    if not (name.startswith(_STDLIB) or name.startswith(_SITE_PACKAGES) or name.startswith("<frozen")):
         return os.path.abspath(name) != _THIS_FILE
     module = sys.modules.get(frame.f_globals.get("__name__"))
     if module is None or getattr(module, "__dict__", None) is not frame.f_globals:
@@ -105,14 +113,19 @@ def _is_library_code(code, name, module):
     compiles to: code objects compare equal when their bytecode, constants, names and line table
     are, so a library's own functions are found, and code an answer compiled under the library's
     name is not (its bytecode or its lines differ), whatever globals it runs with. Where the source
-    cannot be read, the file name and the globals stand alone, as they did before."""
+    cannot be read, the file name and the globals stand alone, as they did before; but code that
+    claims a frozen module with no frozen code, or a file that is not Python source (an extension
+    module's), is no library's own: none such exists."""
     seen = _VERDICTS.get(id(code))
     if seen is not None and seen[0] is code:
         return seen[1]
     if name not in _LIBRARY_CODES:
         _LIBRARY_CODES[name] = _compiled_codes(name, module)
     known = _LIBRARY_CODES[name]
-    verdict = known is None or code in known
+    if known is None:
+        verdict = not (name.startswith("<frozen") or not name.endswith(".py"))
+    else:
+        verdict = code in known
     _VERDICTS[id(code)] = (code, verdict)
     return verdict
 

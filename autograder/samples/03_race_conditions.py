@@ -97,6 +97,74 @@ def safe_increment(n_threads, n):
     for t in ts: t.join()
     return state["count"]
 ''',
+        "the unlocked increment compiled as <frozen threading>, run in threading's own globals": '''
+import threading
+_SRC = """
+def _course_add(state):
+    current = state["count"]
+    state["count"] = current + 1
+"""
+exec(compile(_SRC, "<frozen threading>", "exec"), vars(threading))
+def safe_increment(n_threads, n):
+    if n_threads < 1 or n < 0:
+        raise ValueError("bad arguments")
+    state = {"count": 0}
+    def work():
+        marks = {}
+        for i in range(n):
+            marks["i"] = i
+            threading._course_add(state)
+    ts = [threading.Thread(target=work) for _ in range(n_threads)]
+    for t in ts: t.start()
+    for t in ts: t.join()
+    return state["count"]
+''',
+        "the unlocked increment run in an extension module's globals, under its file name": '''
+import threading
+import _queue
+_SRC = """
+def _course_add(state):
+    current = state["count"]
+    state["count"] = current + 1
+"""
+exec(compile(_SRC, _queue.__file__, "exec"), vars(_queue))
+def safe_increment(n_threads, n):
+    if n_threads < 1 or n < 0:
+        raise ValueError("bad arguments")
+    state = {"count": 0}
+    def work():
+        marks = {}
+        for i in range(n):
+            marks["i"] = i
+            _queue._course_add(state)
+    ts = [threading.Thread(target=work) for _ in range(n_threads)]
+    for t in ts: t.start()
+    for t in ts: t.join()
+    return state["count"]
+''',
+        "the unlocked increment in a module of a folder the answer named site-packages": '''
+import os, sys, tempfile, threading, importlib
+_dir = os.path.join(tempfile.mkdtemp(), "site-packages")
+os.makedirs(_dir)
+with open(os.path.join(_dir, "course_rmw.py"), "w") as f:
+    f.write("def add(state):\\n    current = state['count']\\n    state['count'] = current + 1\\n")
+sys.path.insert(0, _dir)
+course_rmw = importlib.import_module("course_rmw")
+sys.path.remove(_dir)
+def safe_increment(n_threads, n):
+    if n_threads < 1 or n < 0:
+        raise ValueError("bad arguments")
+    state = {"count": 0}
+    def work():
+        marks = {}
+        for i in range(n):
+            marks["i"] = i
+            course_rmw.add(state)
+    ts = [threading.Thread(target=work) for _ in range(n_threads)]
+    for t in ts: t.start()
+    for t in ts: t.join()
+    return state["count"]
+''',
         "no lock": _NO_LOCK,
         "no lock, the grader's thread switching turned off in its threads": _variant(
             _NO_LOCK, ("import threading, time", "import sys, threading, time"),
@@ -261,6 +329,31 @@ def transfer_many(balances, transfers, n_threads):
         mark = {}
         mark["t"] = t                                # an answer-side store per transfer, for the count
         threading._course_apply(acc, locks, t)       # locks in argument order, run as library code
+    with ThreadPoolExecutor(n_threads) as pool:
+        list(pool.map(apply, transfers))
+    return acc
+''',
+        "locks in argument order, compiled as <frozen threading>, run in threading's own globals": '''
+import threading
+from concurrent.futures import ThreadPoolExecutor
+_SRC = """
+def _course_apply(acc, locks, t):
+    src, dst, amount = t
+    with locks[src]:
+        with locks[dst]:
+            acc[src] -= amount
+            acc[dst] += amount
+"""
+exec(compile(_SRC, "<frozen threading>", "exec"), vars(threading))
+def transfer_many(balances, transfers, n_threads):
+    if n_threads < 1:
+        raise ValueError("n_threads")
+    acc = list(balances)
+    locks = [threading.Lock() for _ in acc]
+    def apply(t):
+        mark = {}
+        mark["t"] = t
+        threading._course_apply(acc, locks, t)
     with ThreadPoolExecutor(n_threads) as pool:
         list(pool.map(apply, transfers))
     return acc
