@@ -80,8 +80,9 @@ def test_forked_draws_made_in_the_children(forked_draws):
     expected = np.random.RandomState(child_seed).random_sample(size)
     for d in draws:
         assert np.array_equal(d, expected), (
-            "an array was not drawn in a forked child: each child must draw from NumPy's global "
-            "generator itself, after the fork (a copy of the parent's state drawn in the parent does not count)")
+            "an array is not what a forked child's global generator drew: each child must draw from NumPy's "
+            "global generator as the fork left it, without setting its state or seeding it (numbers drawn in "
+            "the parent, from a copy of its state, do not count)")
 
 
 def _children_reseeded(forked_draws, parent_seed, child_seed, n, size):
