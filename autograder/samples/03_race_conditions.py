@@ -10,6 +10,56 @@ def _variant(code, *edits):
     return code
 
 
+# Unlocked work run as if it were the threading module's own code (in its globals, under its file
+# name), beside a store per increment or transfer in the answer's own code for the store count.
+_IN_THREADING = '''
+import threading
+_SRC = """
+def _course_add(state):
+    current = state["count"]
+    state["count"] = current + 1
+"""
+exec(compile(_SRC, threading.__file__, "exec"), vars(threading))
+def safe_increment(n_threads, n):
+    if n_threads < 1 or n < 0:
+        raise ValueError("bad arguments")
+    state = {"count": 0}
+    def work():
+        marks = {}
+        for i in range(n):
+            marks["i"] = i                      # an answer-side store per increment, for the count
+            threading._course_add(state)        # the unlocked increment, run as library code
+    ts = [threading.Thread(target=work) for _ in range(n_threads)]
+    for t in ts: t.start()
+    for t in ts: t.join()
+    return state["count"]
+'''
+_IN_THREADING_TRANSFERS = '''
+import threading
+from concurrent.futures import ThreadPoolExecutor
+_SRC = """
+def _course_apply(acc, locks, t):
+    src, dst, amount = t
+    with locks[src]:
+        with locks[dst]:
+            acc[src] -= amount
+            acc[dst] += amount
+"""
+exec(compile(_SRC, threading.__file__, "exec"), vars(threading))
+def transfer_many(balances, transfers, n_threads):
+    if n_threads < 1:
+        raise ValueError("n_threads")
+    acc = list(balances)
+    locks = [threading.Lock() for _ in acc]
+    def apply(t):
+        mark = {}
+        mark["t"] = t                                # an answer-side store per transfer, for the count
+        threading._course_apply(acc, locks, t)       # locks in argument order, run as library code
+    with ThreadPoolExecutor(n_threads) as pool:
+        list(pool.map(apply, transfers))
+    return acc
+'''
+
 _NO_LOCK = '''
 import threading, time
 def safe_increment(n_threads, n):
@@ -75,73 +125,13 @@ def safe_increment(n_threads, n):
     for t in ts: t.join()
     return state["count"]
 ''',
-        "the unlocked increment run in threading's own globals, under its file name, a store per increment beside it": '''
-import threading
-_SRC = """
-def _course_add(state):
-    current = state["count"]
-    state["count"] = current + 1
-"""
-exec(compile(_SRC, threading.__file__, "exec"), vars(threading))
-def safe_increment(n_threads, n):
-    if n_threads < 1 or n < 0:
-        raise ValueError("bad arguments")
-    state = {"count": 0}
-    def work():
-        marks = {}
-        for i in range(n):
-            marks["i"] = i                      # an answer-side store per increment, for the count
-            threading._course_add(state)        # the unlocked increment, run as library code
-    ts = [threading.Thread(target=work) for _ in range(n_threads)]
-    for t in ts: t.start()
-    for t in ts: t.join()
-    return state["count"]
-''',
-        "the unlocked increment compiled as <frozen threading>, run in threading's own globals": '''
-import threading
-_SRC = """
-def _course_add(state):
-    current = state["count"]
-    state["count"] = current + 1
-"""
-exec(compile(_SRC, "<frozen threading>", "exec"), vars(threading))
-def safe_increment(n_threads, n):
-    if n_threads < 1 or n < 0:
-        raise ValueError("bad arguments")
-    state = {"count": 0}
-    def work():
-        marks = {}
-        for i in range(n):
-            marks["i"] = i
-            threading._course_add(state)
-    ts = [threading.Thread(target=work) for _ in range(n_threads)]
-    for t in ts: t.start()
-    for t in ts: t.join()
-    return state["count"]
-''',
-        "the unlocked increment run in an extension module's globals, under its file name": '''
-import threading
-import _queue
-_SRC = """
-def _course_add(state):
-    current = state["count"]
-    state["count"] = current + 1
-"""
-exec(compile(_SRC, _queue.__file__, "exec"), vars(_queue))
-def safe_increment(n_threads, n):
-    if n_threads < 1 or n < 0:
-        raise ValueError("bad arguments")
-    state = {"count": 0}
-    def work():
-        marks = {}
-        for i in range(n):
-            marks["i"] = i
-            _queue._course_add(state)
-    ts = [threading.Thread(target=work) for _ in range(n_threads)]
-    for t in ts: t.start()
-    for t in ts: t.join()
-    return state["count"]
-''',
+        "the unlocked increment run in threading's own globals, under its file name, a store per increment beside it": _IN_THREADING,
+        "the unlocked increment compiled as <frozen threading>, run in threading's own globals": _variant(
+            _IN_THREADING, ("threading.__file__, ", '"<frozen threading>", ')),
+        "the unlocked increment run in an extension module's globals, under its file name": _variant(
+            _IN_THREADING, ("import threading\n", "import _queue\nimport threading\n"),
+            ("threading.__file__, \"exec\"), vars(threading)", "_queue.__file__, \"exec\"), vars(_queue)"),
+            ("threading._course_add(state)", "_queue._course_add(state)")),
         "the unlocked increment in a module of a folder the answer named site-packages": '''
 import os, sys, tempfile, threading, importlib
 _dir = os.path.join(tempfile.mkdtemp(), "site-packages")
@@ -308,56 +298,9 @@ def transfer_many(balances, transfers, n_threads):
         list(pool.map(_ns["make"](acc, locks), transfers))
     return acc
 ''',
-        "locks in argument order, run in threading's own globals, under its file name, a store per transfer beside it": '''
-import threading
-from concurrent.futures import ThreadPoolExecutor
-_SRC = """
-def _course_apply(acc, locks, t):
-    src, dst, amount = t
-    with locks[src]:
-        with locks[dst]:
-            acc[src] -= amount
-            acc[dst] += amount
-"""
-exec(compile(_SRC, threading.__file__, "exec"), vars(threading))
-def transfer_many(balances, transfers, n_threads):
-    if n_threads < 1:
-        raise ValueError("n_threads")
-    acc = list(balances)
-    locks = [threading.Lock() for _ in acc]
-    def apply(t):
-        mark = {}
-        mark["t"] = t                                # an answer-side store per transfer, for the count
-        threading._course_apply(acc, locks, t)       # locks in argument order, run as library code
-    with ThreadPoolExecutor(n_threads) as pool:
-        list(pool.map(apply, transfers))
-    return acc
-''',
-        "locks in argument order, compiled as <frozen threading>, run in threading's own globals": '''
-import threading
-from concurrent.futures import ThreadPoolExecutor
-_SRC = """
-def _course_apply(acc, locks, t):
-    src, dst, amount = t
-    with locks[src]:
-        with locks[dst]:
-            acc[src] -= amount
-            acc[dst] += amount
-"""
-exec(compile(_SRC, "<frozen threading>", "exec"), vars(threading))
-def transfer_many(balances, transfers, n_threads):
-    if n_threads < 1:
-        raise ValueError("n_threads")
-    acc = list(balances)
-    locks = [threading.Lock() for _ in acc]
-    def apply(t):
-        mark = {}
-        mark["t"] = t
-        threading._course_apply(acc, locks, t)
-    with ThreadPoolExecutor(n_threads) as pool:
-        list(pool.map(apply, transfers))
-    return acc
-''',
+        "locks in argument order, run in threading's own globals, under its file name, a store per transfer beside it": _IN_THREADING_TRANSFERS,
+        "locks in argument order, compiled as <frozen threading>, run in threading's own globals": _variant(
+            _IN_THREADING_TRANSFERS, ("threading.__file__, ", '"<frozen threading>", ')),
         "locks taken in argument order": '''
 import threading
 from concurrent.futures import ThreadPoolExecutor
