@@ -56,8 +56,7 @@ def _forked_case(forked_draws, seed, n, size):
     state = np.random.get_state()
     with count_starts_and_joins() as counts:
         draws = forked_draws(n, size)
-    after = np.random.get_state()
-    return draws, counts, bool(after[2] == state[2] and np.array_equal(after[1], state[1]))
+    return draws, counts, _same_state(state, np.random.get_state())
 
 
 @needs_fork
@@ -97,8 +96,7 @@ def _children_reseeded(forked_draws, parent_seed, child_seed, n, size):
         draws = forked_draws(n, size)
     finally:
         reseed["seed"] = None
-    after = np.random.get_state()
-    return draws, bool(after[2] == state[2] and np.array_equal(after[1], state[1]))
+    return draws, _same_state(state, np.random.get_state())
 
 
 def _child_reseeder():
@@ -119,6 +117,11 @@ def _child_reseeder():
         os.register_at_fork(after_in_child=after_in_child)
         os._course_child_reseeder = reseed
     return reseed
+
+
+def _same_state(before, after):
+    """Whether two np.random.get_state() tuples hold the same position of the same MT19937 state."""
+    return bool(after[2] == before[2] and np.array_equal(after[1], before[1]))
 
 
 def _seeded_call(seed, fn, *args):

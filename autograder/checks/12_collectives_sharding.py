@@ -491,12 +491,10 @@ def _named_as(weights, expected):
     prefix that every name shares and that leaves exactly the expected names; else as they are."""
     if set(weights) == set(expected) or not weights:
         return weights
-    for name in weights:
-        for cut in [i + 1 for i, c in enumerate(name) if c == "."]:
-            prefix = name[:cut]
-            if all(k.startswith(prefix) for k in weights) and {k[cut:] for k in weights} == set(expected):
-                return {k[cut:]: v for k, v in weights.items()}
-        break  # every candidate prefix is a prefix of the first name
+    first = next(iter(weights))  # a prefix that every name shares is a prefix of the first one
+    for cut in [i + 1 for i, c in enumerate(first) if c == "."]:
+        if all(k.startswith(first[:cut]) for k in weights) and {k[cut:] for k in weights} == set(expected):
+            return {k[cut:]: v for k, v in weights.items()}
     return weights
 
 
