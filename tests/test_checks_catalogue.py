@@ -114,6 +114,22 @@ def test_a_serialised_fetch_all_fails_without_a_clock(judge, label):
     assert failed and "never overlapped" in failed[-1].message, [(o.description, o.message) for o in outcomes]
 
 
+def test_messages_that_name_the_batch_size_twice_still_pair_off():
+    """08's tensor_core_issues: where the batch size equals a layer's offending size, a correct
+    answer's layer message may name it too ("Linear(15, 7): in_features=15"); the messages must
+    still pair off one to one with the sizes. Taken first come first served, the batch took the
+    layer's message, and 1 grading in 300 of two such correct answers failed."""
+    from autograder import hidden
+    check = hidden.load_checks("08_amp_tensor_cores")._check_messages
+    # Linear(15, 7) then Linear(7, 9), batch 15: the sizes in the check's order, the batch last.
+    messages = ["batch size 15: not a multiple of 8", "Linear(15, 7): in = 15", "Linear(15, 7): out = 7",
+                "Linear(7, 9): in = 7", "Linear(7, 9): out = 9"]
+    check(messages, [15, 7, 7, 9, 15], "a model of Linear layers")
+    with pytest.raises(AssertionError, match="one is missing"):
+        check(["batch size: not a multiple of 8", "Linear(15, 7): in = 15", "out = 7", "in = 7", "out = 9"],
+              [15, 7, 7, 9, 15], "a model of Linear layers")  # the second 15 has no message
+
+
 def _leaving(pidfile, target):
     """An answer to 01's run_in_child (fn called in the caller) that starts, at import, a daemon
     process running `target` and writes its pid to `pidfile`."""

@@ -138,6 +138,15 @@ def fixed_case_1():
     model = nn.Sequential(nn.Linear(16, 64), nn.Linear(64, 32), nn.Linear(32, 16), nn.Linear(16, 8))
     return model, data
 ''',
+        "Identity between the Linear layers": '''
+import torch
+import torch.nn.functional as F
+from torch import nn
+def fixed_case_1():
+    model = nn.Sequential(nn.Linear(16, 64), nn.Identity(), nn.Linear(64, 32), nn.Identity(),
+                          nn.Linear(32, 16), nn.Identity(), nn.Linear(16, 8))
+    return model, F.pad(torch.randn(128, 15), (0, 1))
+''',
     },
     "fixed_case_2": {
         "last batch of 59": '''
@@ -162,6 +171,15 @@ from torch import nn
 def fixed_case_2():
     loader = torch.utils.data.DataLoader(torch.randn(123, 16), batch_size=64, drop_last=True)
     model = nn.Sequential(nn.Linear(16, 64), nn.ReLU(), nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 16))
+    return model, loader
+''',
+        "Dropout(0.0) in place of the ReLUs": '''
+import torch
+from torch import nn
+from torch.utils.data import DataLoader
+def fixed_case_2():
+    loader = DataLoader(torch.randn(123, 16), batch_size=40, drop_last=True)
+    model = nn.Sequential(nn.Linear(16, 64), nn.Dropout(0.0), nn.Linear(64, 32), nn.Dropout(0.0), nn.Linear(32, 16))
     return model, loader
 ''',
     },
@@ -199,6 +217,19 @@ def fixed_case_3():
     loader = DataLoader(images, batch_size=64, drop_last=True)
     model = nn.Sequential(nn.Conv2d(8, 64, 3, padding=1), nn.ReLU(), nn.Conv2d(64, 128, 3, padding=1), nn.ReLU(),
                           nn.Conv2d(128, 64, 3, padding=1), nn.ReLU(), nn.Conv2d(64, 8, 3, padding=1), nn.Sigmoid())
+    return model, loader
+''',
+        "BatchNorm in place of the ReLUs": '''
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch.utils.data import DataLoader, TensorDataset
+def fixed_case_3():
+    images = F.pad(torch.randn(1024, 3, 26, 26), (0, 0, 0, 0, 0, 5))
+    loader = DataLoader(TensorDataset(images, torch.randn(1024, 1, 26, 26)), batch_size=64, drop_last=True)
+    model = nn.Sequential(nn.Conv2d(8, 64, 3, padding=1), nn.BatchNorm2d(64), nn.Conv2d(64, 128, 3, padding=1),
+                          nn.BatchNorm2d(128), nn.Conv2d(128, 64, 3, padding=1), nn.BatchNorm2d(64),
+                          nn.Conv2d(64, 8, 3, padding=1), nn.Sigmoid())
     return model, loader
 ''',
     },
@@ -339,6 +370,31 @@ def fixed_case_1():
                           nn.Linear(32, 16), nn.GELU(), nn.Linear(16, 16))
     return model, data
 ''',
+        "a module of its own, activations from torch.nn.functional in forward": '''
+import torch
+import torch.nn.functional as F
+from torch import nn
+class Classifier(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1, self.fc2, self.fc3, self.out = nn.Linear(16, 64), nn.Linear(64, 32), nn.Linear(32, 16), nn.Linear(16, 8)
+    def forward(self, x):
+        x = F.relu(self.fc1(x))
+        x = torch.tanh(self.fc2(x))
+        x = F.gelu(self.fc3(x))
+        return self.out(x)
+def fixed_case_1():
+    return Classifier(), F.pad(torch.randn(128, 15), (0, 1))
+''',
+        "one ReLU instance between every two layers": '''
+import torch
+import torch.nn.functional as F
+from torch import nn
+def fixed_case_1():
+    act = nn.ReLU()  # no state: one instance serves every gap
+    model = nn.Sequential(nn.Linear(16, 64), act, nn.Linear(64, 32), act, nn.Linear(32, 16), act, nn.Linear(16, 8))
+    return model, F.pad(torch.randn(128, 15), (0, 1))
+''',
     },
     "fixed_case_2": {
         "padding the data set to 128 samples": '''
@@ -378,6 +434,24 @@ def fixed_case_3():
                           nn.Conv2d(128, 64, 3, padding="same"), nn.ReLU(),
                           nn.Conv2d(64, 8, 3, padding="same"), nn.Sigmoid())
     return model, loader
+''',
+        "convolutions in a ModuleList, F.relu between them": '''
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch.utils.data import DataLoader, TensorDataset
+class Segmenter(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.convs = nn.ModuleList(nn.Conv2d(a, b, 3, padding=1) for a, b in ((8, 64), (64, 128), (128, 64), (64, 8)))
+    def forward(self, x):
+        for conv in self.convs[:-1]:
+            x = F.relu(conv(x))
+        return torch.sigmoid(self.convs[-1](x)[:, :1])
+def fixed_case_3():
+    images = F.pad(torch.randn(1024, 3, 26, 26), (0, 0, 0, 0, 0, 5))
+    loader = DataLoader(TensorDataset(images, torch.randn(1024, 1, 26, 26)), batch_size=64, drop_last=True)
+    return Segmenter(), loader
 ''',
     },
     "autocast_dtype": {
