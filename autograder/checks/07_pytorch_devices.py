@@ -23,7 +23,9 @@ def pretend(cuda=False, mps=False, count=1):
     may use instead or add from PyTorch's documentation: torch.mps.is_available, device_count, the
     backends' is_built (False on a CPU-only
     build, so `is_available() and is_built()` would never pick the pretended device),
-    torch.version.cuda and torch.accelerator."""
+    torch.cuda.current_device, torch.version.cuda and torch.accelerator. With MPS, the platform
+    is Apple's too (sys.platform, platform.system and platform.machine), since MPS exists only
+    there and an answer may look for it only on a Mac."""
     # torch.backends is named in a string: spelled out, it would make this function
     # unpicklable (cloudpickle takes the submodules it names along, and torch.backends
     # is not a plain module), and the function must travel to the student's process.
@@ -32,6 +34,13 @@ def pretend(cuda=False, mps=False, count=1):
     replaced = [(torch.cuda, "is_available", lambda: cuda),
                 (torch.cuda, "device_count", lambda: count if cuda else 0),
                 (torch.version, "cuda", "12.8" if cuda else None)]
+    if cuda:
+        replaced.append((torch.cuda, "current_device", lambda: 0))
+    if mps:
+        import platform
+        import sys
+        replaced += [(sys, "platform", "darwin"), (platform, "system", lambda: "Darwin"),
+                     (platform, "machine", lambda: "arm64")]
     for backend, present in (("mps", mps), ("cuda", cuda)):
         module = getattr(backends, backend, None)
         if module is not None:
@@ -83,11 +92,16 @@ def test_pick_device_cpu_only(pick_device):
 
 def test_pick_device_with_cuda(pick_device):
     """with CUDA present: CUDA by default, but the CPU when it is preferred"""
-    device, cpu, chosen, mps = there(_picks, pick_device, [None, "cpu", "cuda:1", "mps"], cuda=True, mps=False, count=2)
+    missing = f"cuda:{random.randint(2, 9)}"
+    device, cpu, chosen, mps, absent = there(_picks, pick_device, [None, "cpu", "cuda:1", "mps", missing],
+                                             cuda=True, mps=False, count=2)
     assert _is(device, "cuda") and device.index in (None, 0), "with CUDA the default must be CUDA"
     assert _is(cpu, "cpu"), "prefer='cpu' must give the CPU even when CUDA exists"
     assert _is(chosen, "cuda") and chosen.index == 1, "prefer='cuda:1' must give cuda:1 when it exists"
     assert _is(mps, "cuda"), "prefer='mps' without MPS falls back to CUDA"
+    assert _is(absent, "cuda") and absent.index in (None, 0, 1), (
+        f"prefer={missing!r} on a machine with 2 GPUs (cuda:0 and cuda:1) names a device that does not "
+        "exist: fall back to CUDA's default device")
 
 
 def test_pick_device_mps_order(pick_device):
@@ -323,6 +337,51 @@ def test_make_loader_runs_with_workers(make_loader):
         assert got == list(range(n)), "an epoch with workers must yield every item exactly once"
 
 
+def _epoch_order(make_loader, n):
+    """(in the student's process) the items of one epoch of make_loader over 0..n-1, batches of one, no workers."""
+    loader = make_loader(TensorDataset(torch.arange(n)), 1, 0, "cpu")
+    return [int(batch[0]) for batch in loader]
+
+
+def test_make_loader_shuffles(make_loader):
+    """the loader shuffles: an epoch does not come in the data set's order
+
+    False failure of a correct answer: below 1e-18. A shuffling sampler gives any of the 20!
+    orders of 20 items alike, the data set's own order with probability 1/20! = 4e-19.
+    """
+    order = there(_epoch_order, make_loader, 20)
+    assert sorted(order) == list(range(20)), "an epoch must yield every item exactly once"
+    assert order != list(range(20)), "the loader must shuffle (shuffle=True): an epoch came in the data set's order"
+
+
+def _start_method(make_loader, workers):
+    """(in the student's process) how make_loader(..., workers, 'cpu')'s workers would start: the
+    loader's multiprocessing context, else this process's default."""
+    import multiprocessing
+    import warnings
+    with warnings.catch_warnings():  # more workers than cores: a warning, and no worker starts here
+        warnings.simplefilter("ignore")
+        loader = make_loader(TensorDataset(torch.arange(8)), 2, workers, "cpu")
+    context = loader.multiprocessing_context
+    if context is None:
+        return multiprocessing.get_start_method()
+    return context if isinstance(context, str) else context.get_start_method()
+
+
+def test_make_loader_safe_start_method(make_loader):
+    """with workers, they start by forkserver or spawn, not by fork
+
+    False failure of a correct answer: 0 (the start method is read, not timed). A worker forked
+    from a process that has run a multi-threaded torch operation can hang in its first torch
+    operation (the notebook shows why); where the platform's default is already spawn or
+    forkserver (macOS, Windows, Linux from Python 3.14), a loader that names no context passes.
+    """
+    method = there(_start_method, make_loader, random.randint(1, 3))
+    assert method in ("forkserver", "spawn"), (
+        f"the loader's workers would start by {method}: give it a start method that is safe with torch, "
+        "multiprocessing_context='forkserver' (or 'spawn' where there is no forkserver)")
+
+
 def test_make_loader_errors(make_loader):
     """a negative worker count or a batch size below 1 raises ValueError"""
     data, _ = _dataset()
@@ -355,7 +414,7 @@ def test_count_parameters_values(count_parameters):
 
 
 def test_count_parameters_shared(count_parameters):
-    """a layer used twice counts once
+    """a layer used twice counts once, and so does a weight tied between two layers
 
     False failure of a correct answer: 0 (random inputs, exact comparison).
     """
@@ -363,6 +422,11 @@ def test_count_parameters_shared(count_parameters):
     shared = nn.Linear(n, n)
     model = nn.Sequential(shared, nn.Tanh(), shared)
     assert count_parameters(model) == (n * n + n, n * n + n), "a shared layer's parameters count once"
+    first, second = nn.Linear(n, n), nn.Linear(n, n)
+    second.weight = first.weight  # tied weights: one parameter in two layers, each with a bias of its own
+    tied = nn.Sequential(first, nn.Tanh(), second)
+    assert count_parameters(tied) == (n * n + 2 * n, n * n + 2 * n), (
+        "a weight tied between two layers (one Parameter in both) counts once")
 
 
 # --- layer_flops ----------------------------------------------------------------------------
@@ -443,8 +507,10 @@ def test_layer_flops_by_hand(layer_flops):
 
 def _without_flop_counter(layer_flops, layer, shape):
     """(in the student's process) layer_flops(layer, shape) with PyTorch's FLOP counter refusing to
-    start: counted under it (around the functional op on meta tensors, say), a count is not by hand.
-    The classes themselves are patched, so a name the answer imported earlier refuses too."""
+    start and its formulas refusing to count: counted under it (around the functional op on meta
+    tensors, say) or with its formulas (conv_flop_count, mm_flop), a count is not by hand. The
+    classes themselves are patched, and the formulas' code, so that a name the answer imported
+    earlier refuses too."""
     from torch.utils import flop_counter
 
     def refuse(self, *args, **kwargs):
@@ -453,6 +519,7 @@ def _without_flop_counter(layer_flops, layer, shape):
     classes = [c for c in (getattr(flop_counter, "FlopCounterMode", None),
                            getattr(flop_counter, "_FlopCounterMode", None)) if isinstance(c, type)]
     saved = [(c, c.__dict__.get("__enter__")) for c in classes]
+    codes = _refuse_formulas(flop_counter)
     for c in classes:
         c.__enter__ = refuse
     try:
@@ -463,6 +530,32 @@ def _without_flop_counter(layer_flops, layer, shape):
                 del c.__enter__
             else:
                 c.__enter__ = enter
+        for fn, code in codes:
+            fn.__code__ = code
+
+
+def _refuse_formulas(module):
+    """(in the student's process) give every function of the module, and the function each wraps,
+    code that raises; [(function, its own code)] to put back. A function's code can only be
+    swapped for code with the same free variables: the raising code closes over the same names."""
+    import types
+    functions = [f for f in vars(module).values() if isinstance(f, types.FunctionType) and f.__module__ == module.__name__]
+    functions += [f.__wrapped__ for f in functions if isinstance(getattr(f, "__wrapped__", None), types.FunctionType)]
+    saved = []
+    for fn in functions:
+        names = fn.__code__.co_freevars
+        source = "def outer():\n" + "".join(f"    {n} = None\n" for n in names) + (
+            "    def refuse(*args, **kwargs):\n" + (f"        {', '.join(names)}\n" if names else "")
+            + "        raise AssertionError('layer_flops should count by hand from the sizes, "
+              "not with the FLOP counter\\'s formulas')\n    return refuse\n")
+        scope = {}
+        exec(source, scope)
+        try:
+            code, fn.__code__ = fn.__code__, scope["outer"]().__code__
+        except ValueError:  # free variables in another order: left as it is
+            continue
+        saved.append((fn, code))
+    return saved
 
 
 def test_layer_flops_errors(layer_flops):
@@ -493,7 +586,8 @@ def test_gpu_env_values(gpu_env):
         assert env.get("CUDA_VISIBLE_DEVICES") == ",".join(map(str, ids)), (
             "CUDA_VISIBLE_DEVICES must list the ids, in order, separated by commas")
         assert env.get("CUDA_DEVICE_ORDER") == "PCI_BUS_ID", "CUDA_DEVICE_ORDER must be PCI_BUS_ID"
-    assert gpu_env([]).get("CUDA_VISIBLE_DEVICES") == "", "an empty list must hide every GPU"
+    # "-1" hides every GPU too: CUDA stops reading the list at its first id that is not a device.
+    assert gpu_env([]).get("CUDA_VISIBLE_DEVICES") in ("", "-1"), "an empty list must hide every GPU"
 
 
 def _environment_changes(gpu_env, ids):

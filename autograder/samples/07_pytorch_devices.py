@@ -59,6 +59,22 @@ def pick_device(prefer=None):
         return "mps"
     return "cpu"
 ''',
+        "honours a CUDA index that does not exist (cuda:7 with 2 GPUs)": '''
+import torch
+def pick_device(prefer=None):
+    if prefer is not None:
+        kind = prefer.split(":")[0]
+        if kind not in ("cpu", "cuda", "mps"):
+            raise ValueError(f"unknown device {prefer!r}")
+        if kind == "cpu" or (kind == "cuda" and torch.cuda.is_available()) or (
+                kind == "mps" and torch.backends.mps.is_available()):
+            return torch.device(prefer)  # cuda:7 too, on a machine with 2 GPUs
+    if torch.cuda.is_available():
+        return torch.device("cuda")
+    if torch.backends.mps.is_available():
+        return torch.device("mps")
+    return torch.device("cpu")
+''',
     },
     "to_device": {
         "only moves a bare tensor": '''
@@ -141,6 +157,25 @@ def make_loader(dataset, batch_size, num_workers, device):
     return DataLoader(dataset, batch_size=batch_size, shuffle=True,
                       pin_memory=torch.device(device).type == "cuda")
 ''',
+        "forkserver workers, but no shuffling": '''
+import torch
+from torch.utils.data import DataLoader
+def make_loader(dataset, batch_size, num_workers, device):
+    if batch_size < 1 or num_workers < 0:
+        raise ValueError("bad counts")
+    extra = dict(persistent_workers=True, multiprocessing_context="forkserver") if num_workers else {}
+    return DataLoader(dataset, batch_size=batch_size, num_workers=num_workers,
+                      pin_memory=torch.device(device).type == "cuda", **extra)
+''',
+        "shuffles, but its workers are forked (the default start method)": '''
+import torch
+from torch.utils.data import DataLoader
+def make_loader(dataset, batch_size, num_workers, device):
+    if batch_size < 1 or num_workers < 0:
+        raise ValueError("bad counts")
+    return DataLoader(dataset, batch_size=batch_size, shuffle=True, num_workers=num_workers,
+                      pin_memory=torch.device(device).type == "cuda", persistent_workers=num_workers > 0)
+''',
     },
     "count_parameters": {
         "counts tensors, not numbers": '''
@@ -157,7 +192,17 @@ def count_parameters(model):
 def count_parameters(model):
     params = [p for layer in model for p in layer.parameters()]
     return sum(p.numel() for p in params), sum(p.numel() for p in params if p.requires_grad)
-''',    },
+''',
+        "each module's own parameters: a tied weight counted twice": '''
+def count_parameters(model):
+    total = trainable = 0
+    for module in model.modules():  # a repeated layer is listed once, but a tied weight is in two modules
+        for p in module.parameters(recurse=False):
+            total += p.numel()
+            trainable += p.numel() if p.requires_grad else 0
+    return total, trainable
+''',
+    },
     "layer_flops": {
         "the functional op on meta copies under FlopCounterMode (the layer itself not run)": '''
 import torch
@@ -248,6 +293,26 @@ def layer_flops(layer, input_shape):
     except RuntimeError as err:
         raise ValueError(str(err))
     return c.get_total_flops()
+''',
+        "PyTorch's FLOP formulas on the shapes of meta tensors": '''
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch.utils.flop_counter import conv_flop_count, mm_flop
+def layer_flops(layer, input_shape):
+    if not isinstance(layer, (nn.Linear, nn.Conv2d)):
+        raise ValueError("only Linear and Conv2d")
+    x = torch.empty(tuple(input_shape), device="meta")
+    w = torch.empty(layer.weight.shape, device="meta")
+    try:
+        if isinstance(layer, nn.Linear):
+            rows = F.linear(x, w).numel() // layer.out_features
+            return int(mm_flop((rows, layer.in_features), (layer.in_features, layer.out_features)))
+        out = F.conv2d(x, w, None, layer.stride, layer.padding, layer.dilation, layer.groups)
+    except RuntimeError as err:
+        raise ValueError(str(err)) from None
+    xs, ys = (x.shape, out.shape) if x.dim() == 4 else ((1, *x.shape), (1, *out.shape))
+    return int(conv_flop_count(list(xs), list(w.shape), list(ys)))
 ''',
     },
     "gpu_env": {
@@ -366,6 +431,53 @@ def pick_device(prefer=None):
         return torch.device("cuda")
     return torch.device("mps") if has_mps else torch.device("cpu")
 ''',
+        "the current CUDA device's index": '''
+import torch
+def pick_device(prefer=None):
+    if prefer is not None:
+        try:
+            wanted = torch.device(prefer)
+        except (RuntimeError, TypeError) as err:
+            raise ValueError(f"unknown device {prefer!r}") from err
+        if wanted.type not in ("cpu", "cuda", "mps"):
+            raise ValueError(f"unknown device {prefer!r}")
+        if wanted.type == "cpu":
+            return wanted
+        if wanted.type == "cuda" and torch.cuda.is_available():
+            if wanted.index is None:
+                return torch.device("cuda", torch.cuda.current_device())
+            if wanted.index < torch.cuda.device_count():
+                return wanted
+        if wanted.type == "mps" and torch.backends.mps.is_available():
+            return wanted
+    if torch.cuda.is_available():
+        return torch.device("cuda", torch.cuda.current_device())
+    if torch.backends.mps.is_available():
+        return torch.device("mps")
+    return torch.device("cpu")
+''',
+        "MPS looked for on macOS only": '''
+import sys
+import torch
+def pick_device(prefer=None):
+    def exists(kind, index=None):
+        if kind == "cpu":
+            return True
+        if kind == "cuda":
+            return torch.cuda.is_available() and (index is None or index < torch.cuda.device_count())
+        return sys.platform == "darwin" and torch.backends.mps.is_available()  # MPS is Apple's only
+    if prefer is not None:
+        kind, _, idx = prefer.partition(":")
+        if kind not in ("cpu", "cuda", "mps") or (idx and not idx.isdigit()):
+            raise ValueError(f"unknown device {prefer!r}")
+        index = int(idx) if idx else None
+        if exists(kind, index):
+            return torch.device(kind, index) if index is not None else torch.device(kind)
+    for kind in ("cuda", "mps"):
+        if exists(kind):
+            return torch.device(kind)
+    return torch.device("cpu")
+''',
     },
     "to_device": {
         "match statement and collections.abc": '''
@@ -448,6 +560,13 @@ def gpu_env(device_ids):
     if len(set(device_ids)) < len(device_ids):
         raise ValueError("duplicate ids")
     return dict(CUDA_VISIBLE_DEVICES=",".join(f"{i}" for i in device_ids), CUDA_DEVICE_ORDER="PCI_BUS_ID")
+''',
+        "-1 hides every GPU": '''
+def gpu_env(device_ids):
+    ids = list(device_ids)
+    if any(type(i) is not int or i < 0 for i in ids) or len(set(ids)) != len(ids):
+        raise ValueError(f"GPU ids must be distinct non-negative ints, got {ids}")
+    return {"CUDA_VISIBLE_DEVICES": ",".join(map(str, ids)) if ids else "-1", "CUDA_DEVICE_ORDER": "PCI_BUS_ID"}
 ''',
     },
     "to_channels_last": {
