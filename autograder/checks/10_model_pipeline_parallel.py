@@ -47,8 +47,8 @@ def test_split_sequential_chained_equals_model(split_sequential):
         exact_list(facts["stages"], "the result", k)
         assert all(s["sequential"] and s["length"] >= 1 for s in facts["stages"]), (
             "every stage must be a non-empty nn.Sequential")
-        assert facts["n_layers"] == len(model) and facts["same_types"], (
-            "the stages must hold the model's layers, each once, in order")
+        assert facts["n_layers"] == len(model) and facts["same_layers"], (
+            "the stages must hold the model's own layer objects (not copies), each once, in order")
         out = facts["out"]
         assert isinstance(out, torch.Tensor) and out.shape == model(x).shape and torch.allclose(
             out, model(x), atol=1e-6), "the chained stages do not compute what the model computes"
@@ -58,24 +58,25 @@ def _chained_stages(split_sequential, model, k, x):
     """(in the student's process) what split_sequential(model, k) gave, as plain data, and the chain's output.
 
     {"type": the result's type name, "stages": per stage {"sequential", "length"} (None unless
-    the result is a list or tuple), "n_layers", "same_types" (each layer of the stages is of
-    the class of the model's layer at its place), "out"}.
+    the result is a list or tuple), "n_layers", "same_layers" (each layer of the stages is the
+    model's own layer object at its place, not a copy: placed on devices and trained, copies
+    would leave the model as it was), "out"}.
     """
     result = split_sequential(model, k)
     if type(result) not in (list, tuple):
-        return {"type": type(result).__name__, "stages": None, "n_layers": None, "same_types": False, "out": None}
+        return {"type": type(result).__name__, "stages": None, "n_layers": None, "same_layers": False, "out": None}
     stages = [{"sequential": isinstance(s, nn.Sequential), "length": len(s) if isinstance(s, nn.Module) else 0}
               for s in result]
     if not all(s["sequential"] for s in stages):
         return {"type": type(result).__name__, "stages": type(result)(stages), "n_layers": None,
-                "same_types": False, "out": None}
+                "same_layers": False, "out": None}
     flat = [layer for s in result for layer in s]
-    same = len(flat) == len(model) and all(type(a) is type(b) for a, b in zip(flat, model))
+    same = len(flat) == len(model) and all(a is b for a, b in zip(flat, model))
     out = x
     with torch.no_grad():
         for s in result:
             out = s(out)
-    return {"type": type(result).__name__, "stages": type(result)(stages), "n_layers": len(flat), "same_types": same,
+    return {"type": type(result).__name__, "stages": type(result)(stages), "n_layers": len(flat), "same_layers": same,
             "out": out if isinstance(out, torch.Tensor) else None}
 
 

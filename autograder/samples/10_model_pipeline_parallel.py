@@ -31,6 +31,28 @@ def split_sequential(model, n_stages):
         ls = list(stages[big]); stages[big:big + 1] = [nn.Sequential(*ls[:1]), nn.Sequential(*ls[1:])]
     return stages
 ''',
+        "balanced stages of deep copies of the layers": '''
+import copy
+from torch import nn
+def split_sequential(model, n_stages):
+    layers = list(model)
+    if not 1 <= n_stages <= len(layers):
+        raise ValueError("n_stages must be between 1 and the number of layers")
+    sizes = [sum(p.numel() for p in layer.parameters()) for layer in layers]
+    best = None
+    def search(start, left, cuts):
+        nonlocal best
+        if left == 1:
+            parts = cuts + [(start, len(layers))]
+            worst = max(sum(sizes[a:b]) for a, b in parts)
+            if best is None or worst < best[0]:
+                best = (worst, parts)
+            return
+        for end in range(start + 1, len(layers) - left + 2):
+            search(end, left - 1, cuts + [(start, end)])
+    search(0, n_stages, [])
+    return [nn.Sequential(*copy.deepcopy(layers[a:b])) for a, b in best[1]]
+''',
     },
     "pipeline_forward": {
         "whole batch in one pass": '''
