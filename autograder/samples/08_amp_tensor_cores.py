@@ -147,6 +147,22 @@ def fixed_case_1():
                           nn.Linear(32, 16), nn.Identity(), nn.Linear(16, 8))
     return model, F.pad(torch.randn(128, 15), (0, 1))
 ''',
+        "a side layer reads the ReLU, the main path has none": '''
+import torch
+import torch.nn.functional as F
+from torch import nn
+class Sneaky(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.l1, self.l2, self.l3, self.l4 = nn.Linear(16, 64), nn.Linear(64, 32), nn.Linear(32, 16), nn.Linear(16, 8)
+        self.side = nn.Linear(64, 8)
+    def forward(self, x):
+        h = self.l1(x)
+        self.side(F.relu(h))  # read through a ReLU, then thrown away
+        return self.l4(self.l3(self.l2(h)))
+def fixed_case_1():
+    return Sneaky(), F.pad(torch.randn(128, 15), (0, 1))
+''',
     },
     "fixed_case_2": {
         "last batch of 59": '''
@@ -181,6 +197,30 @@ def fixed_case_2():
     loader = DataLoader(torch.randn(123, 16), batch_size=40, drop_last=True)
     model = nn.Sequential(nn.Linear(16, 64), nn.Dropout(0.0), nn.Linear(64, 32), nn.Dropout(0.0), nn.Linear(32, 16))
     return model, loader
+''',
+        "functional dropout left on in evaluation, no activation": '''
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch.utils.data import DataLoader
+
+
+class MLP(nn.Module):
+    """No activation at all: the layers still collapse into one linear map (times dropout masks)."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc1, self.fc2, self.fc3 = nn.Linear(16, 64), nn.Linear(64, 32), nn.Linear(32, 16)
+
+    def forward(self, x):
+        x = F.dropout(self.fc1(x), 0.1)   # training=True by default: random in eval mode too
+        x = F.dropout(self.fc2(x), 0.1)
+        return self.fc3(x)
+
+
+def fixed_case_2():
+    data = torch.randn(123, 16)
+    return MLP(), DataLoader(data, batch_size=40, drop_last=True)
 ''',
     },
     "fixed_case_3": {
@@ -395,6 +435,47 @@ def fixed_case_1():
     model = nn.Sequential(nn.Linear(16, 64), act, nn.Linear(64, 32), act, nn.Linear(32, 16), act, nn.Linear(16, 8))
     return model, F.pad(torch.randn(128, 15), (0, 1))
 ''',
+        "layers called through their forward(), F.relu between them": '''
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1, self.fc2 = nn.Linear(16, 64), nn.Linear(64, 32)
+        self.fc3, self.out = nn.Linear(32, 16), nn.Linear(16, 8)
+
+    def forward(self, x):
+        x = F.relu(self.fc1.forward(x))
+        x = F.relu(self.fc2.forward(x))
+        x = F.relu(self.fc3.forward(x))
+        return self.out.forward(x)  # 8 scores, the first 3 are the classes
+
+
+def fixed_case_1():
+    data = F.pad(torch.randn(128, 15), (0, 1))
+    return Net(), data
+''',
+        "a Linear subclass that applies its own ReLU": '''
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+class LinearReLU(nn.Linear):
+    """A Linear layer followed by its ReLU (the fused block of torch.ao.nn.intrinsic, written by hand)."""
+
+    def forward(self, x):
+        return F.relu(super().forward(x))
+
+
+def fixed_case_1():
+    data = F.pad(torch.randn(128, 15), (0, 1))
+    model = nn.Sequential(LinearReLU(16, 64), LinearReLU(64, 32), LinearReLU(32, 16), nn.Linear(16, 8))
+    return model, data
+''',
     },
     "fixed_case_2": {
         "padding the data set to 128 samples": '''
@@ -452,6 +533,36 @@ def fixed_case_3():
     images = F.pad(torch.randn(1024, 3, 26, 26), (0, 0, 0, 0, 0, 5))
     loader = DataLoader(TensorDataset(images, torch.randn(1024, 1, 26, 26)), batch_size=64, drop_last=True)
     return Segmenter(), loader
+''',
+        "a ResNet-style projection shortcut around the middle convolutions": '''
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch.utils.data import DataLoader, TensorDataset
+
+
+class Net(nn.Module):
+    """64 -> 128 -> 64 with ReLUs, and a ResNet-style 1x1 projection shortcut around the middle."""
+
+    def __init__(self):
+        super().__init__()
+        self.c1 = nn.Conv2d(8, 64, 3, padding=1)
+        self.c2 = nn.Conv2d(64, 128, 3, padding=1)
+        self.c3 = nn.Conv2d(128, 64, 3, padding=1)
+        self.head = nn.Conv2d(64, 8, 3, padding=1)
+        self.shortcut = nn.Conv2d(64, 64, 1)
+
+    def forward(self, x):
+        h1 = F.relu(self.c1(x))
+        h = F.relu(self.c2(h1))
+        h = F.relu(self.c3(h) + self.shortcut(h1))   # as torchvision's BasicBlock with a downsample
+        return torch.sigmoid(self.head(h)[:, :1])
+
+
+def fixed_case_3():
+    images, masks = torch.randn(1024, 3, 26, 26), torch.randn(1024, 1, 26, 26)
+    images = F.pad(images, (0, 0, 0, 0, 0, 5))
+    return Net(), DataLoader(TensorDataset(images, masks), batch_size=64, drop_last=True)
 ''',
     },
     "autocast_dtype": {
