@@ -176,6 +176,20 @@ def make_loader(dataset, batch_size, num_workers, device):
     return DataLoader(dataset, batch_size=batch_size, shuffle=True, num_workers=num_workers,
                       pin_memory=torch.device(device).type == "cuda", persistent_workers=num_workers > 0)
 ''',
+        "shuffled once, when made: every epoch in one order": '''
+import torch
+from torch.utils.data import DataLoader, Subset
+
+
+def make_loader(dataset, batch_size, num_workers, device):
+    if batch_size < 1 or num_workers < 0:
+        raise ValueError("batch_size must be >= 1 and num_workers >= 0")
+    # "shuffled" once, when the loader is made: every epoch then comes in this same order
+    mixed = Subset(dataset, torch.randperm(len(dataset)).tolist())
+    options = dict(persistent_workers=True, multiprocessing_context="forkserver") if num_workers else {}
+    return DataLoader(mixed, batch_size=batch_size, shuffle=False, num_workers=num_workers,
+                      pin_memory=torch.device(device).type == "cuda", **options)
+''',
     },
     "count_parameters": {
         "counts tensors, not numbers": '''
@@ -313,6 +327,37 @@ def layer_flops(layer, input_shape):
         raise ValueError(str(err)) from None
     xs, ys = (x.shape, out.shape) if x.dim() == 4 else ((1, *x.shape), (1, *out.shape))
     return int(conv_flop_count(list(xs), list(w.shape), list(ys)))
+''',
+        "the profiler's FLOP estimates of the op on meta tensors": '''
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch.profiler import ProfilerActivity, profile
+
+
+def layer_flops(layer, input_shape):
+    """Not by hand: the profiler's own FLOP estimate of the functional op run on meta tensors."""
+    if not isinstance(layer, (nn.Linear, nn.Conv2d)):
+        raise ValueError("only Linear and Conv2d")
+    shape = tuple(input_shape)
+    if isinstance(layer, nn.Conv2d) and len(shape) == 3:
+        shape = (1,) + shape  # the profiler's formula wants a batch dimension
+    x = torch.empty(shape, device="meta")
+    w = torch.empty(layer.weight.shape, device="meta")
+    try:
+        with profile(activities=[ProfilerActivity.CPU], with_flops=True, record_shapes=True) as prof:
+            if isinstance(layer, nn.Linear):
+                F.linear(x, w)
+            else:
+                padding = layer.padding
+                if padding == "valid":
+                    padding = (0, 0)
+                elif padding == "same":  # odd kernels: the same size with symmetric padding
+                    padding = tuple(d * (k - 1) // 2 for d, k in zip(layer.dilation, layer.kernel_size))
+                F.conv2d(x, w, None, layer.stride, padding, layer.dilation, layer.groups)
+    except RuntimeError as error:
+        raise ValueError(str(error)) from None
+    return int(sum(e.flops for e in prof.events() if e.flops and e.name in ("aten::conv2d", "aten::mm", "aten::addmm", "aten::matmul", "aten::linear")))
 ''',
     },
     "gpu_env": {
@@ -511,6 +556,19 @@ def make_loader(dataset, batch_size, num_workers, device):
     if num_workers:
         kwargs.update(persistent_workers=True, multiprocessing_context="spawn")
     return DataLoader(dataset, **kwargs)
+''',
+        "a BatchSampler over a RandomSampler": '''
+import torch
+from torch.utils.data import BatchSampler, DataLoader, RandomSampler
+
+
+def make_loader(dataset, batch_size, num_workers, device):
+    if batch_size < 1 or num_workers < 0:
+        raise ValueError("batch_size must be >= 1 and num_workers >= 0")
+    batches = BatchSampler(RandomSampler(dataset), batch_size=batch_size, drop_last=False)
+    options = dict(persistent_workers=True, multiprocessing_context="forkserver") if num_workers else {}
+    return DataLoader(dataset, batch_sampler=batches, num_workers=num_workers,
+                      pin_memory=torch.device(device).type == "cuda", **options)
 ''',
     },
     "count_parameters": {
