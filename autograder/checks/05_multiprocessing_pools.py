@@ -386,8 +386,11 @@ def _amdahl(s, n):
 def test_fit_serial_fraction_noiseless(fit_serial_fraction):
     """recovers the serial fraction from exact Amdahl speedups
 
-    False failure of a correct answer: 0 (exact speedups: any least-squares
-    fit recovers s up to rounding, far below 1e-6).
+    False failure of a correct answer: 0. Exact speedups: a fit in closed form recovers s up to
+    rounding; an iterative solver stops at its own tolerance, which by default is looser than
+    rounding (scipy's bounded minimize_scalar, xatol = 1e-5, erred by up to 1.7e-6 and failed the
+    1e-6 allowed before in 23 % of points). 1e-4 is allowed: the catalogue's wrong answers err by
+    0.05 or more (a fraction averaged with n = 1's empty estimate, the parallel fraction).
     """
     for _ in range(20):
         s = random.uniform(0.0, 0.7)
@@ -395,7 +398,7 @@ def test_fit_serial_fraction_noiseless(fit_serial_fraction):
         if max(w) == 1:
             w.append(4)
         got = exact_float(fit_serial_fraction(w, [_amdahl(s, n) for n in w]), "the fitted fraction")
-        assert abs(got - s) < 1e-6, "the serial fraction is not recovered from exact speedups"
+        assert abs(got - s) < 1e-4, "the serial fraction is not recovered from exact speedups"
 
 
 def test_fit_serial_fraction_noisy(fit_serial_fraction):

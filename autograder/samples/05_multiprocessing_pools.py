@@ -562,6 +562,26 @@ def fit_serial_fraction(workers, speedups):
     (f,), _ = curve_fit(lambda k, f: 1 / (f + (1 - f) / k), n, s, p0=[0.3], bounds=(0, 1))
     return float(f)
 ''',
+        "bounded minimize_scalar at its default tolerance": '''
+import numpy as np
+from scipy.optimize import minimize_scalar
+
+
+def fit_serial_fraction(workers, speedups):
+    n = np.asarray(workers, dtype=float)
+    S = np.asarray(speedups, dtype=float)
+    if n.ndim != 1 or n.size == 0 or n.shape != S.shape:
+        raise ValueError("workers and speedups must be non-empty lists of the same length")
+    if np.any(n < 1) or np.any(S <= 0):
+        raise ValueError("worker counts must be >= 1 and speedups positive")
+    if not np.any(n > 1):
+        raise ValueError("need a point with more than one worker")
+
+    def sse(s):  # least squares on the speedups themselves, s in [0, 1]
+        return float(np.sum((S - 1.0 / (s + (1.0 - s) / n)) ** 2))
+
+    return float(minimize_scalar(sse, bounds=(0.0, 1.0), method="bounded").x)
+''',
     },
     "generate_trajectories": {
         "one contiguous chunk per worker": '''
