@@ -102,7 +102,8 @@ def _check_ring(ring, world_size, cases):
             least = 2 * (p - 1) * (n // p) * itemsize
             assert least <= sent <= most, (
                 f"in a ring each rank sends 2(p-1) chunks of about n/p elements: {least}-{most} bytes "
-                f"here; rank {r} sent {sent}")
+                f"here; rank {r} sent {sent} (cut the tensor's {n} elements, flattened, into {p} pieces of "
+                f"{n // p} or {math.ceil(n / p)}: rows are too coarse when a tensor has few)")
     _decided_if_seen(watched)
 
 
@@ -154,7 +155,7 @@ def test_zero_memory_formula(zero_memory):
             got = exact_float(zero_memory(psi, n, stage), "zero_memory(...)")
             want = _zero(psi, n, stage)
             assert math.isclose(got, want, rel_tol=1e-9, abs_tol=1e-6), (
-                f"zero_memory({psi}, {n}, {stage}) should be {want:.6g} bytes, got {got:.6g}"
+                f"zero_memory({psi}, {n}, {stage}) should be {want!r} bytes, got {got!r}"
                 + (" (stage 2 shards optimiser states and gradients, not the parameters)" if stage == 2 else ""))
 
 
