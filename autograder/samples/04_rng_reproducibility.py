@@ -434,6 +434,24 @@ def seeded_loader(dataset, batch_size, num_workers, seed):
                       worker_init_fn=seed_worker, generator=g,
                       multiprocessing_context="spawn" if num_workers else None)
 ''',
+        "a BatchSampler over a seeded RandomSampler": '''
+import multiprocessing
+import torch
+from torch.utils.data import BatchSampler, DataLoader, RandomSampler
+from helpers.rng_data import seed_worker
+
+
+def seeded_loader(dataset, batch_size: int, num_workers: int, seed: int) -> DataLoader:
+    generator = torch.Generator().manual_seed(seed)
+    sampler = RandomSampler(dataset, generator=generator)
+    batches = BatchSampler(sampler, batch_size=batch_size, drop_last=False)
+    options = {}
+    if num_workers > 0:
+        options["multiprocessing_context"] = "spawn"
+        options["worker_init_fn"] = seed_worker
+    return DataLoader(dataset, batch_sampler=batches, num_workers=num_workers,
+                      generator=generator, **options)
+''',
     },
 }
 
