@@ -483,6 +483,61 @@ def capped(counts, made):
             "process start": min(counts["process start"], made.processes)}
 
 
+# multiprocessing's own helper processes, which run for the library, not for the answer's tasks
+_LIBRARY_HELPERS = ("multiprocessing.resource_tracker", "multiprocessing.forkserver")
+
+
+def _helpers_run_times(root):
+    """{pid: nanoseconds its threads have run on a CPU} for the live processes of root's tree, root
+    and multiprocessing's own helpers left out (/proc/<pid>/task/*/schedstat, read by the judge)."""
+    from autograder.pipeline.judge import ProcessTree, _read_proc, _tasks
+    times = {}
+    for pid in ProcessTree(root).members():
+        if pid == root:
+            continue
+        try:
+            command = _read_proc(f"/proc/{pid}/cmdline")
+        except OSError:
+            continue
+        if any(helper in command for helper in _LIBRARY_HELPERS):
+            continue
+        total = 0
+        for task in _tasks(pid):
+            try:
+                total += int(_read_proc(f"/proc/{pid}/task/{task}/schedstat").split()[0])
+            except (OSError, ValueError, IndexError):
+                pass
+        times[pid] = total
+    return times
+
+
+class Woken:
+    """What reused_workers() saw: `pids`, the processes that were idle before the block and ran in it."""
+
+    def __init__(self):
+        self.pids = set()
+
+
+@contextmanager
+def reused_workers(quiet=0.05):
+    """(the judge) with reused_workers() as woken: <there() calls>: woken.pids, the processes of the
+    student's tree (its own process and multiprocessing's helpers left out) that were alive and idle
+    before the block and ran on a CPU during it: the workers of a pool that the answer started in
+    an earlier call and keeps (starting none now) given this call's tasks. An idle pool worker waits
+    on a pipe and does not run at all; a process that ran in the `quiet` seconds before the block
+    was busy anyway and is left out. Read by the judge from /proc, not reported by the student's
+    code; like a count of starts, it shows that processes took part, not what they computed."""
+    root = student_pid()
+    first = _helpers_run_times(root)
+    time.sleep(quiet)
+    before = _helpers_run_times(root)
+    idle = {pid: ran for pid, ran in before.items() if first.get(pid) == ran}
+    woken = Woken()
+    yield woken
+    after = _helpers_run_times(root)
+    woken.pids = {pid for pid, ran in idle.items() if after.get(pid, ran) > ran}
+
+
 def stop_idle_joblib_workers():
     """(in the student's process) shut joblib's reusable loky executor down, if one runs, and wait
     for its workers to end: the next Parallel call starts its workers afresh, while the judge

@@ -539,6 +539,24 @@ def parallel_sum(chunks, n_workers):
         partials = pool.map(np.sum, arrays)
     return math.fsum(float(p) for p in partials)
 ''',
+        "a pool per size, kept from earlier calls": '''
+import atexit
+import math
+import os
+from helpers.workers import mp_context
+_POOLS = {}  # one pool per size, started once and reused by later calls
+def _pool(n_workers):
+    if n_workers not in _POOLS:
+        pool = _POOLS[n_workers] = mp_context().Pool(n_workers)
+        atexit.register(pool.terminate)
+    return _POOLS[n_workers]
+def parallel_sum(chunks, n_workers):
+    if n_workers < 1:
+        raise ValueError(f"n_workers must be at least 1, got {n_workers}")
+    return math.fsum(_pool(n_workers).map(sum, chunks))
+for _n in (1, 2, 2 * (os.cpu_count() or 1) + 1):  # as earlier calls (the visible test) would have
+    parallel_sum([[1.0], [2.0]], _n)
+''',
     },
 }
 

@@ -156,6 +156,17 @@ def independent_draws(n_workers, seed, size):
     with mp_context().Pool(max(n_workers, 1)) as pool:
         return pool.starmap(uniform_draws, [(c, max(size, 0)) for c in children])
 ''',
+        "an idle pool kept from import, the draws made in the caller": '''
+import numpy as np
+from concurrent.futures import ProcessPoolExecutor
+from helpers.workers import mp_context
+_IDLE = ProcessPoolExecutor(max_workers=2, mp_context=mp_context())
+_IDLE.submit(int).result()  # started at import, then left idle
+def independent_draws(n_workers, seed, size):
+    if n_workers < 1 or size < 0:
+        raise ValueError("bad")
+    return [np.random.default_rng(s).random(size) for s in np.random.SeedSequence(seed).spawn(n_workers)]
+''',
     },
     "set_seed": {
         "NumPy not seeded": '''
@@ -393,6 +404,29 @@ def independent_draws(n_workers, seed, size):
         raise ValueError("bad arguments")
     with mp_context().Pool(min(n_workers, 2)) as pool:
         return pool.starmap(uniform_draws, [([seed, i], size) for i in range(n_workers)])
+''',
+        "an executor per size, kept from earlier calls": '''
+import atexit
+import multiprocessing
+from concurrent.futures import ProcessPoolExecutor
+import numpy as np
+from helpers.rng import uniform_draws
+from helpers.workers import mp_context
+_POOLS = {}  # n_workers -> executor, started once and reused
+def _pool(n_workers):
+    if n_workers not in _POOLS:
+        _POOLS[n_workers] = ProcessPoolExecutor(max_workers=n_workers, mp_context=mp_context())
+        atexit.register(_POOLS[n_workers].shutdown)
+    return _POOLS[n_workers]
+def independent_draws(n_workers, seed, size):
+    if n_workers < 1:
+        raise ValueError(f"n_workers must be at least 1, got {n_workers}")
+    if size < 0:
+        raise ValueError(f"size must be >= 0, got {size}")
+    children = np.random.SeedSequence(seed).spawn(n_workers)
+    return list(_pool(n_workers).map(uniform_draws, children, [size] * n_workers))
+for _n in range(1, multiprocessing.cpu_count() + 2):  # as earlier calls (the visible test) would have
+    independent_draws(_n, 0, 1)
 ''',
     },
     "set_seed": {
