@@ -537,6 +537,27 @@ def monte_carlo_pi(n_samples, n_workers, seed):
         hits = pool.starmap(count_inside, [(each, [seed, i]) for i in range(n_workers)])
     return 4 * sum(hits) / (each * n_workers)
 ''',
+        "an executor per size, kept from earlier calls": '''
+import atexit
+import numpy as np
+from concurrent.futures import ProcessPoolExecutor
+from helpers.pools import count_inside
+from helpers.workers import mp_context
+_POOLS = {}  # n_workers -> executor, started once and reused
+def _pool(n_workers):
+    if n_workers not in _POOLS:
+        _POOLS[n_workers] = ProcessPoolExecutor(n_workers, mp_context=mp_context())
+        atexit.register(_POOLS[n_workers].shutdown)
+    return _POOLS[n_workers]
+def monte_carlo_pi(n_samples, n_workers, seed):
+    if n_samples < 1 or n_workers < 1:
+        raise ValueError("n_samples and n_workers must be positive")
+    base = n_samples // n_workers
+    shares = [base] * (n_workers - 1) + [n_samples - base * (n_workers - 1)]
+    return 4 * sum(_pool(n_workers).map(count_inside, shares, np.random.default_rng(seed).spawn(n_workers))) / n_samples
+for _n in (1, 2):  # as earlier calls (the visible test) would have
+    monte_carlo_pi(1000, _n, 0)
+''',
     },
     "amdahl_speedup": {
         "via the serial fraction": '''
