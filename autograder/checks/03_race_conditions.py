@@ -43,6 +43,8 @@ _STORES = {dis.opmap[name] for name in ("STORE_SUBSCR", "STORE_ATTR", "STORE_GLO
                                         "STORE_NAME")}
 _BYTECODE = {}  # code object -> its bytecode (co_code builds a new copy at every access)
 _STORES_BY_THREAD = {}  # thread ident -> stores into shared state its answer code made, under the harness
+_HELD = {}              # thread ident -> {id of an answer lock it holds: how many times}
+_LOCKED_STORES = {}     # thread ident -> [stores made holding one answer lock or more, holding two or more]
 _STDLIB = os.path.dirname(threading.__file__)
 # The folders third-party packages are installed in, as this interpreter names them (not any path
 # that holds the words "site-packages": an answer can make such a folder of its own in /tmp).
@@ -168,6 +170,11 @@ def _switch_local(frame, event, arg):
         if code[frame.f_lasti] in _STORES:
             ident = threading.get_ident()
             _STORES_BY_THREAD[ident] = _STORES_BY_THREAD.get(ident, 0) + 1
+            held = len(_HELD.get(ident, ()))
+            if held:
+                counts = _LOCKED_STORES.setdefault(ident, [0, 0])
+                counts[0] += 1
+                counts[1] += held >= 2
             _yield(_BEFORE_STORE)
         else:
             _yield(_PAUSE)
@@ -270,6 +277,7 @@ class _AbortableLock:
 
     def __init__(self, real, harness):
         self._real, self._harness, self._owner = real, harness, None
+        self._holders = []  # the threads that hold it, most recent last (an RLock may be held twice)
 
     def acquire(self, blocking=True, timeout=-1):
         if not blocking or timeout >= 0:
@@ -293,11 +301,19 @@ class _AbortableLock:
             got = True
         if got:
             self._owner = threading.get_ident()
+            self._holders.append(self._owner)
+            held = _HELD.setdefault(self._owner, {})
+            held[id(self)] = held.get(id(self), 0) + 1
         return got
 
     def release(self):
         self._owner = None
         self._harness.releases += 1
+        if self._holders:
+            held = _HELD.get(self._holders.pop(), {})
+            held[id(self)] = held.get(id(self), 1) - 1
+            if held[id(self)] <= 0:
+                del held[id(self)]
         self._real.release()
 
     def locked(self):
@@ -320,10 +336,13 @@ UNTRACED = ("your threads switched off the grader's thread switching (sys.settra
 
 
 def _run_bounded(fn, args, seconds):
-    """fn(*args) under the harness, in the student's process; ("ok", value, stores), ("error", text, 0),
-    ("hung", None, 0) or ("untraced", thread names, 0) when a thread ended with the switches turned
-    off. `stores`: how many times the answer's code stored into shared state (an item, attribute,
-    global or closure variable) in threads other than the one that called it.
+    """fn(*args) under the harness, in the student's process; ("ok", value, stores, locked),
+    ("error", text, 0, None), ("hung", None, 0, None) or ("untraced", thread names, 0, None) when a
+    thread ended with the switches turned off. `stores`: how many times the answer's code stored
+    into shared state (an item, attribute, global or closure variable) in threads other than the
+    one that called it; `locked`: how many of those it made holding one of its own locks or more
+    and two or more (locks it made with threading.Lock or RLock while the harness ran: one bound
+    earlier, `from threading import Lock`, is not seen).
 
     The harness must run beside the answer (a trace function and patched locks
     in the judge would do nothing to it): the whole run travels with there().
@@ -338,6 +357,8 @@ def _bounded_here(fn, args, seconds):
     harness = _Harness()
     box = {}
     _STORES_BY_THREAD.clear()
+    _HELD.clear()
+    _LOCKED_STORES.clear()
 
     def target():
         try:
@@ -353,14 +374,15 @@ def _bounded_here(fn, args, seconds):
             runner.join(0.05)
     if runner.is_alive() or harness.deadlocked.is_set():
         harness.release_stuck_threads()
-        return "hung", None, 0
+        return "hung", None, 0, None
     if harness.untraced:
-        return "untraced", harness.untraced[:3], 0
+        return "untraced", harness.untraced[:3], 0, None
     if "error" in box:
         err = box["error"]
-        return "error", f"{type(err).__name__}: {err}", 0
+        return "error", f"{type(err).__name__}: {err}", 0, None
     in_workers = sum(n for ident, n in _STORES_BY_THREAD.items() if ident != runner.ident)
-    return "ok", box["value"], in_workers
+    locked = [sum(n[i] for ident, n in _LOCKED_STORES.items() if ident != runner.ident) for i in (0, 1)]
+    return "ok", box["value"], in_workers, locked
 
 
 def _watched(fn, *args):
@@ -422,7 +444,7 @@ def test_safe_increment_under_forced_switches(safe_increment):
     missed). A count returned beside threads that do nothing fails.
     """
     n_threads, n = random.randint(3, 4), random.randint(100, 150)
-    state, value, stores = _run_bounded(safe_increment, (n_threads, n), 60)
+    state, value, stores, _ = _run_bounded(safe_increment, (n_threads, n), 60)
     assert state != "hung", "safe_increment did not finish (a deadlock?)"
     assert state != "untraced", UNTRACED
     assert state != "error", f"with thread switches forced between instructions, safe_increment raised {value}"
@@ -602,12 +624,17 @@ def test_transfer_many_no_deadlock(transfer_many):
     with probability about 1e-4. The threads must also have written the balances at
     least once per transfer (stores in the answer's code outside the calling thread,
     counted by the trace; a transfer writes two balances with assignments): transfers
-    applied by the calling thread beside threads that do nothing fail.
+    applied by the calling thread beside threads that do nothing fail. And where the
+    threads made their writes holding the answer's own locks (two writes per transfer or
+    more), at least one write must hold two of them at once: one lock for every account,
+    or an account's lock released before the other's is taken, never does (a correct
+    answer holds both for each transfer, so false failure 0; locks the harness cannot see,
+    bound before it ran or made by a Semaphore, leave this part out).
     """
     for _ in range(3):
         balances = [random.randint(0, 200) for _ in range(4)]
         transfers = _opposing_transfers(4, 160)
-        state, value, stores = _run_bounded(transfer_many, (list(balances), transfers, 4), 60)
+        state, value, stores, locked = _run_bounded(transfer_many, (list(balances), transfers, 4), 60)
         assert state != "hung", ("transfer_many deadlocked with opposite transfers: "
                                  "are the two locks always taken in the same global order?")
         assert state != "untraced", UNTRACED
@@ -619,6 +646,10 @@ def test_transfer_many_no_deadlock(transfer_many):
         assert stores >= len(transfers), (
             f"the threads wrote the balances {stores} times for {len(transfers)} transfers: the transfers "
             "must be applied by the threads, not by the calling thread")
+        assert not (locked[0] >= 2 * len(transfers) and locked[1] == 0), (
+            "the threads wrote the balances holding one lock at a time, never two: each transfer must hold "
+            "the locks of both its accounts while it updates them (one lock per account; one lock for all "
+            "of them would let only one transfer run at a time)")
 
 
 # --- parallel_sum ----------------------------------------------------------------------------

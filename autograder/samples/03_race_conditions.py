@@ -361,6 +361,51 @@ def transfer_many(balances, transfers, n_threads):
         list(pool.map(apply, transfers))
     return balances
 ''',
+        "one lock for all the accounts": '''
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+
+def transfer_many(balances: list, transfers: list, n_threads: int) -> list:
+    """DECOY: one lock for the whole bank, not one lock per account (the transfers are serialised)."""
+    if n_threads < 1:
+        raise ValueError(f"n_threads must be at least 1, got {n_threads}")
+    accounts = list(balances)
+    bank = threading.Lock()
+
+    def apply(transfer):
+        src, dst, amount = transfer
+        with bank:
+            accounts[src] -= amount
+            accounts[dst] += amount
+    with ThreadPoolExecutor(max_workers=n_threads) as pool:
+        list(pool.map(apply, transfers))
+    return accounts
+''',
+        "one account's lock at a time: debit, release, then credit": '''
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+
+def transfer_many(balances: list, transfers: list, n_threads: int) -> list:
+    """DECOY: one lock per account, but a transfer never holds both: it debits src under src's lock,
+    releases it, then credits dst under dst's lock (money is in flight, the total is not conserved
+    while transfers run; the notebook asks that a transfer hold both accounts' locks)."""
+    if n_threads < 1:
+        raise ValueError(f"n_threads must be at least 1, got {n_threads}")
+    accounts = list(balances)
+    locks = [threading.Lock() for _ in accounts]
+
+    def apply(transfer):
+        src, dst, amount = transfer
+        with locks[src]:
+            accounts[src] -= amount
+        with locks[dst]:
+            accounts[dst] += amount
+    with ThreadPoolExecutor(max_workers=n_threads) as pool:
+        list(pool.map(apply, transfers))
+    return accounts
+''',
     },
     "parallel_sum": {
         "serial sum": '''
@@ -524,6 +569,30 @@ def transfer_many(balances, transfers, n_threads):
     with ThreadPool(n_threads) as pool:
         pool.map(apply, transfers, chunksize=1)
     return acc
+''',
+        "a semaphore of 1 per account, a lock around a progress count": '''
+import threading
+def transfer_many(balances, transfers, n_threads):
+    if n_threads < 1:
+        raise ValueError("n_threads must be at least 1")
+    out = list(balances)
+    guards = [threading.Semaphore(1) for _ in out]  # a semaphore of 1 per account
+    progress = threading.Lock()                     # guards the count of transfers done
+    done = [0]
+    def work(share):
+        for src, dst, amount in share:
+            first, second = sorted((src, dst))
+            with guards[first], guards[second]:
+                out[src] -= amount
+                out[dst] += amount
+            with progress:
+                done[0] += 1
+    threads = [threading.Thread(target=work, args=(transfers[i::n_threads],)) for i in range(n_threads)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return out
 ''',
     },
     "parallel_sum": {
