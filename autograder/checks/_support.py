@@ -483,11 +483,12 @@ def capped(counts, made):
             "process start": min(counts["process start"], made.processes)}
 
 
-# multiprocessing's own helper processes, which run for the library, not for the answer's tasks
-_LIBRARY_HELPERS = ("multiprocessing.resource_tracker", "multiprocessing.forkserver")
+# Helper processes of multiprocessing (and of joblib's loky), which run for the library, not for
+# the answer's tasks: named in their command lines.
+_LIBRARY_HELPERS = ("resource_tracker", "forkserver")
 
 
-def _helpers_run_times(root):
+def _run_times(root):
     """{pid: nanoseconds its threads have run on a CPU} for the live processes of root's tree, root
     and multiprocessing's own helpers left out (/proc/<pid>/task/*/schedstat, read by the judge)."""
     from autograder.pipeline.judge import ProcessTree, _read_proc, _tasks
@@ -528,13 +529,13 @@ def reused_workers(quiet=0.05):
     was busy anyway and is left out. Read by the judge from /proc, not reported by the student's
     code; like a count of starts, it shows that processes took part, not what they computed."""
     root = student_pid()
-    first = _helpers_run_times(root)
+    first = _run_times(root)
     time.sleep(quiet)
-    before = _helpers_run_times(root)
+    before = _run_times(root)
     idle = {pid: ran for pid, ran in before.items() if first.get(pid) == ran}
     woken = Woken()
     yield woken
-    after = _helpers_run_times(root)
+    after = _run_times(root)
     woken.pids = {pid for pid, ran in idle.items() if after.get(pid, ran) > ran}
 
 
