@@ -484,7 +484,8 @@ def capped(counts, made):
 
 
 # Helper processes of multiprocessing (and of joblib's loky), which run for the library, not for
-# the answer's tasks: named in their command lines.
+# the answer's tasks: named in their command lines. A worker that a forkserver forks keeps the
+# forkserver's command line: only a process whose parent is not such a helper is one.
 _LIBRARY_HELPERS = ("resource_tracker", "forkserver")
 
 
@@ -492,15 +493,21 @@ def _run_times(root):
     """{pid: nanoseconds its threads have run on a CPU} for the live processes of root's tree, root
     and multiprocessing's own helpers left out (/proc/<pid>/task/*/schedstat, read by the judge)."""
     from autograder.pipeline.judge import ProcessTree, _read_proc, _tasks
-    times = {}
-    for pid in ProcessTree(root).members():
-        if pid == root:
-            continue
+    members = ProcessTree(root).members()
+    commands = {}
+    for pid in members:
         try:
-            command = _read_proc(f"/proc/{pid}/cmdline")
+            commands[pid] = _read_proc(f"/proc/{pid}/cmdline")
         except OSError:
-            continue
-        if any(helper in command for helper in _LIBRARY_HELPERS):
+            commands[pid] = None
+
+    def helper(pid):
+        command = commands.get(pid)
+        return command is not None and any(name in command for name in _LIBRARY_HELPERS)
+
+    times = {}
+    for pid, stat in members.items():
+        if pid == root or commands[pid] is None or (helper(pid) and not helper(stat["ppid"])):
             continue
         total = 0
         for task in _tasks(pid):
@@ -523,11 +530,12 @@ class Woken:
 def reused_workers(quiet=0.05):
     """(the judge) with reused_workers() as woken: <there() calls>: woken.pids, the processes of the
     student's tree (its own process and multiprocessing's helpers left out) that were alive and idle
-    before the block and ran on a CPU during it: the workers of a pool that the answer started in
-    an earlier call and keeps (starting none now) given this call's tasks. An idle pool worker waits
-    on a pipe and does not run at all; a process that ran in the `quiet` seconds before the block
-    was busy anyway and is left out. Read by the judge from /proc, not reported by the student's
-    code; like a count of starts, it shows that processes took part, not what they computed."""
+    before the block and ran on a CPU during it, or ended during it: the workers of a pool that the
+    answer started in an earlier call and keeps (starting none now) given this call's tasks (a
+    worker of a pool with maxtasksperchild ends after its task). An idle pool worker waits on a pipe
+    and does not run at all; a process that ran in the `quiet` seconds before the block was busy
+    anyway and is left out. Read by the judge from /proc, not reported by the student's code; like a
+    count of starts, it shows that processes took part, not what they computed."""
     root = student_pid()
     first = _run_times(root)
     time.sleep(quiet)
@@ -536,7 +544,7 @@ def reused_workers(quiet=0.05):
     woken = Woken()
     yield woken
     after = _run_times(root)
-    woken.pids = {pid for pid, ran in idle.items() if after.get(pid, ran) > ran}
+    woken.pids = {pid for pid, ran in idle.items() if pid not in after or after[pid] > ran}
 
 
 def stop_idle_joblib_workers():
