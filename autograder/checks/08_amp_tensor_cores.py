@@ -162,8 +162,9 @@ def _layers(model, kind):
 
 def _gaps_without_activation(model, inputs, seed):
     """(in the student's process) (layer calls whose output some later layer call reads through
-    no non-linearity, layer calls in all, whether every Linear/Conv2d of the model was used), for
-    one forward pass in evaluation mode, without gradients.
+    no non-linearity, the layers' output widths in the order they are first called: None unless
+    every Linear/Conv2d of the model was used that way), for one forward pass in evaluation mode,
+    without gradients.
 
     A layer call is a linear or conv2d operation with the weight of one of the model's Linear or
     Conv2d layers, however it is reached (the module called, its forward(), F.linear with its
@@ -202,6 +203,7 @@ def _probe_layer_calls(model, inputs, seed):
         def __init__(self, replace=None, value=None):
             super().__init__()
             self.replace, self.value, self.outputs, self.inputs, self.used = replace, value, [], [], set()
+            self.widths = []  # each layer's output width (out_features, out_channels), in the order first called
 
         def __torch_function__(self, func, types, args=(), kwargs=None):
             kwargs = kwargs or {}
@@ -209,6 +211,8 @@ def _probe_layer_calls(model, inputs, seed):
             weight = args[1] if len(args) > 1 else kwargs.get("weight")
             if func not in ops or id(weight) not in weights or not isinstance(out, torch.Tensor):
                 return out
+            if id(weight) not in self.used:
+                self.widths.append(int(weight.shape[0]))
             self.used.add(id(weight))
             x = args[0] if args else kwargs.get("input")
             self.inputs.append(x.detach().clone() if isinstance(x, torch.Tensor) else None)
@@ -233,7 +237,7 @@ def _probe_layer_calls(model, inputs, seed):
                         for _ in range(2))
                 runs = [run(k, point).inputs for point in (a, b, (a + b) / 2, a)]
                 flat += _flat_consumer(runs, k, every=out.dtype == torch.float64)
-            return flat, len(base.outputs), len(base.used) == len(weights)
+            return flat, base.widths if len(base.used) == len(weights) else None
     finally:
         for m, training in modes:
             m.training = training
@@ -275,11 +279,12 @@ def _activation_modules_between(model):
     return all(any(not isinstance(m, linear_like) for m in leaves[a + 1:b]) for a, b in zip(heavy, heavy[1:]))
 
 
-def _has_activations(model, inputs):
-    """Whether the output of every Linear/Conv2d call but the last reaches every later layer call
-    that reads it through a non-linearity (_gaps_without_activation, _flat_consumer). Where some
-    layer's weight was used other than by F.linear or conv2d (x @ weight.T, say), the order of
-    the modules decides, as it did before.
+def _layer_facts(model, inputs, kind):
+    """(whether the output of every Linear/Conv2d call but the last reaches every later layer call
+    that reads it through a non-linearity, the output widths of the `kind` layers in the order the
+    model calls them): _gaps_without_activation, _flat_consumer. Where some layer's weight was
+    used other than by F.linear or conv2d (x @ weight.T, say), the order of the modules decides
+    both, as it did before (a model that makes its head before its body lists it first).
 
     False failure of a correct answer: below 1e-16. The next layer call reads an output through
     its activation directly. With ReLU (or LeakyReLU, ELU, GELU at the noise's width), an entry
@@ -294,8 +299,14 @@ def _has_activations(model, inputs):
     0 wrong verdicts in 100 to 300 models each of 12 activations and 3 affine gaps (in float64
     and in float32), with weights and inputs scaled by 1e-3 to 1e3, and in 100 models with
     in-place activations."""
-    flat, gaps, called_all = there(_gaps_without_activation, model, inputs, random.randrange(2**31))
-    return flat == 0 if called_all else _activation_modules_between(model)
+    flat, widths = there(_gaps_without_activation, model, inputs, random.randrange(2**31))
+    if widths is None:
+        return _activation_modules_between(model), [_width(m) for m in _layers(model, kind)]
+    return flat == 0, widths
+
+
+def _width(layer):
+    return layer.out_features if isinstance(layer, nn.Linear) else layer.out_channels
 
 
 def _result(out, what):
@@ -340,9 +351,9 @@ def test_fixed_case_1_tensor_cores(fixed_case_1):
     model, data = _result(fixed_case_1(), "fixed_case_1")
     assert not _misaligned(model), "some Linear sizes are not multiples of 8"
     assert all(len(b) % 8 == 0 for b in _batches(data)), "the batch size must be a multiple of 8"
-    widths = [m.out_features for m in _layers(model, nn.Linear)]
+    activations, widths = _layer_facts(model, _batches(data)[0], nn.Linear)
     assert widths[:3] == [64, 32, 16], "keep the original hidden widths 64, 32, 16"
-    assert _has_activations(model, _batches(data)[0]), "put an activation between the Linear layers"
+    assert activations, "put an activation between the Linear layers"
 
 
 def test_fixed_case_2_runs(fixed_case_2):
@@ -365,9 +376,9 @@ def test_fixed_case_2_tensor_cores(fixed_case_2):
     sizes = [len(b) for b in batches]
     assert all(n % 8 == 0 for n in sizes), "every batch size must be a multiple of 8 (the last one too)"
     assert not _misaligned(model), "some Linear sizes are not multiples of 8"
-    widths = [m.out_features for m in _layers(model, nn.Linear)]
+    activations, widths = _layer_facts(model, batches[0], nn.Linear)
     assert widths[:2] == [64, 32], "keep the original hidden widths 64, 32"
-    assert _has_activations(model, batches[0]), "keep the activations between the Linear layers"
+    assert activations, "keep the activations between the Linear layers"
 
 
 @timeout(120)
@@ -394,9 +405,9 @@ def test_fixed_case_3_tensor_cores(fixed_case_3):
     images = _batches(loader)
     assert all(len(b) % 8 == 0 for b in images), "every batch size must be a multiple of 8"
     assert not _misaligned(model), "some Conv2d channel counts are not multiples of 8"
-    widths = [m.out_channels for m in _layers(model, nn.Conv2d)]
+    activations, widths = _layer_facts(model, images[0][:8], nn.Conv2d)
     assert widths[:3] == [64, 128, 64], "keep the original channel widths 64, 128, 64"
-    assert _has_activations(model, images[0][:8]), "keep the activations between the convolutions"
+    assert activations, "keep the activations between the convolutions"
 
 
 # --- autocast_dtype ------------------------------------------------------------------------------

@@ -476,6 +476,32 @@ def fixed_case_1():
     model = nn.Sequential(LinearReLU(16, 64), LinearReLU(64, 32), LinearReLU(32, 16), nn.Linear(16, 8))
     return model, data
 ''',
+        "the head made before the body (widths read in the order the layers run)": '''
+# Correct: a module of its own whose output layer is created (registered) before the hidden stack.
+# Called in the right order: 16 -> 64 -> 32 -> 16 -> 8, ReLU between every two Linear layers.
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+class Classifier(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.head = nn.Linear(16, 8)          # 8 scores, the first 3 are the classes
+        self.body = nn.Sequential(
+            nn.Linear(16, 64), nn.ReLU(),
+            nn.Linear(64, 32), nn.ReLU(),
+            nn.Linear(32, 16), nn.ReLU(),
+        )
+
+    def forward(self, x):
+        return self.head(self.body(x))
+
+
+def fixed_case_1():
+    data = F.pad(torch.randn(128, 15), (0, 1))
+    return Classifier(), data
+''',
     },
     "fixed_case_2": {
         "padding the data set to 128 samples": '''
