@@ -45,6 +45,7 @@ _BYTECODE = {}  # code object -> its bytecode (co_code builds a new copy at ever
 _STORES_BY_THREAD = {}  # thread ident -> stores into shared state its answer code made, under the harness
 _HELD = {}              # thread ident -> {id of an answer lock it holds: how many times}
 _LOCKED_STORES = {}     # thread ident -> [stores made holding one answer lock or more, holding two or more]
+_ALWAYS_HELD = {}       # thread ident -> ids of the answer locks it held at every such store of its own
 _STDLIB = os.path.dirname(threading.__file__)
 # The folders third-party packages are installed in, as this interpreter names them (not any path
 # that holds the words "site-packages": an answer can make such a folder of its own in /tmp).
@@ -170,11 +171,13 @@ def _switch_local(frame, event, arg):
         if code[frame.f_lasti] in _STORES:
             ident = threading.get_ident()
             _STORES_BY_THREAD[ident] = _STORES_BY_THREAD.get(ident, 0) + 1
-            held = len(_HELD.get(ident, ()))
+            held = _HELD.get(ident)
             if held:
                 counts = _LOCKED_STORES.setdefault(ident, [0, 0])
                 counts[0] += 1
-                counts[1] += held >= 2
+                counts[1] += len(held) >= 2
+                always = _ALWAYS_HELD.get(ident)
+                _ALWAYS_HELD[ident] = set(held) if always is None else always & set(held)
             _yield(_BEFORE_STORE)
         else:
             _yield(_PAUSE)
@@ -340,9 +343,10 @@ def _run_bounded(fn, args, seconds):
     ("error", text, 0, None), ("hung", None, 0, None) or ("untraced", thread names, 0, None) when a
     thread ended with the switches turned off. `stores`: how many times the answer's code stored
     into shared state (an item, attribute, global or closure variable) in threads other than the
-    one that called it; `locked`: how many of those it made holding one of its own locks or more
-    and two or more (locks it made with threading.Lock or RLock while the harness ran: one bound
-    earlier, `from threading import Lock`, is not seen).
+    one that called it; `locked`: how many of those it made holding one of its own locks or more,
+    how many holding two or more, and whether one of its locks was held at every one of them
+    (locks it made with threading.Lock or RLock while the harness ran: one bound earlier, `from
+    threading import Lock`, is not seen).
 
     The harness must run beside the answer (a trace function and patched locks
     in the judge would do nothing to it): the whole run travels with there().
@@ -359,6 +363,7 @@ def _bounded_here(fn, args, seconds):
     _STORES_BY_THREAD.clear()
     _HELD.clear()
     _LOCKED_STORES.clear()
+    _ALWAYS_HELD.clear()
 
     def target():
         try:
@@ -382,6 +387,8 @@ def _bounded_here(fn, args, seconds):
         return "error", f"{type(err).__name__}: {err}", 0, None
     in_workers = sum(n for ident, n in _STORES_BY_THREAD.items() if ident != runner.ident)
     locked = [sum(n[i] for ident, n in _LOCKED_STORES.items() if ident != runner.ident) for i in (0, 1)]
+    sets = [held for ident, held in _ALWAYS_HELD.items() if ident != runner.ident]
+    locked.append(bool(sets) and bool(set.intersection(*sets)))  # one lock held at every locked store
     return "ok", box["value"], in_workers, locked
 
 
@@ -627,9 +634,12 @@ def test_transfer_many_no_deadlock(transfer_many):
     applied by the calling thread beside threads that do nothing fail. And where the
     threads made their writes holding the answer's own locks (two writes per transfer or
     more), at least one write must hold two of them at once: one lock for every account,
-    or an account's lock released before the other's is taken, never does (a correct
-    answer holds both for each transfer, so false failure 0; locks the harness cannot see,
-    bound before it ran or made by a Semaphore, leave this part out).
+    or an account's lock released before the other's is taken, never does; and no one lock
+    may be held at all of them (a lock around every transfer serialises them, whatever
+    account locks it takes inside). A correct answer holds both accounts' locks for each
+    transfer, and an account's lock is held at every write only if all 80 random pairs of
+    4 accounts share that account: false failure below 4 * 2**-80 per run. Locks the
+    harness cannot see, bound before it ran or made by a Semaphore, leave this part out.
     """
     for _ in range(3):
         balances = [random.randint(0, 200) for _ in range(4)]
@@ -646,10 +656,14 @@ def test_transfer_many_no_deadlock(transfer_many):
         assert stores >= len(transfers), (
             f"the threads wrote the balances {stores} times for {len(transfers)} transfers: the transfers "
             "must be applied by the threads, not by the calling thread")
-        assert not (locked[0] >= 2 * len(transfers) and locked[1] == 0), (
-            "the threads wrote the balances holding one lock at a time, never two: each transfer must hold "
-            "the locks of both its accounts while it updates them (one lock per account; one lock for all "
-            "of them would let only one transfer run at a time)")
+        if locked[0] >= 2 * len(transfers):  # the balances written holding the answer's own locks
+            assert locked[1], (
+                "the threads wrote the balances holding one lock at a time, never two: each transfer must hold "
+                "the locks of both its accounts while it updates them (one lock per account; one lock for all "
+                "of them would let only one transfer run at a time)")
+            assert not locked[2], (
+                "one lock was held at every write of the balances, by every thread: the transfers ran one at a "
+                "time. Take only the two accounts' locks (one lock per account), in one global order")
 
 
 # --- parallel_sum ----------------------------------------------------------------------------

@@ -406,6 +406,33 @@ def transfer_many(balances: list, transfers: list, n_threads: int) -> list:
         list(pool.map(apply, transfers))
     return accounts
 ''',
+        "a lock around every transfer, the account locks in argument order inside": '''
+# DECOY: a bank-wide lock around every transfer (transfers never run concurrently), the account
+# locks then taken in argument order (the deadlock the exercise is about is hidden by the global lock).
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+
+def transfer_many(balances: list, transfers: list, n_threads: int) -> list:
+    if n_threads < 1:
+        raise ValueError(f"n_threads must be at least 1, got {n_threads}")
+    accounts = list(balances)
+    locks = [threading.Lock() for _ in accounts]
+    bank = threading.Lock()
+
+    def apply(transfer):
+        src, dst, amount = transfer
+        with bank:
+            with locks[src]:
+                with locks[dst]:
+                    accounts[src] -= amount
+                    accounts[dst] += amount
+
+    with ThreadPoolExecutor(max_workers=n_threads) as pool:
+        list(pool.map(apply, transfers))
+    return accounts
+
+''',
     },
     "parallel_sum": {
         "serial sum": '''
@@ -593,6 +620,37 @@ def transfer_many(balances, transfers, n_threads):
     for t in threads:
         t.join()
     return out
+''',
+        "a gate lock held only while both account locks are taken": '''
+# Correct: per-account locks; a "gate" lock is held only while taking both account locks
+# (Havender's all-or-nothing acquisition), so lock order never matters and transfers run concurrently.
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+
+def transfer_many(balances: list, transfers: list, n_threads: int) -> list:
+    if n_threads < 1:
+        raise ValueError(f"n_threads must be at least 1, got {n_threads}")
+    accounts = list(balances)
+    locks = [threading.Lock() for _ in accounts]
+    gate = threading.Lock()
+
+    def apply(transfer):
+        src, dst, amount = transfer
+        with gate:
+            locks[src].acquire()
+            locks[dst].acquire()
+        try:
+            accounts[src] -= amount
+            accounts[dst] += amount
+        finally:
+            locks[dst].release()
+            locks[src].release()
+
+    with ThreadPoolExecutor(max_workers=n_threads) as pool:
+        list(pool.map(apply, transfers))
+    return accounts
+
 ''',
     },
     "parallel_sum": {
