@@ -91,7 +91,11 @@ def test_pick_device_cpu_only(pick_device):
 
 
 def test_pick_device_with_cuda(pick_device):
-    """with CUDA present: CUDA by default, but the CPU when it is preferred"""
+    """with CUDA present: CUDA by default, the CPU when it is preferred, a missing index falls back
+
+    False failure of a correct answer: 0 (the missing index is drawn at random, 2 to 9, on a
+    pretended machine of 2 GPUs: none of them exists; exact comparison).
+    """
     missing = f"cuda:{random.randint(2, 9)}"
     device, cpu, chosen, mps, absent = there(_picks, pick_device, [None, "cpu", "cuda:1", "mps", missing],
                                              cuda=True, mps=False, count=2)
@@ -346,7 +350,7 @@ def _epoch_orders(make_loader, n):
 def test_make_loader_shuffles(make_loader):
     """the loader shuffles every epoch anew: not in the data set's order, nor twice in one order
 
-    False failure of a correct answer: below 1e-17. A shuffling sampler gives any of the 20!
+    False failure of a correct answer: < 1e-17. A shuffling sampler gives any of the 20!
     orders of 20 items alike in each epoch: the data set's own order in either of two epochs, or
     the first epoch's order again, with probability 3/20! = 1.2e-18.
     """

@@ -286,7 +286,7 @@ def _layer_facts(model, inputs, kind):
     used other than by F.linear or conv2d (x @ weight.T, say), the order of the modules decides
     both, as it did before (a model that makes its head before its body lists it first).
 
-    False failure of a correct answer: below 1e-16. The next layer call reads an output through
+    False failure of a correct answer: < 1e-16. The next layer call reads an output through
     its activation directly. With ReLU (or LeakyReLU, ELU, GELU at the noise's width), an entry
     whose a and b fall on either side of 0 misses the midpoint by min(|a|, |b|) / 2; a/w and b/w
     are N(c, 1) with |c| <= 1/3, so an entry does so with probability >= 0.46, and by more than
