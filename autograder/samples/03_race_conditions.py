@@ -92,6 +92,31 @@ def transfer_many(balances, transfers, n_threads):
     return acc
 '''
 
+# Transfers applied by a thread pool, one `apply` a transfer; the answers made from it below differ
+# only in the locks `apply` holds while it writes the two balances.
+_POOLED_TRANSFERS = '''
+import threading
+from concurrent.futures import ThreadPoolExecutor
+def transfer_many(balances, transfers, n_threads):
+    if n_threads < 1:
+        raise ValueError(f"n_threads must be at least 1, got {n_threads}")
+    accounts = list(balances)
+    locks = [threading.Lock() for _ in accounts]
+    bank = threading.Lock()
+    def apply(transfer):
+        src, dst, amount = transfer
+        with locks[min(src, dst)], locks[max(src, dst)]:
+            accounts[src] -= amount
+            accounts[dst] += amount
+    with ThreadPoolExecutor(max_workers=n_threads) as pool:
+        list(pool.map(apply, transfers))
+    return accounts
+'''
+_BOTH_LOCKS = '''        with locks[min(src, dst)], locks[max(src, dst)]:
+            accounts[src] -= amount
+            accounts[dst] += amount
+'''
+
 WRONG = {
     "safe_increment": {
         "n_threads * n returned beside threads that only sleep(0)": '''
@@ -361,78 +386,15 @@ def transfer_many(balances, transfers, n_threads):
         list(pool.map(apply, transfers))
     return balances
 ''',
-        "one lock for all the accounts": '''
-import threading
-from concurrent.futures import ThreadPoolExecutor
-
-
-def transfer_many(balances: list, transfers: list, n_threads: int) -> list:
-    """DECOY: one lock for the whole bank, not one lock per account (the transfers are serialised)."""
-    if n_threads < 1:
-        raise ValueError(f"n_threads must be at least 1, got {n_threads}")
-    accounts = list(balances)
-    bank = threading.Lock()
-
-    def apply(transfer):
-        src, dst, amount = transfer
-        with bank:
-            accounts[src] -= amount
-            accounts[dst] += amount
-    with ThreadPoolExecutor(max_workers=n_threads) as pool:
-        list(pool.map(apply, transfers))
-    return accounts
-''',
-        "one account's lock at a time: debit, release, then credit": '''
-import threading
-from concurrent.futures import ThreadPoolExecutor
-
-
-def transfer_many(balances: list, transfers: list, n_threads: int) -> list:
-    """DECOY: one lock per account, but a transfer never holds both: it debits src under src's lock,
-    releases it, then credits dst under dst's lock (money is in flight, the total is not conserved
-    while transfers run; the notebook asks that a transfer hold both accounts' locks)."""
-    if n_threads < 1:
-        raise ValueError(f"n_threads must be at least 1, got {n_threads}")
-    accounts = list(balances)
-    locks = [threading.Lock() for _ in accounts]
-
-    def apply(transfer):
-        src, dst, amount = transfer
-        with locks[src]:
+        "one lock for all the accounts": _variant(
+            _POOLED_TRANSFERS, ("with locks[min(src, dst)], locks[max(src, dst)]:", "with bank:")),
+        "one account's lock at a time: debit, release, then credit": _variant(_POOLED_TRANSFERS, (_BOTH_LOCKS, '''        with locks[src]:
             accounts[src] -= amount
         with locks[dst]:
             accounts[dst] += amount
-    with ThreadPoolExecutor(max_workers=n_threads) as pool:
-        list(pool.map(apply, transfers))
-    return accounts
-''',
-        "a lock around every transfer, the account locks in argument order inside": '''
-# DECOY: a bank-wide lock around every transfer (transfers never run concurrently), the account
-# locks then taken in argument order (the deadlock the exercise is about is hidden by the global lock).
-import threading
-from concurrent.futures import ThreadPoolExecutor
-
-
-def transfer_many(balances: list, transfers: list, n_threads: int) -> list:
-    if n_threads < 1:
-        raise ValueError(f"n_threads must be at least 1, got {n_threads}")
-    accounts = list(balances)
-    locks = [threading.Lock() for _ in accounts]
-    bank = threading.Lock()
-
-    def apply(transfer):
-        src, dst, amount = transfer
-        with bank:
-            with locks[src]:
-                with locks[dst]:
-                    accounts[src] -= amount
-                    accounts[dst] += amount
-
-    with ThreadPoolExecutor(max_workers=n_threads) as pool:
-        list(pool.map(apply, transfers))
-    return accounts
-
-''',
+''')),
+        "a lock around every transfer, the account locks in argument order inside": _variant(
+            _POOLED_TRANSFERS, ("with locks[min(src, dst)], locks[max(src, dst)]:", "with bank, locks[src], locks[dst]:")),
     },
     "parallel_sum": {
         "serial sum": '''
@@ -621,23 +583,7 @@ def transfer_many(balances, transfers, n_threads):
         t.join()
     return out
 ''',
-        "a gate lock held only while both account locks are taken": '''
-# Correct: per-account locks; a "gate" lock is held only while taking both account locks
-# (Havender's all-or-nothing acquisition), so lock order never matters and transfers run concurrently.
-import threading
-from concurrent.futures import ThreadPoolExecutor
-
-
-def transfer_many(balances: list, transfers: list, n_threads: int) -> list:
-    if n_threads < 1:
-        raise ValueError(f"n_threads must be at least 1, got {n_threads}")
-    accounts = list(balances)
-    locks = [threading.Lock() for _ in accounts]
-    gate = threading.Lock()
-
-    def apply(transfer):
-        src, dst, amount = transfer
-        with gate:
+        "a gate lock held only while both account locks are taken": _variant(_POOLED_TRANSFERS, (_BOTH_LOCKS, '''        with bank:  # the gate: both account locks taken at once, in any order
             locks[src].acquire()
             locks[dst].acquire()
         try:
@@ -646,12 +592,7 @@ def transfer_many(balances: list, transfers: list, n_threads: int) -> list:
         finally:
             locks[dst].release()
             locks[src].release()
-
-    with ThreadPoolExecutor(max_workers=n_threads) as pool:
-        list(pool.map(apply, transfers))
-    return accounts
-
-''',
+''')),
     },
     "parallel_sum": {
         "multiprocessing Pool with numpy partial sums and math.fsum": '''

@@ -1,5 +1,24 @@
 """Wrong and alternative answers of 10_model_pipeline_parallel (see autograder/samples/__init__.py)."""
 
+# The best split by trying every set of cut positions (correct); a wrong answer below copies its layers.
+_BRUTE_FORCE = '''
+import itertools
+import torch
+def split_sequential(model, n_stages):
+    layers = list(model)
+    if n_stages < 1 or n_stages > len(layers):
+        raise ValueError(f"cannot make {n_stages} stages from {len(layers)} layers")
+    sizes = [sum(p.numel() for p in layer.parameters()) for layer in layers]
+    best = None
+    for cuts in itertools.combinations(range(1, len(layers)), n_stages - 1):
+        bounds = (0, *cuts, len(layers))
+        worst = max(sum(sizes[a:b]) for a, b in zip(bounds, bounds[1:]))
+        if best is None or worst < best[0]:
+            best = (worst, bounds)
+    bounds = best[1]
+    return [torch.nn.Sequential(*layers[a:b]) for a, b in zip(bounds, bounds[1:])]
+'''
+
 WRONG = {
     "split_sequential": {
         "equal numbers of layers per stage": '''
@@ -31,28 +50,9 @@ def split_sequential(model, n_stages):
         ls = list(stages[big]); stages[big:big + 1] = [nn.Sequential(*ls[:1]), nn.Sequential(*ls[1:])]
     return stages
 ''',
-        "balanced stages of deep copies of the layers": '''
-import copy
-from torch import nn
-def split_sequential(model, n_stages):
-    layers = list(model)
-    if not 1 <= n_stages <= len(layers):
-        raise ValueError("n_stages must be between 1 and the number of layers")
-    sizes = [sum(p.numel() for p in layer.parameters()) for layer in layers]
-    best = None
-    def search(start, left, cuts):
-        nonlocal best
-        if left == 1:
-            parts = cuts + [(start, len(layers))]
-            worst = max(sum(sizes[a:b]) for a, b in parts)
-            if best is None or worst < best[0]:
-                best = (worst, parts)
-            return
-        for end in range(start + 1, len(layers) - left + 2):
-            search(end, left - 1, cuts + [(start, end)])
-    search(0, n_stages, [])
-    return [nn.Sequential(*copy.deepcopy(layers[a:b])) for a, b in best[1]]
-''',
+        "balanced stages of deep copies of the layers": _BRUTE_FORCE.replace(
+            "torch.nn.Sequential(*layers[a:b])", "torch.nn.Sequential(*copy.deepcopy(layers[a:b]))").replace(
+            "import itertools", "import copy\nimport itertools"),
     },
     "pipeline_forward": {
         "whole batch in one pass": '''
@@ -160,23 +160,7 @@ def bubble_fraction(p, m):
 
 ALTERNATIVE = {
     "split_sequential": {
-        "brute force over every set of cut positions": '''
-import itertools
-import torch
-def split_sequential(model, n_stages):
-    layers = list(model)
-    if n_stages < 1 or n_stages > len(layers):
-        raise ValueError(f"cannot make {n_stages} stages from {len(layers)} layers")
-    sizes = [sum(p.numel() for p in layer.parameters()) for layer in layers]
-    best = None
-    for cuts in itertools.combinations(range(1, len(layers)), n_stages - 1):
-        bounds = (0, *cuts, len(layers))
-        worst = max(sum(sizes[a:b]) for a, b in zip(bounds, bounds[1:]))
-        if best is None or worst < best[0]:
-            best = (worst, bounds)
-    bounds = best[1]
-    return [torch.nn.Sequential(*layers[a:b]) for a, b in zip(bounds, bounds[1:])]
-''',
+        "brute force over every set of cut positions": _BRUTE_FORCE,
         "binary search on the largest stage, greedy packing": '''
 from torch import nn
 def split_sequential(model, n_stages):
