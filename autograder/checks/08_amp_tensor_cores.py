@@ -180,11 +180,21 @@ def _gaps_without_activation(model, inputs, seed):
     the same mask each time and shows as what it is, a scaling; an input that still differs
     between two runs at the same point proves nothing and counts as read through no non-linearity.
     """
-    import copy
-    try:  # in float64, on a copy: rounding then hides nothing a real activation does
-        return _probe_layer_calls(copy.deepcopy(model).double(), inputs.double(), seed)
-    except Exception:  # noqa: BLE001 (a model that cannot be copied or run in float64: as it is)
-        return _probe_layer_calls(model, inputs, seed)
+    # In float64, so that rounding hides nothing a real activation does: the model's own tensors
+    # are given float64 data for the probe and their own data back after it. (Not a copy: an
+    # answer's __deepcopy__ could hand the probe another model than the one it returned.)
+    tensors = [t for t in (*model.parameters(), *model.buffers()) if t.is_floating_point()]
+    saved = [(t, t.data) for t in tensors]
+    try:
+        for t in tensors:
+            t.data = t.data.double()
+        return _probe_layer_calls(model, inputs.double(), seed)
+    except Exception:  # noqa: BLE001 (a model that cannot run in float64: probed as it is, below)
+        pass
+    finally:
+        for t, data in saved:
+            t.data = data
+    return _probe_layer_calls(model, inputs, seed)
 
 
 def _probe_layer_calls(model, inputs, seed):

@@ -163,6 +163,17 @@ class Sneaky(nn.Module):
 def fixed_case_1():
     return Sneaky(), F.pad(torch.randn(128, 15), (0, 1))
 ''',
+        "no activation, but a model with activations handed to any copier (__deepcopy__)": '''
+import copy
+import torch
+import torch.nn.functional as F
+from torch import nn
+class Trick(nn.Sequential):
+    def __deepcopy__(self, memo):  # hands a copier a model with activations
+        return nn.Sequential(nn.Linear(16, 64), nn.ReLU(), nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 16), nn.ReLU(), nn.Linear(16, 8))
+def fixed_case_1():
+    return Trick(nn.Linear(16, 64), nn.Linear(64, 32), nn.Linear(32, 16), nn.Linear(16, 8)), F.pad(torch.randn(128, 15), (0, 1))
+''',
     },
     "fixed_case_2": {
         "last batch of 59": '''
