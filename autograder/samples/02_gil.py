@@ -122,6 +122,58 @@ def run_processes(fn, args_list):
     with ProcessPoolExecutor(1, mp_context=mp_context()) as pool:
         return [f.result() for f in [pool.submit(fn, *a) for a in args_list]]
 ''',
+        "a helper defined in the notebook, run by a ProcessPoolExecutor (breaks under spawn)": '''
+from concurrent.futures import ProcessPoolExecutor
+
+from helpers.workers import mp_context
+
+
+def _call(packed):
+    """a helper defined in the notebook: unpicklable in spawned workers"""
+    fn, args = packed
+    return fn(*args)
+
+
+def run_processes(fn, args_list) -> list:
+    if not args_list:
+        return []
+    with ProcessPoolExecutor(max_workers=len(args_list), mp_context=mp_context()) as pool:
+        return list(pool.map(_call, [(fn, tuple(a)) for a in args_list]))
+''',
+        "a helper defined in the notebook, run by a Pool (its spawned workers die; map waits)": '''
+from helpers.workers import mp_context
+
+
+def call_one(packed):
+    fn, args = packed
+    return fn(*args)
+
+
+def run_processes(fn, args_list):
+    if not args_list:
+        return []
+    with mp_context().Pool(len(args_list)) as pool:
+        return pool.map(call_one, [(fn, tuple(a)) for a in args_list], chunksize=1)
+''',
+        "a Process per call whose target is defined in the notebook, results through a Queue": '''
+from helpers.workers import mp_context
+
+
+def run_one(queue, i, fn, args):
+    queue.put((i, fn(*args)))
+
+
+def run_processes(fn, args_list):
+    ctx = mp_context()
+    queue = ctx.Queue()
+    procs = [ctx.Process(target=run_one, args=(queue, i, fn, tuple(a))) for i, a in enumerate(args_list)]
+    for p in procs:
+        p.start()
+    results = dict(queue.get() for _ in procs)
+    for p in procs:
+        p.join()
+    return [results[i] for i in range(len(args_list))]
+''',
     },
     "gil_experiment": {
         "threads take turns on one lock": '''
@@ -344,6 +396,38 @@ async def fetch_all(delays):
         return d
     return list(await asyncio.gather(*(fetch(d) for d in delays)))
 ''',
+        "no wait at all: the delays handed back at once": '''
+import asyncio
+
+
+async def fetch_all(delays: list) -> list:
+    """Simulate one request per delay, all at once; return the delays in input order."""
+    return list(delays)
+''',
+        "one wait of the longest delay for every request": '''
+import asyncio
+
+
+async def fetch_all(delays: list) -> list:
+    """One wait of the longest delay stands for all the requests."""
+    await asyncio.sleep(max(delays, default=0))
+    return list(delays)
+''',
+        "a semaphore lets 3 requests through at a time": '''
+import asyncio
+
+
+async def fetch_all(delays: list) -> list:
+    """WRONG: at most 3 requests in flight (a semaphore): not all awaited concurrently."""
+    limit = asyncio.Semaphore(3)
+
+    async def fetch(d):
+        async with limit:
+            await asyncio.sleep(d)
+        return d
+
+    return list(await asyncio.gather(*(fetch(d) for d in delays)))
+''',
     },
     "WORKLOAD_KIND": {
         "everything cpu": '''
@@ -415,6 +499,17 @@ def run_processes(fn, args_list):
         return []
     with mp_context().Pool(len(args_list)) as pool:
         return pool.starmap(fn, args_list, chunksize=1)
+''',
+        "joblib with two workers at least, its pool reused from call to call": '''
+from joblib import Parallel, delayed
+
+
+def run_processes(fn, args_list) -> list:
+    """[fn(*args) for args in args_list], each call in its own process, all at once.
+    (joblib runs n_jobs=1 in the caller, so ask for two workers at least.)"""
+    if not args_list:
+        return []
+    return Parallel(n_jobs=max(2, len(args_list)))(delayed(fn)(*args) for args in args_list)
 ''',
     },
     "gil_experiment": {
@@ -516,6 +611,18 @@ async def fetch_all(delays):
         tasks = [group.create_task(request(d)) for d in delays]
     return [t.result() for t in tasks]
 ''',
+        "tasks awaited with asyncio.wait, results read in input order": '''
+import asyncio
+
+
+async def fetch_all(delays: list) -> list:
+    async def fetch(d):
+        await asyncio.sleep(d)
+        return d
+    tasks = [asyncio.create_task(fetch(d)) for d in delays]
+    await asyncio.wait(tasks)
+    return [t.result() for t in tasks]
+''',
     },
     "WORKLOAD_KIND": {
         "built from two lists": '''
@@ -525,6 +632,23 @@ IO = ["download 200 web pages", "read 1,000 files from a network drive",
       "wait for replies to 50 database queries", "poll a web API every second for new results",
       "wait for a GPU kernel to finish (torch.cuda.synchronize)"]
 WORKLOAD_KIND = {**{t: "cpu" for t in CPU}, **{t: "io" for t in IO}}
+''',
+        "an OrderedDict built from two lists": '''
+from collections import OrderedDict
+
+TASKS = [
+    "download 200 web pages",
+    "estimate pi with random.random() in a Python loop",
+    "read 1,000 files from a network drive",
+    "sort a list of 10 million Python tuples",
+    "wait for replies to 50 database queries",
+    "find primes below 10 million with a pure-Python sieve",
+    "poll a web API every second for new results",
+    "train a decision tree written in pure Python",
+    "wait for a GPU kernel to finish (torch.cuda.synchronize)",
+]
+KINDS = ["io", "cpu", "io", "cpu", "io", "cpu", "io", "cpu", "io"]
+WORKLOAD_KIND = OrderedDict(zip(TASKS, KINDS))   # keeps the order of TASKS
 ''',
     },
 }
