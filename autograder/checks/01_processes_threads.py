@@ -14,6 +14,7 @@ import pytest
 from autograder.checks._support import (alone, assert_worked_outside, caller_cpu, counted, created, exact_int, exclusive,
                                         kernel_decides, raises_value_error, student_pid, there, timeout,
                                         witnessed_in, work_for_workers)
+from autograder.checks._support import exact_list, works_under_spawn
 from helpers import workers
 
 
@@ -222,6 +223,18 @@ def test_run_in_child_new_process(run_in_child):
     if kernel_decides(made):
         assert witnessed_in(made, ran_in, witness), (
             "fn did not run in the process whose pid it reported: the result must be what fn returned")
+
+
+@timeout(120)
+def test_run_in_child_under_spawn(run_in_child):
+    """works under the spawn start method too (macOS, Windows): the child runs nothing defined in the notebook
+
+    False failure of a correct answer: 0 (see _support.works_under_spawn).
+    """
+    x = random.randint(2, 10**6)
+    out = exact_list(works_under_spawn(run_in_child, workers.square, x), "the result", 2)
+    assert out[1] == x * x, "under the spawn start method the result is not what fn returned"
+
 
 
 # --- visible_appends -----------------------------------------------------------------

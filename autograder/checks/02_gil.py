@@ -14,7 +14,6 @@ grading: undecided, regraded alone, then a person looks).
 """
 import asyncio
 import math
-import multiprocessing
 import multiprocessing.process
 import os
 import random
@@ -28,7 +27,7 @@ from autograder.checks._support import (alone, assert_worked_outside, broken_whe
                                         count_starts_and_joins, counted, created, exact_float, exact_list,
                                         exclusive, kernel_decides, machine_use, observe, raises_value_error,
                                         reused_workers, student_pid, there, timeout, witnessed_in,
-                                        work_for_workers)
+                                        work_for_workers, works_under_spawn)
 from helpers import gil, workers
 from helpers.system import usable_cores
 
@@ -315,81 +314,14 @@ def test_run_processes_order(run_processes):
     assert out == [x * x for x in xs], "the results are not fn(*args) in the order of args_list"
 
 
-def _under_spawn(fn, *args, limit=30.0):
-    """(in the student's process) fn(*args) with the spawn start method chosen everywhere an answer
-    may ask for one (workers.mp_context() and multiprocessing's default), as on macOS and Windows:
-    ("returned", value), ("raised", the error's text), ("died", exit code) once a child process ended
-    with an error of its own while the call still waits (a Pool or a Process waiting for a child that
-    died would wait for ever), or ("waiting", limit) after `limit` seconds. Both choices are put back."""
-    import multiprocessing.popen_fork
-    variable = workers.START_METHOD_VARIABLE
-    saved_variable, saved_default = os.environ.get(variable), multiprocessing.get_start_method(allow_none=True)
-    popen = multiprocessing.popen_fork.Popen
-    real_poll, died, box = popen.poll, [], {}
-
-    def poll(self, *a, **k):  # every exit code a parent reads passes here (spawn's Popen inherits it)
-        code = real_poll(self, *a, **k)
-        if code is not None and code > 0:  # an error in the child; a signal (a pool's terminate) is < 0
-            died.append(code)
-        return code
-
-    def call():
-        try:
-            box["returned"] = fn(*args)
-        except Exception as err:  # noqa: BLE001 (reported by the check, with the hint)
-            box["raised"] = f"{type(err).__name__}: {err}"
-
-    os.environ[variable] = "spawn"
-    multiprocessing.set_start_method("spawn", force=True)
-    popen.poll = poll
-    try:
-        caller = threading.Thread(target=call, daemon=True)
-        caller.start()
-        deadline = time.monotonic() + limit
-        while caller.is_alive() and time.monotonic() < deadline:
-            caller.join(0.1)
-            if caller.is_alive() and not died:
-                multiprocessing.active_children()  # reads the exit code of each child that has ended
-            if died and caller.is_alive():
-                caller.join(1.0)  # an error the call itself may still report
-                if caller.is_alive():
-                    return "died", died[0]
-        if caller.is_alive():
-            return "waiting", limit
-        return next(iter(box.items()))
-    finally:
-        popen.poll = real_poll
-        if saved_variable is None:
-            os.environ.pop(variable, None)
-        else:
-            os.environ[variable] = saved_variable
-        multiprocessing.set_start_method(saved_default, force=True)
-
-
-@timeout(90)
+@timeout(120)
 def test_run_processes_under_spawn(run_processes):
     """works under the spawn start method too (macOS, Windows): the processes run nothing defined in the notebook
 
-    False failure of a correct answer: 0 (no clock decides against it: a call that has not returned
-    after 30 s, with no process of it failed, is undecided; three spawned processes take about
-    0.1 s each when idle, 1.3 s with torch imported). Grading runs
-    under this platform's default, fork, where a child is a copy of the notebook and finds every
-    function; a spawned child (macOS, Windows) receives what it runs by name and must import it, so
-    a helper defined in the notebook fails there (the notebook asks for none). The call is made once
-    more with spawn chosen for workers.mp_context() and as multiprocessing's default: an executor's
-    broken pool shows as an error; a Pool or a Process whose child died of an error (exit code > 0;
-    a pool's terminate ends its workers by a signal, < 0) while the call waits for it, as that exit.
+    False failure of a correct answer: 0 (see _support.works_under_spawn).
     """
     xs = [random.randint(-50, 50) for _ in range(3)]
-    how, out = there(_under_spawn, run_processes, workers.slow_square, [(x, 0.0) for x in xs])
-    hint = "do the processes run a function defined in the notebook? A spawned process can only run what it can import"
-    assert how != "raised", f"under the spawn start method (macOS, Windows) your code raised {out.rstrip('.')}; {hint}"
-    assert how != "died", (
-        f"under the spawn start method (macOS, Windows) a process your code started ended with exit code {out} "
-        f"and the call kept waiting for it; {hint}")
-    if how == "waiting":
-        pytest.skip(f"under the spawn start method the call had not returned after {out:g} s, and no process "
-                    "of it had failed: too slow to tell on this machine now")
+    out = works_under_spawn(run_processes, workers.slow_square, [(x, 0.0) for x in xs])
     assert exact_list(out, "the result", len(xs)) == [x * x for x in xs], (
         "under the spawn start method the results are not fn(*args) in the order of args_list")
 
@@ -526,6 +458,17 @@ def test_gil_experiment_measures(gil_experiment):
     assert counts["process start"] >= n, f"with n_workers={n}, the CPU task should run in {n} processes"
     assert counts["thread start"] >= 2 * n, f"with n_workers={n}, both tasks should run in {n} threads each"
     assert out["io_serial"] >= 0.8 * n * 0.05, "io_serial is shorter than the waits it should contain"
+
+
+@timeout(120)
+def test_gil_experiment_under_spawn(gil_experiment):
+    """works under the spawn start method too (macOS, Windows): the processes run nothing defined in the notebook
+
+    False failure of a correct answer: 0 (see _support.works_under_spawn).
+    """
+    out = works_under_spawn(gil_experiment, 2, random.randint(10_000, 20_000))
+    assert isinstance(out, dict) and set(out) == KEYS, f"under the spawn start method the keys are not {sorted(KEYS)}"
+
 
 
 def _timed_workers(make, target, args_each):

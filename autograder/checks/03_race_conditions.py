@@ -25,6 +25,7 @@ import pytest
 
 from autograder.checks._support import (capped, counted, created, count_starts_and_joins, counting, exact_float, exact_int, exact_list, observe,
                                         raises_value_error, reused_workers, student_pid, there, timeout)
+from autograder.checks._support import works_under_spawn
 
 _yield = time.sleep            # the real one, even if an answer patches time.sleep
 # Pauses in answer code. time.sleep(0) hands the GIL over only when another
@@ -562,6 +563,18 @@ def test_process_safe_counter_exact(process_safe_counter):
     assert counts["process start"] >= 1, "the work must run in a process"
 
 
+@timeout(120)
+def test_process_safe_counter_under_spawn(process_safe_counter):
+    """works under the spawn start method too (macOS, Windows): the processes run nothing defined in the notebook
+
+    False failure of a correct answer: 0 (see _support.works_under_spawn).
+    """
+    n = random.randint(100, 300)
+    assert works_under_spawn(process_safe_counter, 2, n) == 2 * n, (
+        "under the spawn start method the count is not n_procs * n")
+
+
+
 # --- transfer_many ---------------------------------------------------------------------
 def _serial_transfers(balances, transfers):
     out = list(balances)
@@ -709,3 +722,14 @@ def test_parallel_sum_value(parallel_sum):
             pytest.skip(f"with n_workers={n_workers}, the partial sums should be computed in "
                                  f"{wanted} worker process(es), but only {len(fresh)} new process(es) "
                                  "appeared while the function ran")
+
+
+@timeout(120)
+def test_parallel_sum_under_spawn(parallel_sum):
+    """works under the spawn start method too (macOS, Windows): the workers run nothing defined in the notebook
+
+    False failure of a correct answer: 0 (see _support.works_under_spawn).
+    """
+    chunks = [[random.randint(-1000, 1000) for _ in range(20)] for _ in range(3)]
+    got = exact_float(works_under_spawn(parallel_sum, chunks, 2), "the sum")
+    assert got == sum(map(sum, chunks)), "under the spawn start method the sum is wrong"

@@ -11,6 +11,7 @@ from autograder.checks._support import (assert_worked_outside, caller_cpu, cappe
                                         created, exact_list, kernel_decides, notes_folder, plain_array,
                                         raises_value_error, read_answers, read_notes, reused_workers, there, timeout,
                                         stop_idle_joblib_workers, witnessed_processes, work_for_workers)
+from autograder.checks._support import works_under_spawn
 
 
 def _arrays(value, n, size, what):
@@ -206,6 +207,17 @@ def test_independent_draws_errors(independent_draws):
         independent_draws(0, 1, 3)
     with raises_value_error("independent_draws(2, 1, -3)"):
         independent_draws(2, 1, -3)
+
+
+@timeout(120)
+def test_independent_draws_under_spawn(independent_draws):
+    """works under the spawn start method too (macOS, Windows): the workers run nothing defined in the notebook
+
+    False failure of a correct answer: 0 (see _support.works_under_spawn).
+    """
+    out = exact_list(works_under_spawn(independent_draws, 2, random.randrange(2**32), 5), "the result", 2)
+    assert all(len(draws) == 5 for draws in out), "under the spawn start method the arrays do not have `size` draws"
+
 
 
 # --- set_seed --------------------------------------------------------------------------

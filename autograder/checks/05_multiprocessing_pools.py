@@ -13,6 +13,7 @@ import pytest
 from autograder.checks._support import (WAITING_CPU, assert_worked_outside, broken_when_stalled, caller_allowance,
                                         caller_cpu, capped, counting, created, exact_float, exact_list, kernel_decides, observe,
                                         raises_value_error, reused_workers, student_pid, there, timeout, witnessed_in, work_for_workers)
+from autograder.checks._support import works_under_spawn
 from helpers import ode, pools, workers
 
 MEET_SECONDS = 30.0  # how long the first of two tasks waits for the second at the barrier
@@ -187,6 +188,19 @@ def test_parallel_map_edges(parallel_map):
             parallel_map(workers.square, items, *bad)
 
 
+@timeout(120)
+def test_parallel_map_under_spawn(parallel_map):
+    """works under the spawn start method too (macOS, Windows): the workers run nothing defined in the notebook
+
+    False failure of a correct answer: 0 (see _support.works_under_spawn).
+    """
+    xs = [random.randint(-100, 100) for _ in range(6)]
+    out = works_under_spawn(parallel_map, workers.square, xs, 2)
+    assert exact_list(out, "the result", len(xs)) == [x * x for x in xs], (
+        "under the spawn start method the result is not [fn(x) for x in items]")
+
+
+
 # --- parallel_starmap ------------------------------------------------------------------
 @timeout(150)
 def test_parallel_starmap_values_and_workers(parallel_starmap):
@@ -219,6 +233,19 @@ def test_parallel_starmap_edges(parallel_starmap):
         "each tuple must be unpacked into the function's arguments")
     with raises_value_error("parallel_starmap(fn, args, 0)"):
         parallel_starmap(workers.add, args, 0)
+
+
+@timeout(120)
+def test_parallel_starmap_under_spawn(parallel_starmap):
+    """works under the spawn start method too (macOS, Windows): the workers run nothing defined in the notebook
+
+    False failure of a correct answer: 0 (see _support.works_under_spawn).
+    """
+    pairs = [(random.randint(-100, 100), random.randint(-100, 100)) for _ in range(6)]
+    out = works_under_spawn(parallel_starmap, workers.add, pairs, 2)
+    assert exact_list(out, "the result", len(pairs)) == [a + b for a, b in pairs], (
+        "under the spawn start method the result is not [fn(*args) for args in arg_tuples]")
+
 
 
 # --- robust_map ---------------------------------------------------------------------------
@@ -270,6 +297,19 @@ def test_robust_map_edges(robust_map):
     assert list(robust_map(workers.square, [], 2)) == [], "an empty input gives an empty list"
     with raises_value_error("robust_map(fn, items, 0)"):
         robust_map(workers.square, items, 0)
+
+
+@timeout(120)
+def test_robust_map_under_spawn(robust_map):
+    """works under the spawn start method too (macOS, Windows): the workers run nothing defined in the notebook
+
+    False failure of a correct answer: 0 (see _support.works_under_spawn).
+    """
+    xs = [random.randint(-100, 100) for _ in range(4)]
+    out = exact_list(works_under_spawn(robust_map, workers.square, xs, 2), "the result", len(xs))
+    assert [tuple(pair) for pair in out] == [(True, x * x) for x in xs], (
+        "under the spawn start method the result is not [(True, fn(x)) for x in items]")
+
 
 
 # --- monte_carlo_pi ----------------------------------------------------------------------
@@ -354,6 +394,17 @@ def test_monte_carlo_pi_in_workers(monte_carlo_pi):
     for bad in ((0, 2), (1000, 0)):
         with raises_value_error(f"monte_carlo_pi({bad[0]}, {bad[1]}, 1)"):
             monte_carlo_pi(bad[0], bad[1], 1)
+
+
+@timeout(120)
+def test_monte_carlo_pi_under_spawn(monte_carlo_pi):
+    """works under the spawn start method too (macOS, Windows): the workers run nothing defined in the notebook
+
+    False failure of a correct answer: 0 (see _support.works_under_spawn).
+    """
+    got = exact_float(works_under_spawn(monte_carlo_pi, 20_000, 2, random.randrange(2**32)), "the estimate")
+    assert 2.5 < got < 3.8, f"under the spawn start method the estimate is {got}, nowhere near pi"
+
 
 
 # --- amdahl_speedup -----------------------------------------------------------------------
@@ -487,3 +538,13 @@ def test_generate_trajectories_in_workers(generate_trajectories):
     for bad in ((-1, 2), (5, 0)):
         with raises_value_error(f"generate_trajectories({bad[0]}, {bad[1]}, 1)"):
             generate_trajectories(bad[0], bad[1], 1)
+
+
+@timeout(120)
+def test_generate_trajectories_under_spawn(generate_trajectories):
+    """works under the spawn start method too (macOS, Windows): the workers run nothing defined in the notebook
+
+    False failure of a correct answer: 0 (see _support.works_under_spawn).
+    """
+    out = works_under_spawn(generate_trajectories, 3, 2, random.randrange(2**32))
+    assert len(exact_list(out, "the result", 3)) == 3

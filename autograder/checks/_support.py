@@ -547,6 +547,91 @@ def reused_workers(quiet=0.05):
     woken.pids = {pid for pid, ran in idle.items() if pid not in after or after[pid] > ran}
 
 
+def _under_spawn(fn, *args, limit=45.0):
+    """(in the student's process) fn(*args) with the spawn start method chosen everywhere an answer
+    may ask for one (workers.mp_context() and multiprocessing's default), as on macOS and Windows:
+    (how, what, exit codes > 0 of the child processes that ended meanwhile), how being "returned"
+    (what: the value), "raised" (the error's text), "died" (a child ended with an error of its own
+    while the call still waits: a Pool or a Process waiting for a child that died would wait for
+    ever) or "waiting" (no return after `limit` seconds). Both choices are put back afterwards."""
+    import multiprocessing.popen_fork
+
+    from helpers import workers
+    variable = workers.START_METHOD_VARIABLE
+    saved_variable, saved_default = os.environ.get(variable), multiprocessing.get_start_method(allow_none=True)
+    popen = multiprocessing.popen_fork.Popen
+    real_poll, died, box = popen.poll, [], {}
+
+    def poll(self, *a, **k):  # every exit code a parent reads passes here (spawn's Popen inherits it)
+        code = real_poll(self, *a, **k)
+        if code is not None and code > 0 and self not in seen:  # an error; a signal (a pool's terminate) is < 0
+            seen.add(self)
+            died.append(code)
+        return code
+
+    def call():
+        try:
+            box["returned"] = fn(*args)
+        except Exception as err:  # noqa: BLE001 (reported by the check, with the hint)
+            box["raised"] = f"{type(err).__name__}: {err}"
+
+    seen = set()
+    os.environ[variable] = "spawn"
+    multiprocessing.set_start_method("spawn", force=True)
+    popen.poll = poll
+    try:
+        caller = threading.Thread(target=call, daemon=True)
+        caller.start()
+        deadline = time.monotonic() + limit
+        while caller.is_alive() and time.monotonic() < deadline:
+            caller.join(0.1)
+            if caller.is_alive():
+                multiprocessing.active_children()  # reads the exit code of each child that has ended
+            if died and caller.is_alive():
+                caller.join(1.0)  # an error the call itself may still report
+                if caller.is_alive():
+                    return "died", died[0], list(died)
+        multiprocessing.active_children()
+        if caller.is_alive():
+            return "waiting", limit, list(died)
+        how, what = next(iter(box.items()))
+        return how, what, list(died)
+    finally:
+        popen.poll = real_poll
+        if saved_variable is None:
+            os.environ.pop(variable, None)
+        else:
+            os.environ[variable] = saved_variable
+        multiprocessing.set_start_method(saved_default, force=True)
+
+
+def works_under_spawn(fn, *args):
+    """(the judge) fn(*args), called in the student's process with the spawn start method chosen (as
+    on macOS and Windows, where a child receives what it runs by name and must import it): its
+    value, once it returned and no child process it started ended with an error; else the check
+    fails (an error raised, a child that died of one), or is undecided (no return within 45 s).
+
+    Grading runs under this platform's default, fork, where a child is a copy of the notebook and
+    finds every function; a function defined in the notebook fails under spawn and forkserver, which
+    the course asks every worker to survive. False failure of a correct answer: 0 (no clock decides
+    against it: a call that has not returned after 45 s, with no child failed, is undecided; a
+    spawned process starts in about 0.1 s when idle, 1.3 s with torch imported; a correct answer's
+    children end with exit code 0, or by a signal when a pool is terminated)."""
+    import pytest
+    how, what, died = there(_under_spawn, fn, *args)
+    hint = ("do the processes run a function defined in the notebook? A spawned process can only run "
+            "what it can import")
+    assert how != "raised", (
+        f"under the spawn start method (macOS, Windows) your code raised {what.rstrip('.')}; {hint}")
+    assert not died, (
+        f"under the spawn start method (macOS, Windows) a process your code started ended with exit code "
+        f"{died[0]}{' and the call kept waiting for it' if how == 'died' else ''}; {hint}")
+    if how == "waiting":
+        pytest.skip(f"under the spawn start method the call had not returned after {what:g} s, and no process "
+                    "of it had failed: too slow to tell on this machine now")
+    return what
+
+
 def stop_idle_joblib_workers():
     """(in the student's process) shut joblib's reusable loky executor down, if one runs, and wait
     for its workers to end: the next Parallel call starts its workers afresh, while the judge

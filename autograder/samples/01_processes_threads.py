@@ -122,6 +122,21 @@ def run_in_child(fn, *args):
         result = (_HELPER.pid, os.getpid(), result[2], witness, *result[4:])
     return _HELPER.pid, result
 ''',
+        "the child runs a helper defined in the notebook (breaks under spawn)": '''
+import os
+from concurrent.futures import ProcessPoolExecutor
+
+from helpers.workers import mp_context
+
+
+def pid_and_result(fn, args):
+    return os.getpid(), fn(*args)
+
+
+def run_in_child(fn, *args):
+    with ProcessPoolExecutor(max_workers=1, mp_context=mp_context()) as pool:
+        return pool.submit(pid_and_result, fn, args).result()
+''',
     },
     "visible_appends": {
         "returns n_workers for both kinds": '''

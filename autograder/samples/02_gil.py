@@ -278,6 +278,51 @@ def gil_experiment(n_workers, work):
     out["io_threads"] = timed(threading.Thread, wait, [(0.05,)] * n_workers, one_by_one=True)
     return out
 ''',
+        "the processes' target defined in the notebook (its spawned children die)": '''
+import threading
+import time
+
+from helpers.gil import draw_randoms, wait
+from helpers.workers import mp_context
+
+IO_DELAY = 0.05
+
+
+def gil_experiment(n_workers: int, work: int) -> dict:
+    """Seconds for serial/threads/processes on CPU work, and io_serial/io_threads on waits."""
+    if n_workers < 1:
+        raise ValueError(f"n_workers must be at least 1, got {n_workers}")
+    if work < 1:
+        raise ValueError(f"work must be at least 1, got {work}")
+    shares = [work // n_workers + (i < work % n_workers) for i in range(n_workers)]
+
+    def timed_workers(make, target, args_each):
+        start = time.perf_counter()
+        started = [make(target=target, args=args) for args in args_each]
+        for worker in started:
+            worker.start()
+        for worker in started:
+            worker.join()
+        return time.perf_counter() - start
+
+    seconds = {}
+    start = time.perf_counter()
+    draw_randoms(work)
+    seconds["serial"] = time.perf_counter() - start
+    seconds["threads"] = timed_workers(threading.Thread, draw_randoms, [(s,) for s in shares])
+    seconds["processes"] = timed_workers(mp_context().Process, _share_in_process, [(s,) for s in shares])
+    start = time.perf_counter()
+    for _ in range(n_workers):
+        wait(IO_DELAY)
+    seconds["io_serial"] = time.perf_counter() - start
+    seconds["io_threads"] = timed_workers(threading.Thread, wait, [(IO_DELAY,)] * n_workers)
+    return seconds
+
+
+def _share_in_process(n):
+    """a worker function defined in the notebook: spawned/forkserver children cannot unpickle it"""
+    draw_randoms(n)
+''',
     },
     "numpy_threads_speedup": {
         "one lock around every chunk": '''

@@ -429,6 +429,20 @@ def parallel_sum(chunks, n_workers):
     with ProcessPoolExecutor(n_workers, mp_context=mp_context()) as pool:
         return float(sum(pool.map(sum, chunks[:-1])))
 ''',
+        "the workers run a helper defined in the notebook (breaks under spawn)": '''
+from helpers.workers import mp_context
+
+
+def partial_sum(chunk):
+    return float(sum(chunk))
+
+
+def parallel_sum(chunks, n_workers):
+    if n_workers < 1:
+        raise ValueError("n_workers must be at least 1")
+    with mp_context().Pool(n_workers) as pool:
+        return float(sum(pool.map(partial_sum, chunks)))
+''',
     },
 }
 

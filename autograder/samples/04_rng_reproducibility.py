@@ -167,6 +167,23 @@ def independent_draws(n_workers, seed, size):
         raise ValueError("bad")
     return [np.random.default_rng(s).random(size) for s in np.random.SeedSequence(seed).spawn(n_workers)]
 ''',
+        "the workers run a helper defined in the notebook (breaks under spawn)": '''
+import numpy as np
+
+from helpers.workers import mp_context
+
+
+def draw(seed_seq, size):
+    return np.random.default_rng(seed_seq).random(size)
+
+
+def independent_draws(n_workers, seed, size):
+    if n_workers < 1 or size < 0:
+        raise ValueError("n_workers must be >= 1 and size >= 0")
+    children = np.random.SeedSequence(seed).spawn(n_workers)
+    with mp_context().Pool(n_workers) as pool:
+        return pool.starmap(draw, [(c, size) for c in children])
+''',
     },
     "set_seed": {
         "NumPy not seeded": '''

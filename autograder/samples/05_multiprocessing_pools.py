@@ -118,6 +118,21 @@ def parallel_map(fn, items, n_workers, chunksize=None):
 ''',
         "threads; the pids forged for processes started beforehand": _FORGED_PIDS + _IN_THREADS["parallel_map"],
         "threads; the pids and witnesses forged by processes started beforehand": _FORGED_WITNESSES + _IN_THREADS["parallel_map"],
+        "fn wrapped in a helper defined in the notebook (breaks under spawn)": '''
+from helpers.workers import mp_context
+
+
+def apply_one(pair):
+    fn, x = pair
+    return fn(x)
+
+
+def parallel_map(fn, items, n_workers, chunksize=None):
+    if n_workers < 1 or (chunksize is not None and chunksize < 1):
+        raise ValueError("bad n_workers or chunksize")
+    with mp_context().Pool(n_workers) as pool:
+        return pool.map(apply_one, [(fn, x) for x in items], chunksize=chunksize)
+''',
     },
     "parallel_starmap": {
         "serial": '''
@@ -326,6 +341,27 @@ def monte_carlo_pi(n_samples, n_workers, seed):
     with mp_context().Pool(n_workers) as pool:
         hits = pool.starmap(count_inside, [(each, s) for s in seeds])
     return float(np.mean([4 * h / each for h in hits]))
+''',
+        "the counting done by a function defined in the notebook (breaks under spawn)": '''
+import numpy as np
+
+from helpers.workers import mp_context
+
+
+def count_hits(share, seed_seq):
+    rng = np.random.default_rng(seed_seq)
+    xy = rng.random((share, 2))
+    return int(np.count_nonzero((xy ** 2).sum(axis=1) <= 1.0))
+
+
+def monte_carlo_pi(n_samples: int, n_workers: int, seed: int) -> float:
+    if n_samples < 1 or n_workers < 1:
+        raise ValueError("n_samples and n_workers must be at least 1")
+    shares = [n_samples // n_workers + (1 if i < n_samples % n_workers else 0) for i in range(n_workers)]
+    seeds = np.random.SeedSequence(seed).spawn(n_workers)
+    with mp_context().Pool(n_workers) as pool:
+        hits = sum(pool.starmap(count_hits, zip(shares, seeds)))
+    return 4.0 * hits / n_samples
 ''',
     },
     "amdahl_speedup": {
