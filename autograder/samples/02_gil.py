@@ -400,6 +400,33 @@ def numpy_threads_speedup(n, n_threads):
         t = time.perf_counter(); list(pool.map(numpy_chunk, parts)); threaded = time.perf_counter() - t
     return serial / threaded
 ''',
+        "the serial time of all 3 repeats over the best threaded one (about 5.8)": '''
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+from helpers.gil import numpy_chunk
+
+
+def numpy_threads_speedup(n: int, n_threads: int) -> float:
+    """WRONG QUANTITY: the serial time is the total of 3 runs, the threaded time the best of 3
+    (about 3x too large a speedup)."""
+    if n < 1 or n_threads < 1:
+        raise ValueError("n and n_threads must be at least 1")
+    parts = np.array_split(np.random.default_rng(0).random(n), n_threads)
+    start = time.perf_counter()
+    for _ in range(3):
+        [numpy_chunk(p) for p in parts]
+    serial = time.perf_counter() - start
+    best = float("inf")
+    with ThreadPoolExecutor(n_threads) as pool:
+        for _ in range(3):
+            start = time.perf_counter()
+            list(pool.map(numpy_chunk, parts))
+            best = min(best, time.perf_counter() - start)
+    return serial / best
+''',
     },
     "fetch_all": {
         "awaits one after another": '''
