@@ -47,7 +47,10 @@ What it does for you, and why:
   all-reduces happen in C++, so the launcher routes them through a counted
   Python hook (the standard `allreduce_hook`): they appear as `all_reduce`
   calls, and once per synchronising backward pass as "ddp_gradient_sync";
-  "ddp_forward" counts the forward passes of DDP models with gradients enabled.
+  "ddp_forward" counts the forward passes of DDP models with gradients enabled
+  ("ddp_forward_rows": the rows of their inputs, "bytes" the total and
+  "largest" the most in one pass), "ddp_backward" the backward passes that
+  reached a DDP model's gradients (synchronising or inside `no_sync()`).
   A collective asked of the process group itself (`group.allreduce(...)`)
   rather than through those functions counts as "process_group.allreduce".
 
@@ -103,6 +106,8 @@ RECEIVING = ("recv", "irecv")
 _PAYLOAD_ARGUMENTS = ("scatter_list", "tensor", "input_tensor", "input", "input_list", "input_tensor_list")
 _DDP_SYNC = "ddp_gradient_sync"
 _DDP_FORWARD = "ddp_forward"
+_DDP_FORWARD_ROWS = "ddp_forward_rows"
+_DDP_BACKWARD = "ddp_backward"
 
 
 @dataclass
@@ -363,10 +368,22 @@ def _count_ddp_gradient_syncs():
         self._course_hooked = True
         return original_register(self, state, counting(hook))
 
+    def backward_seen(param):
+        _note(_DDP_BACKWARD, 0)
+
     def forward(self, *args, **kwargs):
         if torch.is_grad_enabled():            # a training pass (evaluation runs under no_grad)
             _note(_DDP_FORWARD, 0)
+            first = next((a for a in (*args, *kwargs.values()) if isinstance(a, torch.Tensor)), None)
+            if first is not None and first.dim() > 0:
+                _note(_DDP_FORWARD_ROWS, first.shape[0], largest=first.shape[0])
             _trained[:] = [self]
+            if not getattr(self, "_course_backward_hooked", False):
+                # One parameter's gradient is accumulated once per backward pass that reaches the model.
+                trainable = next((p for p in self.module.parameters() if p.requires_grad), None)
+                if trainable is not None:
+                    trainable.register_post_accumulate_grad_hook(backward_seen)
+                self._course_backward_hooked = True
         if not getattr(self, "_course_hooked", False):
             self._course_hooked = True
             original_register(self, self.process_group, counting(default_hooks.allreduce_hook))

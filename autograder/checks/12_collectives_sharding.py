@@ -377,12 +377,24 @@ def _check_accumulate(accumulate_gradients, world_size, micro_batches):
         assert isinstance(trained, dict), f"rank {rank} trained no DistributedDataParallel model"
         _same_weights(trained, expected, f"the DistributedDataParallel model of rank {rank}, not the weights "
                       "returned: is each micro-batch loss divided by micro_batches?")
+    share = sharding.GLOBAL_BATCH // (world_size * micro_batches)  # rows of one micro-batch of one rank
     for rank, counts in enumerate(launched):
         forwards = counts.get("ddp_forward", {}).get("calls", 0)
         syncs = counts.get("ddp_gradient_sync", {}).get("calls", 0)
+        backwards = counts.get("ddp_backward", {}).get("calls", 0)
+        rows = counts.get("ddp_forward_rows", {})
         assert forwards == steps * micro_batches, (
             f"with micro_batches={micro_batches} each rank runs {micro_batches} forward passes of its "
             f"DistributedDataParallel model per step, {steps * micro_batches} in all; rank {rank} ran {forwards}")
+        assert rows.get("largest") == share and rows.get("bytes") == steps * micro_batches * share, (
+            f"each micro-batch of a rank holds GLOBAL_BATCH / (world_size * micro_batches) = {share} samples "
+            f"(its rank_share of the global batch, split in {micro_batches}); rank {rank}'s forward passes took "
+            f"up to {rows.get('largest', 0)} ({rows.get('bytes', 0)} in all, where {steps * micro_batches * share} "
+            "were due): does each rank train on its own share?")
+        assert backwards == steps * micro_batches, (
+            f"one backward pass per micro-batch, {micro_batches} per step, {steps * micro_batches} in all; rank "
+            f"{rank} ran {backwards} (a loss summed over the micro-batches and backpropagated once keeps every "
+            "micro-batch's graph alive, which accumulation is there to avoid)")
         assert syncs == steps, (
             f"exactly one gradient all-reduce per optimiser step: {steps} in all; rank {rank} made {syncs} "
             "(are the first micro_batches - 1 forward and backward passes inside model.no_sync()?)")

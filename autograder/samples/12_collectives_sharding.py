@@ -487,6 +487,83 @@ def accumulate_gradients(world_size, micro_batches, seed):
     return ranks.launch(accumulate_rank, max(world_size, 1), max(micro_batches, 1), seed, steps,
                         timeout=100).results[0]
 '''),
+        "every rank trains on the whole global batch (no rank_share)": '''
+import torch
+import torch.distributed as dist
+from torch import nn
+from torch.nn.parallel import DistributedDataParallel
+
+from helpers import ranks, sharding
+
+
+def accumulate_rank(micro_batches, seed, steps):
+    """WRONG: no rank_share: every rank trains on the WHOLE global batch (no data parallelism;
+    the averaged gradient is still the full-batch one)."""
+    rank = dist.get_rank()
+    model = DistributedDataParallel(sharding.make_model(seed))
+    X, y = sharding.make_data(seed)
+    optimizer = torch.optim.SGD(model.parameters(), lr=sharding.LR)
+    for step in range(steps):
+        inputs, targets = sharding.global_batch(X, y, step)
+        optimizer.zero_grad()
+        pieces = list(zip(inputs.chunk(micro_batches), targets.chunk(micro_batches)))
+        for i, (x, t) in enumerate(pieces):
+            if i < len(pieces) - 1:
+                with model.no_sync():
+                    (nn.functional.mse_loss(model(x), t) / micro_batches).backward()
+            else:
+                (nn.functional.mse_loss(model(x), t) / micro_batches).backward()
+        optimizer.step()
+    return model.module.state_dict() if rank == 0 else None
+
+
+def accumulate_gradients(world_size: int, micro_batches: int, seed: int) -> dict:
+    if world_size < 1 or micro_batches < 1 or sharding.GLOBAL_BATCH % (world_size * micro_batches):
+        raise ValueError("world_size * micro_batches must be positive and divide GLOBAL_BATCH")
+    steps = sharding.N_SAMPLES // sharding.GLOBAL_BATCH
+    return ranks.launch(accumulate_rank, world_size, micro_batches, seed, steps, timeout=120).results[0]
+''',
+        "the micro-batch losses summed, one backward pass per step": '''
+import torch
+import torch.distributed as dist
+from torch import nn
+from torch.nn.parallel import DistributedDataParallel
+
+from helpers import ranks, sharding
+
+
+def accumulate_rank(micro_batches, seed, steps):
+    """WRONG: the micro-batches' forwards run (all but the last inside no_sync), but their losses
+    are summed and ONE backward runs per step: no accumulation over backward passes (every
+    micro-batch's graph is alive at once, which is what accumulation exists to avoid)."""
+    rank, world_size = dist.get_rank(), dist.get_world_size()
+    model = DistributedDataParallel(sharding.make_model(seed))
+    X, y = sharding.make_data(seed)
+    optimizer = torch.optim.SGD(model.parameters(), lr=sharding.LR)
+    for step in range(steps):
+        inputs, targets = sharding.global_batch(X, y, step)
+        inputs = sharding.rank_share(inputs, rank, world_size)
+        targets = sharding.rank_share(targets, rank, world_size)
+        optimizer.zero_grad()
+        pieces = list(zip(inputs.chunk(micro_batches), targets.chunk(micro_batches)))
+        losses = []
+        for i, (x, t) in enumerate(pieces):
+            if i < len(pieces) - 1:
+                with model.no_sync():
+                    losses.append(nn.functional.mse_loss(model(x), t) / micro_batches)
+            else:
+                losses.append(nn.functional.mse_loss(model(x), t) / micro_batches)
+        sum(losses).backward()
+        optimizer.step()
+    return model.module.state_dict() if rank == 0 else None
+
+
+def accumulate_gradients(world_size: int, micro_batches: int, seed: int) -> dict:
+    if world_size < 1 or micro_batches < 1 or sharding.GLOBAL_BATCH % (world_size * micro_batches):
+        raise ValueError("world_size * micro_batches must be positive and divide GLOBAL_BATCH")
+    steps = sharding.N_SAMPLES // sharding.GLOBAL_BATCH
+    return ranks.launch(accumulate_rank, world_size, micro_batches, seed, steps, timeout=120).results[0]
+''',
     },
     "train_fsdp": {
         "a plain DDP wrapper": _fsdp(wrap='''
@@ -717,6 +794,42 @@ def accumulate_rank(micro_batches, seed, steps):
         return {k: v.clone() for k, v in model.module.state_dict().items()}
     return None
 ''' + _ACC_LAUNCH,
+        "a strided share of the global batch, x[rank::world_size]": '''
+import torch
+import torch.distributed as dist
+from torch import nn
+from torch.nn.parallel import DistributedDataParallel
+
+from helpers import ranks, sharding
+
+
+def accumulate_rank(micro_batches, seed, steps):
+    """Each rank on a strided share of the global batch (DistributedSampler-style) instead of rank_share."""
+    rank, world_size = dist.get_rank(), dist.get_world_size()
+    model = DistributedDataParallel(sharding.make_model(seed))
+    X, y = sharding.make_data(seed)
+    optimizer = torch.optim.SGD(model.parameters(), lr=sharding.LR)
+    for step in range(steps):
+        inputs, targets = sharding.global_batch(X, y, step)
+        inputs, targets = inputs[rank::world_size], targets[rank::world_size]  # strided share, as DistributedSampler deals
+        optimizer.zero_grad()
+        pieces = list(zip(inputs.chunk(micro_batches), targets.chunk(micro_batches)))
+        for i, (x, t) in enumerate(pieces):
+            if i < len(pieces) - 1:
+                with model.no_sync():
+                    (nn.functional.mse_loss(model(x), t) / micro_batches).backward()
+            else:
+                (nn.functional.mse_loss(model(x), t) / micro_batches).backward()
+        optimizer.step()
+    return model.module.state_dict() if rank == 0 else None
+
+
+def accumulate_gradients(world_size: int, micro_batches: int, seed: int) -> dict:
+    if world_size < 1 or micro_batches < 1 or sharding.GLOBAL_BATCH % (world_size * micro_batches):
+        raise ValueError("world_size * micro_batches must be positive and divide GLOBAL_BATCH")
+    steps = sharding.N_SAMPLES // sharding.GLOBAL_BATCH
+    return ranks.launch(accumulate_rank, world_size, micro_batches, seed, steps, timeout=120).results[0]
+''',
     },
     "train_fsdp": {
         "fully_shard over model.modules(), no reshard after forward, get_model_state_dict": _fsdp(wrap='''
