@@ -323,6 +323,91 @@ def _share_in_process(n):
     """a worker function defined in the notebook: spawned/forkserver children cannot unpickle it"""
     draw_randoms(n)
 ''',
+        "each thread and process given all of work, not a share": '''
+import threading
+import time
+
+from helpers.gil import draw_randoms, wait
+from helpers.workers import mp_context
+
+
+def gil_experiment(n_workers: int, work: int) -> dict:
+    """WRONG: every thread and every process draws all `work` numbers (the work is not split)."""
+    if n_workers < 1:
+        raise ValueError(f"n_workers must be at least 1, got {n_workers}")
+    if work < 1:
+        raise ValueError(f"work must be at least 1, got {work}")
+
+    def timed_workers(make, target, args_each):
+        start = time.perf_counter()
+        started = [make(target=target, args=args) for args in args_each]
+        for worker in started:
+            worker.start()
+        for worker in started:
+            worker.join()
+        return time.perf_counter() - start
+
+    seconds = {}
+    start = time.perf_counter()
+    draw_randoms(work)
+    seconds["serial"] = time.perf_counter() - start
+    seconds["threads"] = timed_workers(threading.Thread, draw_randoms, [(work,)] * n_workers)
+    seconds["processes"] = timed_workers(mp_context().Process, draw_randoms, [(work,)] * n_workers)
+    start = time.perf_counter()
+    for _ in range(n_workers):
+        wait(0.05)
+    seconds["io_serial"] = time.perf_counter() - start
+    seconds["io_threads"] = timed_workers(threading.Thread, wait, [(0.05,)] * n_workers)
+    return seconds
+''',
+        "the CPU threads started and joined one after another": '''
+import threading
+import time
+
+from helpers.gil import draw_randoms, wait
+from helpers.workers import mp_context
+
+
+def gil_experiment(n_workers: int, work: int) -> dict:
+    """WRONG: the CPU threads are started and joined one after another (never at once);
+    processes and the io threads are right."""
+    if n_workers < 1 or work < 1:
+        raise ValueError("n_workers and work must be at least 1")
+    shares = [work // n_workers + (i < work % n_workers) for i in range(n_workers)]
+    seconds = {}
+    start = time.perf_counter()
+    draw_randoms(work)
+    seconds["serial"] = time.perf_counter() - start
+
+    start = time.perf_counter()
+    for s in shares:
+        t = threading.Thread(target=draw_randoms, args=(s,))
+        t.start()
+        t.join()
+    seconds["threads"] = time.perf_counter() - start
+
+    start = time.perf_counter()
+    ps = [mp_context().Process(target=draw_randoms, args=(s,)) for s in shares]
+    for p in ps:
+        p.start()
+    for p in ps:
+        p.join()
+    seconds["processes"] = time.perf_counter() - start
+
+    start = time.perf_counter()
+    for _ in range(n_workers):
+        wait(0.05)
+    seconds["io_serial"] = time.perf_counter() - start
+
+    start = time.perf_counter()
+    ts = [threading.Thread(target=wait, args=(0.05,)) for _ in range(n_workers)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    seconds["io_threads"] = time.perf_counter() - start
+    return seconds
+''',
     },
     "numpy_threads_speedup": {
         "one lock around every chunk": '''
