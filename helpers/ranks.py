@@ -374,16 +374,16 @@ def _count_ddp_gradient_syncs():
     def forward(self, *args, **kwargs):
         if torch.is_grad_enabled():            # a training pass (evaluation runs under no_grad)
             _note(_DDP_FORWARD, 0)
-            first = next((a for a in (*args, *kwargs.values()) if isinstance(a, torch.Tensor)), None)
+            first = _first_tensor((args, kwargs))
             if first is not None and first.dim() > 0:
                 _note(_DDP_FORWARD_ROWS, first.shape[0], largest=first.shape[0])
             _trained[:] = [self]
-            if not getattr(self, "_course_backward_hooked", False):
-                # One parameter's gradient is accumulated once per backward pass that reaches the model.
-                trainable = next((p for p in self.module.parameters() if p.requires_grad), None)
-                if trainable is not None:
-                    trainable.register_post_accumulate_grad_hook(backward_seen)
-                self._course_backward_hooked = True
+            # One parameter's gradient is accumulated once per backward pass that reaches the model;
+            # hooked once, however many DDP wrappers are made around the model.
+            trainable = next((p for p in self.module.parameters() if p.requires_grad), None)
+            if trainable is not None and not getattr(trainable, "_course_backward_hooked", False):
+                trainable.register_post_accumulate_grad_hook(backward_seen)
+                trainable._course_backward_hooked = True
         if not getattr(self, "_course_hooked", False):
             self._course_hooked = True
             original_register(self, self.process_group, counting(default_hooks.allreduce_hook))
@@ -391,6 +391,20 @@ def _count_ddp_gradient_syncs():
 
     DDP.register_comm_hook = register_comm_hook
     DDP.forward = forward
+
+
+def _first_tensor(value):
+    """The first tensor in a forward pass's arguments, looked for inside tuples, lists and dicts too
+    (a batch handed over as (inputs, targets))."""
+    import torch
+    if isinstance(value, torch.Tensor):
+        return value
+    items = value.values() if isinstance(value, dict) else value if isinstance(value, (tuple, list)) else ()
+    for item in items:
+        found = _first_tensor(item)
+        if found is not None:
+            return found
+    return None
 
 
 _trained = []  # in a rank: the DDP model that made the last training forward pass

@@ -375,8 +375,9 @@ def _check_accumulate(accumulate_gradients, world_size, micro_batches):
     # ranks that trained wrongly): the model each rank trained with DDP must hold them too.
     for rank, trained in enumerate(runs[-1][4][:world_size] if len(runs[-1]) > 4 else [None]):
         assert isinstance(trained, dict), f"rank {rank} trained no DistributedDataParallel model"
-        _same_weights(trained, expected, f"the DistributedDataParallel model of rank {rank}, not the weights "
-                      "returned: is each micro-batch loss divided by micro_batches?")
+        _same_weights(_named_as(trained, expected), expected,
+                      f"the DistributedDataParallel model of rank {rank}, not the weights returned: "
+                      "is each micro-batch loss divided by micro_batches?")
     share = sharding.GLOBAL_BATCH // (world_size * micro_batches)  # rows of one micro-batch of one rank
     for rank, counts in enumerate(launched):
         forwards = counts.get("ddp_forward", {}).get("calls", 0)

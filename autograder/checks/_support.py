@@ -549,7 +549,8 @@ def reused_workers(quiet=0.05):
 
 def _under_spawn(fn, *args, limit=45.0):
     """(in the student's process) fn(*args) with the spawn start method chosen everywhere an answer
-    may ask for one (workers.mp_context() and multiprocessing's default), as on macOS and Windows:
+    may ask for one (workers.mp_context(), multiprocessing's default, and the fork and forkserver
+    contexts, those made before the call included), as on macOS and Windows:
     (how, what, exit codes > 0 of the child processes that ended meanwhile), how being "returned"
     (what: the value), "raised" (the error's text), "died" (a child ended with an error of its own
     while the call still waits: a Pool or a Process waiting for a child that died would wait for
@@ -575,9 +576,17 @@ def _under_spawn(fn, *args, limit=45.0):
         except Exception as err:  # noqa: BLE001 (reported by the check, with the hint)
             box["raised"] = f"{type(err).__name__}: {err}"
 
+    # A context the answer made before the call (ctx = mp_context() at the top of its cell), or asked
+    # for by name (get_context("fork")), starts spawned processes too while the call runs: its class
+    # says "spawn" (the locks it makes are then spawn's) and makes spawned processes.
+    from multiprocessing import context
+    contexts = (context.ForkContext, context.ForkServerContext) if hasattr(context, "ForkContext") else ()
+    saved_contexts = [(kind, kind._name, kind.Process) for kind in contexts]
     seen = set()
     os.environ[variable] = "spawn"
     multiprocessing.set_start_method("spawn", force=True)
+    for kind in contexts:
+        kind._name, kind.Process = "spawn", context.SpawnProcess
     popen.poll = poll
     try:
         caller = threading.Thread(target=call, daemon=True)
@@ -598,6 +607,8 @@ def _under_spawn(fn, *args, limit=45.0):
         return how, what, list(died)
     finally:
         popen.poll = real_poll
+        for kind, name, process in saved_contexts:
+            kind._name, kind.Process = name, process
         if saved_variable is None:
             os.environ.pop(variable, None)
         else:
@@ -710,7 +721,20 @@ def exact_float(value, what):
     return value
 
 
+def _values_of_a_student_sequence(value):
+    """A handle on a list or tuple of the student's (a NamedTuple, a list subclass): its items as
+    values, read one by one (no more than its length says); anything else as it is."""
+    if type(value).__name__ != "Remote" or type(value).__module__ != "autograder.pipeline.judge":
+        return value
+    mro = object.__getattribute__(value, "_mro")
+    if "builtins.tuple" not in mro and "builtins.list" not in mro:
+        return value
+    import itertools
+    return list(itertools.islice(iter(value), len(value) + 1))
+
+
 def exact_list(value, what, length=None):
+    value = _values_of_a_student_sequence(value)
     assert type(value) in (list, tuple), f"{what} must be a list, got {type(value).__name__}"
     if length is not None:
         assert len(value) == length, f"{what} must have {length} elements, got {len(value)}"

@@ -275,6 +275,46 @@ def run_in_child(fn, *args):
         record = pool.apply(traced, (fn, *args))
     return record["pid"], record["result"]
 ''',
+        "os.fork and a pipe": '''
+import os
+import pickle
+
+
+def run_in_child(fn, *args):
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(r)
+        try:
+            data = pickle.dumps((True, fn(*args)))
+        except BaseException as err:
+            data = pickle.dumps((False, err))
+        with os.fdopen(w, "wb") as f:
+            f.write(data)
+        os._exit(0)
+    os.close(w)
+    with os.fdopen(r, "rb") as f:
+        ok, value = pickle.loads(f.read())
+    os.waitpid(pid, 0)
+    if not ok:
+        raise value
+    return pid, value
+''',
+        "a Pool of one, closed and joined by hand": '''
+import multiprocessing
+import os
+
+
+def run_in_child(fn, *args):
+    pool = multiprocessing.Pool(1)
+    try:
+        pid = pool.apply(os.getpid)
+        value = pool.apply(fn, args)
+    finally:
+        pool.close()
+        pool.join()
+    return pid, value
+''',
     },
     "visible_appends": {
         "Process and Thread subclasses chosen by a dict": '''

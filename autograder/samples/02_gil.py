@@ -174,6 +174,26 @@ def run_processes(fn, args_list):
         p.join()
     return [results[i] for i in range(len(args_list))]
 ''',
+        "a Process per call whose target is defined in the notebook, the context made once at the top of the cell": '''
+from helpers.workers import mp_context
+
+ctx = mp_context()   # once, as the notebook's own cells do
+
+
+def run_one(queue, i, fn, args):
+    queue.put((i, fn(*args)))
+
+
+def run_processes(fn, args_list):
+    queue = ctx.Queue()
+    procs = [ctx.Process(target=run_one, args=(queue, i, fn, tuple(a))) for i, a in enumerate(args_list)]
+    for p in procs:
+        p.start()
+    results = dict(queue.get() for _ in procs)
+    for p in procs:
+        p.join()
+    return [results[i] for i in range(len(args_list))]
+''',
     },
     "gil_experiment": {
         "threads take turns on one lock": '''

@@ -133,6 +133,38 @@ def parallel_map(fn, items, n_workers, chunksize=None):
     with mp_context().Pool(n_workers) as pool:
         return pool.map(apply_one, [(fn, x) for x in items], chunksize=chunksize)
 ''',
+        "a helper defined in the notebook, run by a fork context's Pool": '''
+import multiprocessing
+
+
+def apply_one(pair):
+    fn, x = pair
+    return fn(x)
+
+
+def parallel_map(fn, items, n_workers, chunksize=None):
+    if n_workers < 1 or (chunksize is not None and chunksize < 1):
+        raise ValueError("bad n_workers or chunksize")
+    with multiprocessing.get_context("fork").Pool(n_workers) as pool:
+        return pool.map(apply_one, [(fn, x) for x in items], chunksize=chunksize)
+''',
+        "a helper defined in the notebook, the context made once at the top of the cell": '''
+from helpers.workers import mp_context
+
+ctx = mp_context()   # as the notebook's cell `ctx = workers.mp_context()`
+
+
+def apply_one(pair):
+    fn, x = pair
+    return fn(x)
+
+
+def parallel_map(fn, items, n_workers, chunksize=None):
+    if n_workers < 1 or (chunksize is not None and chunksize < 1):
+        raise ValueError("bad n_workers or chunksize")
+    with ctx.Pool(n_workers) as pool:
+        return pool.map(apply_one, [(fn, x) for x in items], chunksize=chunksize)
+''',
     },
     "parallel_starmap": {
         "serial": '''
@@ -497,6 +529,18 @@ def parallel_map(fn, items, n_workers, chunksize=None):
     size = chunksize or max(1, math.ceil(len(items) / (4 * n_workers)))
     with mp_context().Pool(n_workers) as pool:
         return list(pool.imap(fn, items, size))
+''',
+        "a forkserver context asked for by name": '''
+import multiprocessing
+
+
+def parallel_map(fn, items, n_workers: int, chunksize: int | None = None) -> list:
+    if n_workers < 1:
+        raise ValueError(f"n_workers must be at least 1, got {n_workers}")
+    if chunksize is not None and chunksize < 1:
+        raise ValueError(f"chunksize must be at least 1, got {chunksize}")
+    with multiprocessing.get_context("forkserver").Pool(n_workers) as pool:
+        return pool.map(fn, list(items), chunksize=chunksize)
 ''',
     },
     "parallel_starmap": {

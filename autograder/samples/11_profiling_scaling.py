@@ -360,6 +360,24 @@ def speedup_efficiency(times):
         out[n] = [speedup, speedup / n]
     return out
 ''',
+        "a NamedTuple (speedup, efficiency) per count": '''
+from typing import NamedTuple
+
+
+class Scaling(NamedTuple):
+    speedup: float
+    efficiency: float
+
+
+def speedup_efficiency(times: dict) -> dict:
+    if 1 not in times:
+        raise ValueError("the one-worker time (key 1) is missing")
+    for n, t in times.items():
+        if n < 1 or t <= 0:
+            raise ValueError(f"worker counts and times must be positive, got {n}: {t}")
+    t1 = times[1]
+    return {n: Scaling(t1 / t, t1 / (n * t)) for n, t in times.items()}
+''',
     },
     "karp_flatt": {
         "(n/S - 1) / (n - 1)": '''

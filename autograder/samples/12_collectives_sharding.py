@@ -830,6 +830,174 @@ def accumulate_gradients(world_size: int, micro_batches: int, seed: int) -> dict
     steps = sharding.N_SAMPLES // sharding.GLOBAL_BATCH
     return ranks.launch(accumulate_rank, world_size, micro_batches, seed, steps, timeout=120).results[0]
 ''',
+        "a Sequential of the model's layers whose forward takes one (inputs, targets) batch and returns the loss": '''
+import torch
+import torch.distributed as dist
+from torch import nn
+from torch.nn.parallel import DistributedDataParallel
+
+from helpers import ranks, sharding
+
+
+class WithLoss(nn.Sequential):
+    """The model's own layers (the same keys), its forward fed one (inputs, targets) batch and
+    returning the micro-batch's loss."""
+
+    def __init__(self, model, micro_batches):
+        super().__init__(*model)
+        self.micro_batches = micro_batches
+
+    def forward(self, batch):
+        x, t = batch
+        return nn.functional.mse_loss(super().forward(x), t) / self.micro_batches
+
+
+def accumulate_rank(micro_batches, seed, steps):
+    rank, world_size = dist.get_rank(), dist.get_world_size()
+    model = DistributedDataParallel(WithLoss(sharding.make_model(seed), micro_batches))
+    X, y = sharding.make_data(seed)
+    optimizer = torch.optim.SGD(model.parameters(), lr=sharding.LR)
+    for step in range(steps):
+        inputs, targets = sharding.global_batch(X, y, step)
+        inputs = sharding.rank_share(inputs, rank, world_size)
+        targets = sharding.rank_share(targets, rank, world_size)
+        optimizer.zero_grad()
+        batches = list(zip(inputs.chunk(micro_batches), targets.chunk(micro_batches)))
+        for batch in batches[:-1]:
+            with model.no_sync():
+                model(batch).backward()
+        model(batches[-1]).backward()
+        optimizer.step()
+    return model.module.state_dict() if rank == 0 else None
+
+
+def accumulate_gradients(world_size: int, micro_batches: int, seed: int) -> dict:
+    if world_size < 1 or micro_batches < 1 or sharding.GLOBAL_BATCH % (world_size * micro_batches):
+        raise ValueError("world_size * micro_batches must be positive and divide GLOBAL_BATCH")
+    steps = sharding.N_SAMPLES // sharding.GLOBAL_BATCH
+    return ranks.launch(accumulate_rank, world_size, micro_batches, seed, steps, timeout=120).results[0]
+''',
+        "a new DistributedDataParallel wrapper made every step": '''
+import torch
+import torch.distributed as dist
+from torch import nn
+from torch.nn.parallel import DistributedDataParallel
+
+from helpers import ranks, sharding
+
+
+def accumulate_rank(micro_batches, seed, steps):
+    rank, world_size = dist.get_rank(), dist.get_world_size()
+    net = sharding.make_model(seed)
+    X, y = sharding.make_data(seed)
+    optimizer = torch.optim.SGD(net.parameters(), lr=sharding.LR)
+    for step in range(steps):
+        model = DistributedDataParallel(net)   # a fresh wrapper per step (same parameters)
+        inputs, targets = sharding.global_batch(X, y, step)
+        inputs = sharding.rank_share(inputs, rank, world_size)
+        targets = sharding.rank_share(targets, rank, world_size)
+        optimizer.zero_grad()
+        pieces = list(zip(inputs.chunk(micro_batches), targets.chunk(micro_batches)))
+        for i, (x, t) in enumerate(pieces):
+            if i < len(pieces) - 1:
+                with model.no_sync():
+                    (nn.functional.mse_loss(model(x), t) / micro_batches).backward()
+            else:
+                (nn.functional.mse_loss(model(x), t) / micro_batches).backward()
+        optimizer.step()
+    return net.state_dict() if rank == 0 else None
+
+
+def accumulate_gradients(world_size: int, micro_batches: int, seed: int) -> dict:
+    if world_size < 1 or micro_batches < 1 or sharding.GLOBAL_BATCH % (world_size * micro_batches):
+        raise ValueError("world_size * micro_batches must be positive and divide GLOBAL_BATCH")
+    steps = sharding.N_SAMPLES // sharding.GLOBAL_BATCH
+    return ranks.launch(accumulate_rank, world_size, micro_batches, seed, steps, timeout=120).results[0]
+''',
+        "DDP around a loss module that holds the model (its names prefixed)": '''
+import torch
+import torch.distributed as dist
+from torch import nn
+from torch.nn.parallel import DistributedDataParallel
+
+from helpers import ranks, sharding
+
+
+class WithLoss(nn.Module):
+    """The model and its loss in one module, fed one (inputs, targets) batch."""
+
+    def __init__(self, model, micro_batches):
+        super().__init__()
+        self.model, self.micro_batches = model, micro_batches
+
+    def forward(self, batch):
+        x, t = batch
+        return nn.functional.mse_loss(self.model(x), t) / self.micro_batches
+
+
+def accumulate_rank(micro_batches, seed, steps):
+    rank, world_size = dist.get_rank(), dist.get_world_size()
+    model = DistributedDataParallel(WithLoss(sharding.make_model(seed), micro_batches))
+    X, y = sharding.make_data(seed)
+    optimizer = torch.optim.SGD(model.parameters(), lr=sharding.LR)
+    for step in range(steps):
+        inputs, targets = sharding.global_batch(X, y, step)
+        inputs = sharding.rank_share(inputs, rank, world_size)
+        targets = sharding.rank_share(targets, rank, world_size)
+        optimizer.zero_grad()
+        batches = list(zip(inputs.chunk(micro_batches), targets.chunk(micro_batches)))
+        for batch in batches[:-1]:
+            with model.no_sync():
+                model(batch).backward()
+        model(batches[-1]).backward()
+        optimizer.step()
+    return model.module.model.state_dict() if rank == 0 else None
+
+
+def accumulate_gradients(world_size: int, micro_batches: int, seed: int) -> dict:
+    if world_size < 1 or micro_batches < 1 or sharding.GLOBAL_BATCH % (world_size * micro_batches):
+        raise ValueError("world_size * micro_batches must be positive and divide GLOBAL_BATCH")
+    steps = sharding.N_SAMPLES // sharding.GLOBAL_BATCH
+    return ranks.launch(accumulate_rank, world_size, micro_batches, seed, steps, timeout=120).results[0]
+''',
+        "torch.autograd.backward on tensor_split micro-batches, gradient_as_bucket_view": '''
+import torch
+import torch.distributed as dist
+from torch import nn
+from torch.nn.parallel import DistributedDataParallel
+
+from helpers import ranks, sharding
+
+
+def accumulate_rank(micro_batches, seed, steps):
+    rank, world_size = dist.get_rank(), dist.get_world_size()
+    model = DistributedDataParallel(sharding.make_model(seed), gradient_as_bucket_view=True)
+    X, y = sharding.make_data(seed)
+    optimizer = torch.optim.SGD(model.parameters(), lr=sharding.LR)
+    for step in range(steps):
+        inputs, targets = sharding.global_batch(X, y, step)
+        inputs = sharding.rank_share(inputs, rank, world_size)
+        targets = sharding.rank_share(targets, rank, world_size)
+        optimizer.zero_grad(set_to_none=False)
+        xs, ts = torch.tensor_split(inputs, micro_batches), torch.tensor_split(targets, micro_batches)
+        for i in range(micro_batches):
+            if i < micro_batches - 1:
+                with model.no_sync():
+                    loss = nn.functional.mse_loss(model(xs[i]), ts[i]) / micro_batches
+                    torch.autograd.backward(loss)
+            else:
+                loss = nn.functional.mse_loss(model(xs[i]), ts[i]) / micro_batches
+                torch.autograd.backward(loss)
+        optimizer.step()
+    return {k: v.detach().clone() for k, v in model.module.state_dict().items()} if rank == 0 else None
+
+
+def accumulate_gradients(world_size: int, micro_batches: int, seed: int) -> dict:
+    if world_size < 1 or micro_batches < 1 or sharding.GLOBAL_BATCH % (world_size * micro_batches):
+        raise ValueError("world_size * micro_batches must be positive and divide GLOBAL_BATCH")
+    steps = sharding.N_SAMPLES // sharding.GLOBAL_BATCH
+    return ranks.launch(accumulate_rank, world_size, micro_batches, seed, steps, timeout=120).results[0]
+''',
     },
     "train_fsdp": {
         "fully_shard over model.modules(), no reshard after forward, get_model_state_dict": _fsdp(wrap='''
