@@ -1,5 +1,5 @@
 """Wrong and alternative answers of 02_gil (see autograder/samples/__init__.py)."""
-from autograder.samples import WITNESS_HELPER
+from autograder.samples import WITNESS_HELPER, variant
 
 # Threads of the calling process run the calls, results in order: what the forged answers start from.
 _IN_THREADS = """
@@ -15,6 +15,64 @@ def _in_threads(fn, args_list):
         t.join()
     return results
 """
+
+# A Process per call, its target defined in the notebook: a spawned child cannot import it.
+_RUN_ONE_IN_THE_NOTEBOOK = '''
+from helpers.workers import mp_context
+
+
+def run_one(queue, i, fn, args):
+    queue.put((i, fn(*args)))
+
+
+def run_processes(fn, args_list):
+    ctx = mp_context()
+    queue = ctx.Queue()
+    procs = [ctx.Process(target=run_one, args=(queue, i, fn, tuple(a))) for i, a in enumerate(args_list)]
+    for p in procs:
+        p.start()
+    results = dict(queue.get() for _ in procs)
+    for p in procs:
+        p.join()
+    return [results[i] for i in range(len(args_list))]
+'''
+
+# Exercise 2 done as the notebook asks, for wrong answers that differ from it by a line or two.
+_GIL_EXPERIMENT = '''
+import threading
+import time
+
+from helpers.gil import draw_randoms, wait
+from helpers.workers import mp_context
+
+
+def gil_experiment(n_workers, work):
+    if n_workers < 1 or work < 1:
+        raise ValueError("n_workers and work must be at least 1")
+    shares = [work // n_workers + (i < work % n_workers) for i in range(n_workers)]
+
+    def timed(make, target, args_each):
+        made = [make(target=target, args=args) for args in args_each]
+        start = time.perf_counter()
+        for each in made:
+            each.start()
+        for each in made:
+            each.join()
+        return time.perf_counter() - start
+
+    seconds = {}
+    start = time.perf_counter()
+    draw_randoms(work)
+    seconds["serial"] = time.perf_counter() - start
+    seconds["threads"] = timed(threading.Thread, draw_randoms, [(s,) for s in shares])
+    seconds["processes"] = timed(mp_context().Process, draw_randoms, [(s,) for s in shares])
+    start = time.perf_counter()
+    for _ in range(n_workers):
+        wait(0.05)
+    seconds["io_serial"] = time.perf_counter() - start
+    seconds["io_threads"] = timed(threading.Thread, wait, [(0.05,)] * n_workers)
+    return seconds
+'''
 
 WRONG = {
     "run_threads": {
@@ -155,45 +213,10 @@ def run_processes(fn, args_list):
     with mp_context().Pool(len(args_list)) as pool:
         return pool.map(call_one, [(fn, tuple(a)) for a in args_list], chunksize=1)
 ''',
-        "a Process per call whose target is defined in the notebook, results through a Queue": '''
-from helpers.workers import mp_context
-
-
-def run_one(queue, i, fn, args):
-    queue.put((i, fn(*args)))
-
-
-def run_processes(fn, args_list):
-    ctx = mp_context()
-    queue = ctx.Queue()
-    procs = [ctx.Process(target=run_one, args=(queue, i, fn, tuple(a))) for i, a in enumerate(args_list)]
-    for p in procs:
-        p.start()
-    results = dict(queue.get() for _ in procs)
-    for p in procs:
-        p.join()
-    return [results[i] for i in range(len(args_list))]
-''',
-        "a Process per call whose target is defined in the notebook, the context made once at the top of the cell": '''
-from helpers.workers import mp_context
-
-ctx = mp_context()   # once, as the notebook's own cells do
-
-
-def run_one(queue, i, fn, args):
-    queue.put((i, fn(*args)))
-
-
-def run_processes(fn, args_list):
-    queue = ctx.Queue()
-    procs = [ctx.Process(target=run_one, args=(queue, i, fn, tuple(a))) for i, a in enumerate(args_list)]
-    for p in procs:
-        p.start()
-    results = dict(queue.get() for _ in procs)
-    for p in procs:
-        p.join()
-    return [results[i] for i in range(len(args_list))]
-''',
+        "a Process per call whose target is defined in the notebook, results through a Queue": _RUN_ONE_IN_THE_NOTEBOOK,
+        "a Process per call whose target is defined in the notebook, the context made once at the top of the cell": variant(
+            _RUN_ONE_IN_THE_NOTEBOOK, ("from helpers.workers import mp_context\n", "from helpers.workers import mp_context\nctx = mp_context()\n"),
+            ("    ctx = mp_context()\n", "")),
     },
     "gil_experiment": {
         "threads take turns on one lock": '''
@@ -298,136 +321,25 @@ def gil_experiment(n_workers, work):
     out["io_threads"] = timed(threading.Thread, wait, [(0.05,)] * n_workers, one_by_one=True)
     return out
 ''',
-        "the processes' target defined in the notebook (its spawned children die)": '''
-import threading
-import time
+        "the processes' target defined in the notebook (its spawned children die)": variant(
+            _GIL_EXPERIMENT, ("mp_context().Process, draw_randoms,", "mp_context().Process, share_in_process,")) + '''
 
-from helpers.gil import draw_randoms, wait
-from helpers.workers import mp_context
-
-IO_DELAY = 0.05
-
-
-def gil_experiment(n_workers: int, work: int) -> dict:
-    """Seconds for serial/threads/processes on CPU work, and io_serial/io_threads on waits."""
-    if n_workers < 1:
-        raise ValueError(f"n_workers must be at least 1, got {n_workers}")
-    if work < 1:
-        raise ValueError(f"work must be at least 1, got {work}")
-    shares = [work // n_workers + (i < work % n_workers) for i in range(n_workers)]
-
-    def timed_workers(make, target, args_each):
-        start = time.perf_counter()
-        started = [make(target=target, args=args) for args in args_each]
-        for worker in started:
-            worker.start()
-        for worker in started:
-            worker.join()
-        return time.perf_counter() - start
-
-    seconds = {}
-    start = time.perf_counter()
-    draw_randoms(work)
-    seconds["serial"] = time.perf_counter() - start
-    seconds["threads"] = timed_workers(threading.Thread, draw_randoms, [(s,) for s in shares])
-    seconds["processes"] = timed_workers(mp_context().Process, _share_in_process, [(s,) for s in shares])
-    start = time.perf_counter()
-    for _ in range(n_workers):
-        wait(IO_DELAY)
-    seconds["io_serial"] = time.perf_counter() - start
-    seconds["io_threads"] = timed_workers(threading.Thread, wait, [(IO_DELAY,)] * n_workers)
-    return seconds
-
-
-def _share_in_process(n):
-    """a worker function defined in the notebook: spawned/forkserver children cannot unpickle it"""
-    draw_randoms(n)
+def share_in_process(n):
+    draw_randoms(n)   # defined in the notebook: a spawned child cannot import it
 ''',
-        "each thread and process given all of work, not a share": '''
-import threading
-import time
-
-from helpers.gil import draw_randoms, wait
-from helpers.workers import mp_context
-
-
-def gil_experiment(n_workers: int, work: int) -> dict:
-    """WRONG: every thread and every process draws all `work` numbers (the work is not split)."""
-    if n_workers < 1:
-        raise ValueError(f"n_workers must be at least 1, got {n_workers}")
-    if work < 1:
-        raise ValueError(f"work must be at least 1, got {work}")
-
-    def timed_workers(make, target, args_each):
-        start = time.perf_counter()
-        started = [make(target=target, args=args) for args in args_each]
-        for worker in started:
-            worker.start()
-        for worker in started:
-            worker.join()
-        return time.perf_counter() - start
-
-    seconds = {}
-    start = time.perf_counter()
-    draw_randoms(work)
-    seconds["serial"] = time.perf_counter() - start
-    seconds["threads"] = timed_workers(threading.Thread, draw_randoms, [(work,)] * n_workers)
-    seconds["processes"] = timed_workers(mp_context().Process, draw_randoms, [(work,)] * n_workers)
-    start = time.perf_counter()
-    for _ in range(n_workers):
-        wait(0.05)
-    seconds["io_serial"] = time.perf_counter() - start
-    seconds["io_threads"] = timed_workers(threading.Thread, wait, [(0.05,)] * n_workers)
-    return seconds
-''',
-        "the CPU threads started and joined one after another": '''
-import threading
-import time
-
-from helpers.gil import draw_randoms, wait
-from helpers.workers import mp_context
-
-
-def gil_experiment(n_workers: int, work: int) -> dict:
-    """WRONG: the CPU threads are started and joined one after another (never at once);
-    processes and the io threads are right."""
-    if n_workers < 1 or work < 1:
-        raise ValueError("n_workers and work must be at least 1")
-    shares = [work // n_workers + (i < work % n_workers) for i in range(n_workers)]
-    seconds = {}
-    start = time.perf_counter()
-    draw_randoms(work)
-    seconds["serial"] = time.perf_counter() - start
-
-    start = time.perf_counter()
-    for s in shares:
+        "each thread and process given all of work, not a share": variant(
+            _GIL_EXPERIMENT, ("threading.Thread, draw_randoms, [(s,) for s in shares]",
+                              "threading.Thread, draw_randoms, [(work,)] * n_workers"),
+            ("mp_context().Process, draw_randoms, [(s,) for s in shares]",
+             "mp_context().Process, draw_randoms, [(work,)] * n_workers")),
+        "the CPU threads started and joined one after another": variant(
+            _GIL_EXPERIMENT, ('    seconds["threads"] = timed(threading.Thread, draw_randoms, [(s,) for s in shares])\n', '''    start = time.perf_counter()
+    for s in shares:                               # one thread at a time: never two at once
         t = threading.Thread(target=draw_randoms, args=(s,))
         t.start()
         t.join()
     seconds["threads"] = time.perf_counter() - start
-
-    start = time.perf_counter()
-    ps = [mp_context().Process(target=draw_randoms, args=(s,)) for s in shares]
-    for p in ps:
-        p.start()
-    for p in ps:
-        p.join()
-    seconds["processes"] = time.perf_counter() - start
-
-    start = time.perf_counter()
-    for _ in range(n_workers):
-        wait(0.05)
-    seconds["io_serial"] = time.perf_counter() - start
-
-    start = time.perf_counter()
-    ts = [threading.Thread(target=wait, args=(0.05,)) for _ in range(n_workers)]
-    for t in ts:
-        t.start()
-    for t in ts:
-        t.join()
-    seconds["io_threads"] = time.perf_counter() - start
-    return seconds
-''',
+''')),
     },
     "numpy_threads_speedup": {
         "one lock around every chunk": '''

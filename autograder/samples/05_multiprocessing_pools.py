@@ -1,5 +1,5 @@
 """Wrong and alternative answers of 05_multiprocessing_pools (see autograder/samples/__init__.py)."""
-from autograder.samples import FORGE_SPY_COUNTS, WITNESS_HELPER
+from autograder.samples import FORGE_SPY_COUNTS, WITNESS_HELPER, variant
 
 # What a student who has read the checks could try: run the tasks in threads of the calling
 # process and rewrite the pid each result names to one of idle processes started at import
@@ -78,6 +78,23 @@ def robust_map(fn, items, n_workers):
 ''',
 }
 
+# fn wrapped in a function defined in the notebook: a spawned or forkserver child cannot import it.
+_APPLY_ONE_IN_THE_NOTEBOOK = '''
+from helpers.workers import mp_context
+
+
+def apply_one(pair):
+    fn, x = pair
+    return fn(x)
+
+
+def parallel_map(fn, items, n_workers, chunksize=None):
+    if n_workers < 1 or (chunksize is not None and chunksize < 1):
+        raise ValueError("bad n_workers or chunksize")
+    with mp_context().Pool(n_workers) as pool:
+        return pool.map(apply_one, [(fn, x) for x in items], chunksize=chunksize)
+'''
+
 WRONG = {
     "parallel_map": {
         "serial list comprehension": '''
@@ -118,53 +135,14 @@ def parallel_map(fn, items, n_workers, chunksize=None):
 ''',
         "threads; the pids forged for processes started beforehand": _FORGED_PIDS + _IN_THREADS["parallel_map"],
         "threads; the pids and witnesses forged by processes started beforehand": _FORGED_WITNESSES + _IN_THREADS["parallel_map"],
-        "fn wrapped in a helper defined in the notebook (breaks under spawn)": '''
-from helpers.workers import mp_context
-
-
-def apply_one(pair):
-    fn, x = pair
-    return fn(x)
-
-
-def parallel_map(fn, items, n_workers, chunksize=None):
-    if n_workers < 1 or (chunksize is not None and chunksize < 1):
-        raise ValueError("bad n_workers or chunksize")
-    with mp_context().Pool(n_workers) as pool:
-        return pool.map(apply_one, [(fn, x) for x in items], chunksize=chunksize)
-''',
-        "a helper defined in the notebook, run by a fork context's Pool": '''
-import multiprocessing
-
-
-def apply_one(pair):
-    fn, x = pair
-    return fn(x)
-
-
-def parallel_map(fn, items, n_workers, chunksize=None):
-    if n_workers < 1 or (chunksize is not None and chunksize < 1):
-        raise ValueError("bad n_workers or chunksize")
-    with multiprocessing.get_context("fork").Pool(n_workers) as pool:
-        return pool.map(apply_one, [(fn, x) for x in items], chunksize=chunksize)
-''',
-        "a helper defined in the notebook, the context made once at the top of the cell": '''
-from helpers.workers import mp_context
-
-ctx = mp_context()   # as the notebook's cell `ctx = workers.mp_context()`
-
-
-def apply_one(pair):
-    fn, x = pair
-    return fn(x)
-
-
-def parallel_map(fn, items, n_workers, chunksize=None):
-    if n_workers < 1 or (chunksize is not None and chunksize < 1):
-        raise ValueError("bad n_workers or chunksize")
-    with ctx.Pool(n_workers) as pool:
-        return pool.map(apply_one, [(fn, x) for x in items], chunksize=chunksize)
-''',
+        "fn wrapped in a helper defined in the notebook (breaks under spawn)": _APPLY_ONE_IN_THE_NOTEBOOK,
+        "a helper defined in the notebook, run by a fork context's Pool": variant(
+            _APPLY_ONE_IN_THE_NOTEBOOK, ("from helpers.workers import mp_context", "import multiprocessing"),
+            ("with mp_context().Pool", 'with multiprocessing.get_context("fork").Pool')),
+        "a helper defined in the notebook, the context made once at the top of the cell": variant(
+            _APPLY_ONE_IN_THE_NOTEBOOK,
+            ("from helpers.workers import mp_context\n", "from helpers.workers import mp_context\nctx = mp_context()\n"),
+            ("with mp_context().Pool", "with ctx.Pool")),
     },
     "parallel_starmap": {
         "serial": '''

@@ -1,5 +1,5 @@
 """Wrong and alternative answers of 12_collectives_sharding (see autograder/samples/__init__.py)."""
-from autograder.samples import WITNESS_HELPER
+from autograder.samples import WITNESS_HELPER, variant
 
 # --- ring_allreduce_p2p ----------------------------------------------------------------------
 _RING_HEAD = '''
@@ -162,6 +162,35 @@ def accumulate_rank(micro_batches, seed, steps):
     return model.module.state_dict() if rank == 0 else None
 ''' + launch
 
+
+
+_ACC_SHARE = "        xb, yb = sharding.rank_share(xb, rank, world_size), sharding.rank_share(yb, rank, world_size)\n"
+_ACC_MODEL = "DistributedDataParallel(sharding.make_model(seed))"
+_ACC_LOSS_LOOP = '''
+        for i, batch in enumerate(pieces):
+            context = model.no_sync() if i < len(pieces) - 1 else contextlib.nullcontext()
+            with context:
+                (model(batch) / micro_batches).backward()
+'''
+# The DDP model takes one (inputs, targets) batch and returns the loss: the model's own layers (its
+# names), or a module that holds the model (its names prefixed with "model.").
+_ACC_WITH_LOSS = '''
+from torch import nn
+class WithLoss(nn.Sequential):
+    def forward(self, batch):
+        x, t = batch
+        return nn.functional.mse_loss(super().forward(x), t)
+'''
+_ACC_LOSS_MODULE = '''
+from torch import nn
+class LossOf(nn.Module):
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+    def forward(self, batch):
+        x, t = batch
+        return nn.functional.mse_loss(self.model(x), t)
+'''
 
 # --- train_fsdp -----------------------------------------------------------------------------
 _FSDP_IMPORTS = '''
@@ -487,83 +516,15 @@ def accumulate_gradients(world_size, micro_batches, seed):
     return ranks.launch(accumulate_rank, max(world_size, 1), max(micro_batches, 1), seed, steps,
                         timeout=100).results[0]
 '''),
-        "every rank trains on the whole global batch (no rank_share)": '''
-import torch
-import torch.distributed as dist
-from torch import nn
-from torch.nn.parallel import DistributedDataParallel
-
-from helpers import ranks, sharding
-
-
-def accumulate_rank(micro_batches, seed, steps):
-    """WRONG: no rank_share: every rank trains on the WHOLE global batch (no data parallelism;
-    the averaged gradient is still the full-batch one)."""
-    rank = dist.get_rank()
-    model = DistributedDataParallel(sharding.make_model(seed))
-    X, y = sharding.make_data(seed)
-    optimizer = torch.optim.SGD(model.parameters(), lr=sharding.LR)
-    for step in range(steps):
-        inputs, targets = sharding.global_batch(X, y, step)
-        optimizer.zero_grad()
-        pieces = list(zip(inputs.chunk(micro_batches), targets.chunk(micro_batches)))
-        for i, (x, t) in enumerate(pieces):
-            if i < len(pieces) - 1:
-                with model.no_sync():
-                    (nn.functional.mse_loss(model(x), t) / micro_batches).backward()
-            else:
-                (nn.functional.mse_loss(model(x), t) / micro_batches).backward()
-        optimizer.step()
-    return model.module.state_dict() if rank == 0 else None
-
-
-def accumulate_gradients(world_size: int, micro_batches: int, seed: int) -> dict:
-    if world_size < 1 or micro_batches < 1 or sharding.GLOBAL_BATCH % (world_size * micro_batches):
-        raise ValueError("world_size * micro_batches must be positive and divide GLOBAL_BATCH")
-    steps = sharding.N_SAMPLES // sharding.GLOBAL_BATCH
-    return ranks.launch(accumulate_rank, world_size, micro_batches, seed, steps, timeout=120).results[0]
-''',
-        "the micro-batch losses summed, one backward pass per step": '''
-import torch
-import torch.distributed as dist
-from torch import nn
-from torch.nn.parallel import DistributedDataParallel
-
-from helpers import ranks, sharding
-
-
-def accumulate_rank(micro_batches, seed, steps):
-    """WRONG: the micro-batches' forwards run (all but the last inside no_sync), but their losses
-    are summed and ONE backward runs per step: no accumulation over backward passes (every
-    micro-batch's graph is alive at once, which is what accumulation exists to avoid)."""
-    rank, world_size = dist.get_rank(), dist.get_world_size()
-    model = DistributedDataParallel(sharding.make_model(seed))
-    X, y = sharding.make_data(seed)
-    optimizer = torch.optim.SGD(model.parameters(), lr=sharding.LR)
-    for step in range(steps):
-        inputs, targets = sharding.global_batch(X, y, step)
-        inputs = sharding.rank_share(inputs, rank, world_size)
-        targets = sharding.rank_share(targets, rank, world_size)
-        optimizer.zero_grad()
-        pieces = list(zip(inputs.chunk(micro_batches), targets.chunk(micro_batches)))
+        "every rank trains on the whole global batch (no rank_share)": variant(_acc(), (_ACC_SHARE, "")),
+        "the micro-batch losses summed, one backward pass per step": _acc('''
         losses = []
         for i, (x, t) in enumerate(pieces):
-            if i < len(pieces) - 1:
-                with model.no_sync():
-                    losses.append(nn.functional.mse_loss(model(x), t) / micro_batches)
-            else:
+            context = model.no_sync() if i < len(pieces) - 1 else contextlib.nullcontext()
+            with context:
                 losses.append(nn.functional.mse_loss(model(x), t) / micro_batches)
-        sum(losses).backward()
-        optimizer.step()
-    return model.module.state_dict() if rank == 0 else None
-
-
-def accumulate_gradients(world_size: int, micro_batches: int, seed: int) -> dict:
-    if world_size < 1 or micro_batches < 1 or sharding.GLOBAL_BATCH % (world_size * micro_batches):
-        raise ValueError("world_size * micro_batches must be positive and divide GLOBAL_BATCH")
-    steps = sharding.N_SAMPLES // sharding.GLOBAL_BATCH
-    return ranks.launch(accumulate_rank, world_size, micro_batches, seed, steps, timeout=120).results[0]
-''',
+        sum(losses).backward()                     # one backward: every micro-batch's graph kept alive
+'''),
     },
     "train_fsdp": {
         "a plain DDP wrapper": _fsdp(wrap='''
@@ -794,210 +755,26 @@ def accumulate_rank(micro_batches, seed, steps):
         return {k: v.clone() for k, v in model.module.state_dict().items()}
     return None
 ''' + _ACC_LAUNCH,
-        "a strided share of the global batch, x[rank::world_size]": '''
-import torch
-import torch.distributed as dist
-from torch import nn
-from torch.nn.parallel import DistributedDataParallel
-
-from helpers import ranks, sharding
-
-
-def accumulate_rank(micro_batches, seed, steps):
-    """Each rank on a strided share of the global batch (DistributedSampler-style) instead of rank_share."""
-    rank, world_size = dist.get_rank(), dist.get_world_size()
-    model = DistributedDataParallel(sharding.make_model(seed))
-    X, y = sharding.make_data(seed)
-    optimizer = torch.optim.SGD(model.parameters(), lr=sharding.LR)
-    for step in range(steps):
-        inputs, targets = sharding.global_batch(X, y, step)
-        inputs, targets = inputs[rank::world_size], targets[rank::world_size]  # strided share, as DistributedSampler deals
-        optimizer.zero_grad()
-        pieces = list(zip(inputs.chunk(micro_batches), targets.chunk(micro_batches)))
-        for i, (x, t) in enumerate(pieces):
-            if i < len(pieces) - 1:
-                with model.no_sync():
-                    (nn.functional.mse_loss(model(x), t) / micro_batches).backward()
-            else:
-                (nn.functional.mse_loss(model(x), t) / micro_batches).backward()
-        optimizer.step()
-    return model.module.state_dict() if rank == 0 else None
-
-
-def accumulate_gradients(world_size: int, micro_batches: int, seed: int) -> dict:
-    if world_size < 1 or micro_batches < 1 or sharding.GLOBAL_BATCH % (world_size * micro_batches):
-        raise ValueError("world_size * micro_batches must be positive and divide GLOBAL_BATCH")
-    steps = sharding.N_SAMPLES // sharding.GLOBAL_BATCH
-    return ranks.launch(accumulate_rank, world_size, micro_batches, seed, steps, timeout=120).results[0]
-''',
-        "a Sequential of the model's layers whose forward takes one (inputs, targets) batch and returns the loss": '''
-import torch
-import torch.distributed as dist
-from torch import nn
-from torch.nn.parallel import DistributedDataParallel
-
-from helpers import ranks, sharding
-
-
-class WithLoss(nn.Sequential):
-    """The model's own layers (the same keys), its forward fed one (inputs, targets) batch and
-    returning the micro-batch's loss."""
-
-    def __init__(self, model, micro_batches):
-        super().__init__(*model)
-        self.micro_batches = micro_batches
-
-    def forward(self, batch):
-        x, t = batch
-        return nn.functional.mse_loss(super().forward(x), t) / self.micro_batches
-
-
-def accumulate_rank(micro_batches, seed, steps):
-    rank, world_size = dist.get_rank(), dist.get_world_size()
-    model = DistributedDataParallel(WithLoss(sharding.make_model(seed), micro_batches))
-    X, y = sharding.make_data(seed)
-    optimizer = torch.optim.SGD(model.parameters(), lr=sharding.LR)
-    for step in range(steps):
-        inputs, targets = sharding.global_batch(X, y, step)
-        inputs = sharding.rank_share(inputs, rank, world_size)
-        targets = sharding.rank_share(targets, rank, world_size)
-        optimizer.zero_grad()
-        batches = list(zip(inputs.chunk(micro_batches), targets.chunk(micro_batches)))
-        for batch in batches[:-1]:
-            with model.no_sync():
-                model(batch).backward()
-        model(batches[-1]).backward()
-        optimizer.step()
-    return model.module.state_dict() if rank == 0 else None
-
-
-def accumulate_gradients(world_size: int, micro_batches: int, seed: int) -> dict:
-    if world_size < 1 or micro_batches < 1 or sharding.GLOBAL_BATCH % (world_size * micro_batches):
-        raise ValueError("world_size * micro_batches must be positive and divide GLOBAL_BATCH")
-    steps = sharding.N_SAMPLES // sharding.GLOBAL_BATCH
-    return ranks.launch(accumulate_rank, world_size, micro_batches, seed, steps, timeout=120).results[0]
-''',
-        "a new DistributedDataParallel wrapper made every step": '''
-import torch
-import torch.distributed as dist
-from torch import nn
-from torch.nn.parallel import DistributedDataParallel
-
-from helpers import ranks, sharding
-
-
-def accumulate_rank(micro_batches, seed, steps):
-    rank, world_size = dist.get_rank(), dist.get_world_size()
-    net = sharding.make_model(seed)
-    X, y = sharding.make_data(seed)
-    optimizer = torch.optim.SGD(net.parameters(), lr=sharding.LR)
-    for step in range(steps):
-        model = DistributedDataParallel(net)   # a fresh wrapper per step (same parameters)
-        inputs, targets = sharding.global_batch(X, y, step)
-        inputs = sharding.rank_share(inputs, rank, world_size)
-        targets = sharding.rank_share(targets, rank, world_size)
-        optimizer.zero_grad()
-        pieces = list(zip(inputs.chunk(micro_batches), targets.chunk(micro_batches)))
-        for i, (x, t) in enumerate(pieces):
-            if i < len(pieces) - 1:
-                with model.no_sync():
-                    (nn.functional.mse_loss(model(x), t) / micro_batches).backward()
-            else:
-                (nn.functional.mse_loss(model(x), t) / micro_batches).backward()
-        optimizer.step()
-    return net.state_dict() if rank == 0 else None
-
-
-def accumulate_gradients(world_size: int, micro_batches: int, seed: int) -> dict:
-    if world_size < 1 or micro_batches < 1 or sharding.GLOBAL_BATCH % (world_size * micro_batches):
-        raise ValueError("world_size * micro_batches must be positive and divide GLOBAL_BATCH")
-    steps = sharding.N_SAMPLES // sharding.GLOBAL_BATCH
-    return ranks.launch(accumulate_rank, world_size, micro_batches, seed, steps, timeout=120).results[0]
-''',
-        "DDP around a loss module that holds the model (its names prefixed)": '''
-import torch
-import torch.distributed as dist
-from torch import nn
-from torch.nn.parallel import DistributedDataParallel
-
-from helpers import ranks, sharding
-
-
-class WithLoss(nn.Module):
-    """The model and its loss in one module, fed one (inputs, targets) batch."""
-
-    def __init__(self, model, micro_batches):
-        super().__init__()
-        self.model, self.micro_batches = model, micro_batches
-
-    def forward(self, batch):
-        x, t = batch
-        return nn.functional.mse_loss(self.model(x), t) / self.micro_batches
-
-
-def accumulate_rank(micro_batches, seed, steps):
-    rank, world_size = dist.get_rank(), dist.get_world_size()
-    model = DistributedDataParallel(WithLoss(sharding.make_model(seed), micro_batches))
-    X, y = sharding.make_data(seed)
-    optimizer = torch.optim.SGD(model.parameters(), lr=sharding.LR)
-    for step in range(steps):
-        inputs, targets = sharding.global_batch(X, y, step)
-        inputs = sharding.rank_share(inputs, rank, world_size)
-        targets = sharding.rank_share(targets, rank, world_size)
-        optimizer.zero_grad()
-        batches = list(zip(inputs.chunk(micro_batches), targets.chunk(micro_batches)))
-        for batch in batches[:-1]:
-            with model.no_sync():
-                model(batch).backward()
-        model(batches[-1]).backward()
-        optimizer.step()
-    return model.module.model.state_dict() if rank == 0 else None
-
-
-def accumulate_gradients(world_size: int, micro_batches: int, seed: int) -> dict:
-    if world_size < 1 or micro_batches < 1 or sharding.GLOBAL_BATCH % (world_size * micro_batches):
-        raise ValueError("world_size * micro_batches must be positive and divide GLOBAL_BATCH")
-    steps = sharding.N_SAMPLES // sharding.GLOBAL_BATCH
-    return ranks.launch(accumulate_rank, world_size, micro_batches, seed, steps, timeout=120).results[0]
-''',
-        "torch.autograd.backward on tensor_split micro-batches, gradient_as_bucket_view": '''
-import torch
-import torch.distributed as dist
-from torch import nn
-from torch.nn.parallel import DistributedDataParallel
-
-from helpers import ranks, sharding
-
-
-def accumulate_rank(micro_batches, seed, steps):
-    rank, world_size = dist.get_rank(), dist.get_world_size()
-    model = DistributedDataParallel(sharding.make_model(seed), gradient_as_bucket_view=True)
-    X, y = sharding.make_data(seed)
-    optimizer = torch.optim.SGD(model.parameters(), lr=sharding.LR)
-    for step in range(steps):
-        inputs, targets = sharding.global_batch(X, y, step)
-        inputs = sharding.rank_share(inputs, rank, world_size)
-        targets = sharding.rank_share(targets, rank, world_size)
-        optimizer.zero_grad(set_to_none=False)
-        xs, ts = torch.tensor_split(inputs, micro_batches), torch.tensor_split(targets, micro_batches)
-        for i in range(micro_batches):
-            if i < micro_batches - 1:
-                with model.no_sync():
-                    loss = nn.functional.mse_loss(model(xs[i]), ts[i]) / micro_batches
-                    torch.autograd.backward(loss)
-            else:
-                loss = nn.functional.mse_loss(model(xs[i]), ts[i]) / micro_batches
-                torch.autograd.backward(loss)
-        optimizer.step()
-    return {k: v.detach().clone() for k, v in model.module.state_dict().items()} if rank == 0 else None
-
-
-def accumulate_gradients(world_size: int, micro_batches: int, seed: int) -> dict:
-    if world_size < 1 or micro_batches < 1 or sharding.GLOBAL_BATCH % (world_size * micro_batches):
-        raise ValueError("world_size * micro_batches must be positive and divide GLOBAL_BATCH")
-    steps = sharding.N_SAMPLES // sharding.GLOBAL_BATCH
-    return ranks.launch(accumulate_rank, world_size, micro_batches, seed, steps, timeout=120).results[0]
-''',
+        "a strided share of the global batch, x[rank::world_size]": variant(
+            _acc(), (_ACC_SHARE, "        xb, yb = xb[rank::world_size], yb[rank::world_size]\n")),
+        "a Sequential of the model's layers whose forward takes one (inputs, targets) batch and returns the loss": (
+            _ACC_WITH_LOSS + variant(_acc(_ACC_LOSS_LOOP), (_ACC_MODEL, "DistributedDataParallel(WithLoss(*sharding.make_model(seed)))"))),
+        "a new DistributedDataParallel wrapper made every step": variant(
+            _acc(),
+            ("    model = DistributedDataParallel(sharding.make_model(seed))\n", "    net = sharding.make_model(seed)\n"),
+            ("torch.optim.SGD(model.parameters()", "torch.optim.SGD(net.parameters()"),
+            ("        xb, yb = sharding.global_batch(X, y, step)\n",
+             "        model = DistributedDataParallel(net)      # a fresh wrapper every step\n"
+             "        xb, yb = sharding.global_batch(X, y, step)\n")),
+        "DDP around a loss module that holds the model (its names prefixed)": _ACC_LOSS_MODULE + variant(
+            _acc(_ACC_LOSS_LOOP), (_ACC_MODEL, "DistributedDataParallel(LossOf(sharding.make_model(seed)))"),
+            ("model.module.state_dict()", "model.module.model.state_dict()")),
+        "torch.autograd.backward on tensor_split micro-batches, gradient_as_bucket_view": variant(
+            _acc(_ACC_GOOD_LOOP.replace(".backward()", "").replace("(nn.functional", "torch.autograd.backward(nn.functional")),
+            ("DistributedDataParallel(sharding.make_model(seed))",
+             "DistributedDataParallel(sharding.make_model(seed), gradient_as_bucket_view=True)"),
+            ("xb.chunk(micro_batches), yb.chunk(micro_batches)",
+             "torch.tensor_split(xb, micro_batches), torch.tensor_split(yb, micro_batches)")),
     },
     "train_fsdp": {
         "fully_shard over model.modules(), no reshard after forward, get_model_state_dict": _fsdp(wrap='''

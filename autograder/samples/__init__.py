@@ -26,6 +26,14 @@ from .. import course, notebooks
 HERE = Path(__file__).resolve().parent
 STUDENTS = ("sample_perfect", "sample_blank", "sample_partial")
 
+
+def variant(code, *edits):
+    """`code` with each (old, new) edit made once: answers that differ from another by a line or two."""
+    for old, new in edits:
+        assert code.count(old) == 1, old
+        code = code.replace(old, new)
+    return code
+
 # Code a student who has read autograder/ could add to a serial answer: find the grader's spy
 # (its dict of Thread/Process starts and joins) in the callers' frames and raise every count.
 # The catalogue's answers that use it must still fail: the judge backs the spy's starts with
