@@ -1,4 +1,5 @@
 """Wrong and alternative answers of 06_joblib_vectorization (see autograder/samples/__init__.py)."""
+from autograder.samples import variant
 
 # Code a student who has read the checks could add to a serial answer: find the spy's list of
 # Parallel calls in the callers' frames and append a call that never ran. The judge's own
@@ -103,6 +104,31 @@ def bootstrap_ci(data, n_boot, n_jobs, seed, alpha=0.05):
     means = [data[rng.integers(0, data.size, data.size)].mean() for _ in range(n_boot)]
     lo, hi = np.percentile(means, [100 * alpha / 2, 100 - 100 * alpha / 2])
     return float(lo), float(hi)
+'''
+
+# A bootstrap done as the notebook asks (batches of resamples, one child seed each), for wrong
+# answers that differ from it by a line or two.
+_BOOTSTRAP = '''
+import numpy as np
+from joblib import Parallel, delayed
+
+
+def bootstrap_ci(data, n_boot: int, n_jobs: int, seed: int, alpha: float = 0.05) -> tuple:
+    data = np.asarray(data, dtype=float).ravel()
+    if data.size == 0 or n_boot < 1 or n_jobs < 1 or not 0 < alpha < 1:
+        raise ValueError("empty data, n_boot or n_jobs below 1, or alpha outside (0, 1)")
+
+    def batch_means(stream, size):
+        rng = np.random.default_rng(stream)
+        picks = rng.integers(0, data.size, size=(size, data.size))
+        return data[picks].mean(axis=1)
+
+    batch = 200
+    sizes = [min(batch, n_boot - start) for start in range(0, n_boot, batch)]
+    streams = np.random.SeedSequence(seed).spawn(len(sizes))
+    means = Parallel(n_jobs=n_jobs)(delayed(batch_means)(s, k) for s, k in zip(streams, sizes))
+    low, high = np.percentile(np.concatenate(means), [100 * alpha / 2, 100 * (1 - alpha / 2)])
+    return float(low), float(high)
 '''
 
 WRONG = {
@@ -449,6 +475,18 @@ def bootstrap_ci(data, n_boot, n_jobs, seed, alpha=0.05):
     lo, hi = np.percentile(means, [2.5, 97.5])
     return float(lo), float(hi)
 ''',
+        "alpha not halved: the percentiles 100 * alpha and 100 * (1 - alpha)": variant(
+            _BOOTSTRAP, ("[100 * alpha / 2, 100 * (1 - alpha / 2)]", "[100 * alpha, 100 * (1 - alpha)]")),
+        "the median of each resample, not the mean": variant(
+            _BOOTSTRAP, ("return data[picks].mean(axis=1)", "return np.median(data[picks], axis=1)")),
+        "every batch seeded alike, a fixed number of batches": variant(
+            _BOOTSTRAP, ("rng = np.random.default_rng(stream)", "rng = np.random.default_rng(seed)"),
+            ("""    batch = 200
+    sizes = [min(batch, n_boot - start) for start in range(0, n_boot, batch)]
+    streams = np.random.SeedSequence(seed).spawn(len(sizes))
+""", """    sizes = [len(part) for part in np.array_split(np.arange(n_boot), min(10, n_boot))]
+    streams = [None] * len(sizes)                  # unused: every batch is seeded with `seed`
+""")),
     },
     "run_with_blas_threads": {
         "sets OMP_NUM_THREADS after the libraries loaded": '''

@@ -252,6 +252,39 @@ def gpipe_schedule(n_stages, n_microbatches):
     events.sort()
     return events
 ''',
+        "named tuples": '''
+from collections import namedtuple
+
+Pass = namedtuple("Pass", ["time_step", "stage", "microbatch", "kind"])
+
+
+def gpipe_schedule(n_stages: int, n_microbatches: int) -> list:
+    """Correct: named tuples (time_step, stage, microbatch, kind), sorted."""
+    p, m = n_stages, n_microbatches
+    if p < 1 or m < 1:
+        raise ValueError("n_stages and n_microbatches must be at least 1")
+    schedule = []
+    for s in range(p):
+        for j in range(m):
+            schedule.append(Pass(s + j, s, j, "F"))
+            schedule.append(Pass((m + p - 1) + (p - 1 - s) + j, s, j, "B"))
+    return sorted(schedule)
+''',
+        "sorted by time step only": '''
+def gpipe_schedule(n_stages: int, n_microbatches: int) -> list:
+    """Correct passes, sorted by time step (micro-batch by micro-batch, as the picture reads)."""
+    p, m = n_stages, n_microbatches
+    if p < 1 or m < 1:
+        raise ValueError("n_stages and n_microbatches must be at least 1")
+    schedule = []
+    for j in range(m):
+        for s in range(p):
+            schedule.append((s + j, s, j, "F"))
+    for j in range(m):
+        for s in reversed(range(p)):
+            schedule.append(((m + p - 1) + (p - 1 - s) + j, s, j, "B"))
+    return sorted(schedule, key=lambda step: step[0])
+''',
     },
     "bubble_fraction": {
         "idle steps counted from the schedule": '''

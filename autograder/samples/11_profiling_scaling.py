@@ -293,6 +293,21 @@ def torch_top_ops(model, x, top=3):
     ranked = sorted(ops, key=lambda role: -seconds[role])
     return [f"{ops[r]._namespace}::{ops[r]._name}" for r in ranked][:top]
 ''',
+        "single events ranked (prof.events()), not each operator's total": '''
+import torch
+from torch.profiler import ProfilerActivity, profile
+
+
+def torch_top_ops(model, x, top: int = 3) -> list:
+    """WRONG: ranks single calls (prof.events(), not aggregated per operator), then drops repeats."""
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        model(x)
+    names = []
+    for event in sorted(prof.events(), key=lambda e: e.self_cpu_time_total, reverse=True):
+        if event.name not in names:
+            names.append(event.name)
+    return names[:top]
+''',
     },
 }
 
