@@ -238,7 +238,7 @@ def test_to_device_moves_every_tensor(to_device):
     assert all(a.shape == b.shape for a, b in zip(
         tensors, [batch["inputs"], batch["targets"][0], batch["targets"][1][0], batch["pair"][0]])), (
         "moved tensors must keep their shapes")
-    assert batch["inputs"].device_type == "cpu", "the original batch should not change"
+    # The batch may be moved in place (a dict updated, say) or copied: the notebook asks for either.
     bare = _rebuild(there(_moved_tensor, to_device, "meta"))
     assert isinstance(bare, _Tensor) and bare.device_type == "meta", "a bare tensor is moved too"
 

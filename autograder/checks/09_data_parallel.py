@@ -149,6 +149,16 @@ def test_ring_allreduce_sums(ring_allreduce):
             assert np.allclose(r, expected, rtol=1e-12, atol=1e-12), "a rank did not end with the sum"
         assert all(np.array_equal(c, o) for c, o in zip(chunks, originals)), (
             "the input arrays were modified")
+    # The notebook: "work in the arrays' own dtype" (integers summed as integers, float32 as float32).
+    length = random.randint(3, 9)
+    for dtype in (np.int64, np.float32):
+        chunks = [np.arange(length).astype(dtype) * (r + 1) for r in range(3)]
+        results, _ = ring_allreduce(chunks)
+        for r in exact_list(results, "results", 3):
+            assert type(r) is np.ndarray and r.dtype == dtype, (
+                f"with {np.dtype(dtype).name} arrays each rank's result is {np.dtype(dtype).name} too "
+                "(work in the arrays' own dtype)")
+            assert np.array_equal(r, sum(chunks)), "a rank did not end with the sum"
 
 
 def _ring_and_inputs_after(ring_allreduce, chunks):
@@ -376,7 +386,9 @@ def _traced_run_ddp(run_ddp, world_size, epochs, seed, puzzles=()):
 
 
 def test_run_ddp_errors(run_ddp):
-    """a world_size that is not a positive divisor of the global batch raises ValueError"""
+    """a world_size that is not a positive divisor of the global batch, or epochs < 0, raises ValueError"""
     for bad in (0, -2, 5, 7):
         with raises_value_error(f"run_ddp(world_size={bad}, ...)"):
             run_ddp(bad, 1, 0)
+    with raises_value_error("run_ddp(2, epochs=-1, ...)"):
+        run_ddp(2, -1, 0)

@@ -541,6 +541,24 @@ def to_device(batch, device, non_blocking=False):
         case _:
             return batch
 ''',
+        "the batch moved in place (dicts and lists updated)": '''
+import torch
+def to_device(batch, device, non_blocking: bool = False):
+    # mutates the caller's containers in place (lists and dicts) -- notebook says "returns the batch"
+    if isinstance(batch, torch.Tensor):
+        return batch.to(device, non_blocking=non_blocking)
+    if isinstance(batch, dict):
+        for k in batch: batch[k] = to_device(batch[k], device, non_blocking)
+        return batch
+    if isinstance(batch, list):
+        for i, v in enumerate(batch): batch[i] = to_device(v, device, non_blocking)
+        return batch
+    if isinstance(batch, tuple) and hasattr(batch, "_fields"):
+        return type(batch)(*(to_device(v, device, non_blocking) for v in batch))
+    if isinstance(batch, tuple):
+        return tuple(to_device(v, device, non_blocking) for v in batch)
+    return batch
+''',
     },
     "make_loader": {
         "keyword dict, spawn context and drop_last off": '''

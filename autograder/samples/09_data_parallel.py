@@ -1,5 +1,5 @@
 """Wrong and alternative answers of 09_data_parallel (see autograder/samples/__init__.py)."""
-from autograder.samples import WITNESS_HELPER
+from autograder.samples import WITNESS_HELPER, variant
 
 _DDP_IMPORTS = '''
 import os, shutil, tempfile, time
@@ -89,6 +89,68 @@ def _train_here_forge_reads(world_size, epochs, seed, idle):
             lines = [str(i) for i in range(k, len(X), world_size) for _ in range(epochs)]
             (trace / f"{p.pid}.txt").write_text("\\n".join(lines))
     return net.state_dict()
+'''
+
+# DDP by hand (an all-reduce of averaged gradients, results through a queue), as an alternative
+# answer and, without its check of epochs, a wrong one.
+_HAND_MADE_DDP = '''
+import time
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as tmp
+from torch.utils.data import DataLoader, DistributedSampler
+import ddp_worker
+
+def train_rank(rank, world_size, port, epochs, seed, queue):
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world_size)
+    model = ddp_worker.make_model(seed)
+    data = ddp_worker.make_dataset(seed)
+    sampler = DistributedSampler(data, num_replicas=world_size, rank=rank, seed=seed)
+    loader = DataLoader(data, batch_size=ddp_worker.GLOBAL_BATCH // world_size, sampler=sampler)
+    opt = torch.optim.SGD(model.parameters(), lr=ddp_worker.LR)
+    for epoch in range(epochs):
+        sampler.set_epoch(epoch)
+        for xb, yb in loader:
+            opt.zero_grad()
+            torch.nn.functional.mse_loss(model(xb), yb).backward()
+            for p in model.parameters():
+                dist.all_reduce(p.grad)
+                p.grad /= world_size
+            opt.step()
+    if rank == 0:
+        # plain arrays: a tensor sent through a queue is shared memory that dies with this process
+        queue.put({k: v.numpy().copy() for k, v in model.state_dict().items()})
+
+def run_ddp(world_size, epochs, seed):
+    if world_size <= 0 or 24 % world_size != 0:
+        raise ValueError("world_size must divide 24")
+    ctx = tmp.get_context(ddp_worker.torch_start_method())
+    queue = ctx.SimpleQueue()
+    port = ddp_worker.free_port()
+    payload = ddp_worker.by_value(train_rank)
+    procs = [ctx.Process(target=ddp_worker.run_by_value,
+                         args=(r, payload, world_size, port, epochs, seed, queue)) for r in range(world_size)]
+    for p in procs:
+        p.start()
+    try:
+        deadline = time.monotonic() + 100
+        result = None
+        while result is None:
+            if not queue.empty():
+                result = queue.get()
+            elif time.monotonic() > deadline or any(p.exitcode not in (None, 0) for p in procs):
+                raise RuntimeError("the workers failed or hung")
+            else:
+                time.sleep(0.05)
+        for p in procs:
+            p.join(30)
+        return {k: torch.from_numpy(v) for k, v in result.items()}
+    finally:
+        for p in procs:
+            if p.is_alive():
+                p.terminate()
+                p.join(5)
 '''
 
 WRONG = {
@@ -233,6 +295,29 @@ def ring_allreduce(chunks):
         for r in range(p):
             buf[(r + 1) % p][idx[(r - t) % p]] += sent[r]
     return [b.reshape(shape) for b in buf], 2 * (p - 1)
+''',
+        "the buffers made float64 whatever the arrays' dtype": '''
+import numpy as np
+def ring_allreduce(chunks):
+    # ignores "work in the arrays' own dtype": always float64 (int inputs come back float)
+    if len(chunks) == 0: raise ValueError("empty")
+    shape = np.shape(chunks[0])
+    if any(np.shape(c) != shape for c in chunks): raise ValueError("shapes")
+    p = len(chunks)
+    buf = [np.array(c, dtype=np.float64).reshape(-1) for c in chunks]
+    segs = np.array_split(np.arange(buf[0].size), p)
+    steps = 0
+    for t in range(p - 1):
+        sent = [buf[r][segs[(r - t) % p]].copy() for r in range(p)]
+        for r in range(p):
+            buf[(r + 1) % p][segs[(r - t) % p]] += sent[r]
+        steps += 1
+    for t in range(p - 1):
+        sent = [buf[r][segs[(r + 1 - t) % p]].copy() for r in range(p)]
+        for r in range(p):
+            buf[(r + 1) % p][segs[(r + 1 - t) % p]] = sent[r]
+        steps += 1
+    return [b.reshape(shape) for b in buf], steps
 ''',
     },
     "run_ddp": {
@@ -406,6 +491,7 @@ def run_ddp(world_size, epochs, seed):
         "fixed port 29500": _ddp(port="lambda: 29500"),
         # The red team's: processes that only read their shares pass the reads, witnesses and
         # puzzles; no gradient is ever all-reduced between them.
+        "no ValueError for epochs < 0 (DDP by hand, otherwise right)": _HAND_MADE_DDP,
     },
 }
 
@@ -499,65 +585,9 @@ def ring_allreduce(chunks):
 ''',
     },
     "run_ddp": {
-        "hand-made all-reduce of averaged gradients, results through a queue": '''
-import time
-import torch
-import torch.distributed as dist
-import torch.multiprocessing as tmp
-from torch.utils.data import DataLoader, DistributedSampler
-import ddp_worker
-
-def train_rank(rank, world_size, port, epochs, seed, queue):
-    torch.set_num_threads(1)
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world_size)
-    model = ddp_worker.make_model(seed)
-    data = ddp_worker.make_dataset(seed)
-    sampler = DistributedSampler(data, num_replicas=world_size, rank=rank, seed=seed)
-    loader = DataLoader(data, batch_size=ddp_worker.GLOBAL_BATCH // world_size, sampler=sampler)
-    opt = torch.optim.SGD(model.parameters(), lr=ddp_worker.LR)
-    for epoch in range(epochs):
-        sampler.set_epoch(epoch)
-        for xb, yb in loader:
-            opt.zero_grad()
-            torch.nn.functional.mse_loss(model(xb), yb).backward()
-            for p in model.parameters():
-                dist.all_reduce(p.grad)
-                p.grad /= world_size
-            opt.step()
-    if rank == 0:
-        # plain arrays: a tensor sent through a queue is shared memory that dies with this process
-        queue.put({k: v.numpy().copy() for k, v in model.state_dict().items()})
-
-def run_ddp(world_size, epochs, seed):
-    if world_size <= 0 or 24 % world_size != 0:
-        raise ValueError("world_size must divide 24")
-    ctx = tmp.get_context(ddp_worker.torch_start_method())
-    queue = ctx.SimpleQueue()
-    port = ddp_worker.free_port()
-    payload = ddp_worker.by_value(train_rank)
-    procs = [ctx.Process(target=ddp_worker.run_by_value,
-                         args=(r, payload, world_size, port, epochs, seed, queue)) for r in range(world_size)]
-    for p in procs:
-        p.start()
-    try:
-        deadline = time.monotonic() + 100
-        result = None
-        while result is None:
-            if not queue.empty():
-                result = queue.get()
-            elif time.monotonic() > deadline or any(p.exitcode not in (None, 0) for p in procs):
-                raise RuntimeError("the workers failed or hung")
-            else:
-                time.sleep(0.05)
-        for p in procs:
-            p.join(30)
-        return {k: torch.from_numpy(v) for k, v in result.items()}
-    finally:
-        for p in procs:
-            if p.is_alive():
-                p.terminate()
-                p.join(5)
-''',
+        "hand-made all-reduce of averaged gradients, results through a queue": variant(_HAND_MADE_DDP, (
+            'raise ValueError("world_size must divide 24")' + "\n",
+            'raise ValueError("world_size must divide 24")' + "\n    if epochs < 0:\n        raise ValueError(\"epochs must be >= 0\")\n")),
     },
 }
 
