@@ -659,7 +659,11 @@ def test_to_channels_last_layout(to_channels_last):
 
 
 def test_to_channels_last_errors(to_channels_last):
-    """anything but a 4-D tensor raises ValueError"""
+    """anything but a 4-D tensor raises ValueError (a 3-D or 5-D one, a 4-D NumPy array, nested lists)"""
     for bad in (torch.randn(3, 4, 5), torch.randn(1, 2, 3, 4, 5)):
         with raises_value_error(f"to_channels_last on a {bad.dim()}-D tensor"):
+            to_channels_last(bad)
+    four_d = torch.randn(1, 2, 3, 4)
+    for bad, what in ((four_d.numpy(), "a 4-D NumPy array"), (four_d.tolist(), "4-D nested lists")):
+        with raises_value_error(f"to_channels_last on {what}"):
             to_channels_last(bad)

@@ -233,9 +233,48 @@ class _OccupiedPort:
             self.sock.close()
 
 
+class _UnlimitedWaits:
+    """Notes each wait for ranks that has no time limit, while the answer runs (in the student's
+    process): torch's ProcessContext.join() without a timeout while one of its processes is
+    alive and was not told to stop, which is what spawn(..., join=True) and
+    start_processes(..., join=True) do. A rank that hangs in a collective would hang such a
+    wait for ever; the notebook asks for context.join(timeout=...) in a loop with a deadline.
+    (A plain Process.join() is not looked at: a final join of ranks that are ending is common.)"""
+
+    def __enter__(self):
+        import multiprocessing.process
+        from torch.multiprocessing.spawn import ProcessContext  # (the module's name is also a function's)
+        self.found = []
+        self.patched = [(ProcessContext, "join", ProcessContext.join)]
+        self.patched += [(multiprocessing.process.BaseProcess, name, getattr(multiprocessing.process.BaseProcess, name))
+                         for name in ("terminate", "kill")]
+        join, found = self.patched[0][2], self.found
+
+        def join_noted(context, timeout=None, *args, **kwargs):
+            if timeout is None and any(p.is_alive() and not getattr(p, "_course_told_to_stop", False)
+                                       for p in context.processes):
+                found.append("ProcessContext.join() without a timeout")
+            return join(context, timeout, *args, **kwargs)
+
+        def stopping(real):
+            def stop(process, *args, **kwargs):
+                process._course_told_to_stop = True
+                return real(process, *args, **kwargs)
+            return stop
+
+        ProcessContext.join = join_noted
+        for owner, name, real in self.patched[1:]:
+            setattr(owner, name, stopping(real))
+        return self
+
+    def __exit__(self, *exc):
+        for owner, name, real in self.patched:
+            setattr(owner, name, real)
+
+
 @timeout(170)
 def test_run_ddp_processes_shards_and_weights(run_ddp):
-    """world_size processes each read their own share of the data, and the weights equal single-process training
+    """world_size processes each read their own share of the data, the weights equal single-process training, and run_ddp waits for the ranks with a time limit
 
     False failure of a correct answer: 0 while the machine makes progress. The reads
     are counted exactly; the weights differ from single-process training only by
@@ -264,15 +303,21 @@ def test_run_ddp_processes_shards_and_weights(run_ddp):
     recipe has it: each rank runs through ddp_worker.run_by_value or reads its share
     itself (a rank started some other way, under fork, whose reads all happen in
     DataLoader worker processes, would make all-reduces that nothing notes).
+    The wait for the ranks must have a time limit, as the notebook asks: torch's
+    ProcessContext.join() called without a timeout while a rank that the answer has not
+    stopped is alive (spawn or start_processes with join=True) fails, noted in the student's
+    process (_UnlimitedWaits). A correct answer's waits all have a limit: false failure 0.
     """
     w = _ddp_worker()
-    world_size = random.choice([2, 3])
+    # Three ranks, not the notebook's two: a per-rank batch hard-coded to GLOBAL_BATCH // 2 (or a
+    # sampler told num_replicas=2) is then wrong every time, not in half the gradings.
+    world_size = 3
     epochs = 2
     seed = random.randint(1000, 10**8)
     puzzles, allowance = work_for_workers(PRICED_SAMPLES, world_size)
     with observe() as seen, created() as made, caller_cpu() as spent:
         try:
-            weights, reads, witnesses, answers, syncs = there(_traced_run_ddp, run_ddp, world_size, epochs,
+            weights, reads, witnesses, answers, syncs, unlimited = there(_traced_run_ddp, run_ddp, world_size, epochs,
                                                               seed, [p.task for p in puzzles])
         except Exception as err:  # noqa: BLE001
             # A rank that died (torch reports only its exit code) or a port already taken earns
@@ -329,7 +374,8 @@ def test_run_ddp_processes_shards_and_weights(run_ddp):
     assert len(trained) >= world_size, (
         f"with world_size={world_size}, {world_size} processes should train one model together, all-reducing "
         f"its gradients at every optimiser step ({steps} in {epochs} epochs); {len(trained)} did: does each "
-        "rank wrap its model in DistributedDataParallel and train on its share?")
+        "rank wrap its model in DistributedDataParallel and train on its share, GLOBAL_BATCH // world_size "
+        "samples a step?")
     assert type(weights) is dict or isinstance(weights, dict), "run_ddp must return a state dict (a dict)"
     expected = _single_process(seed, epochs)
     assert set(weights) == set(expected), (
@@ -340,6 +386,11 @@ def test_run_ddp_processes_shards_and_weights(run_ddp):
         assert torch.allclose(weights[name].detach().cpu(), value, atol=2e-5, rtol=1e-4), (
             "the final weights differ from single-process training on the global batch "
             "(gradients averaged? per-rank batch GLOBAL_BATCH // world_size? set_epoch? lr?)")
+    assert not unlimited, (
+        "run_ddp waited for its ranks with no time limit (spawn or start_processes with join=True, or "
+        "context.join() without a timeout): a rank that hangs would hang it for ever. Start them with "
+        "join=False and wait with context.join(timeout=...) in a loop with a deadline, then terminate "
+        "what is left, as the notebook says")
     if unseen:
         # The judge looks at /proc every few milliseconds; a judge starved of CPU for a rank's whole
         # life could miss it, so this cannot fail an answer: undecided, never passed. Last, so that
@@ -366,7 +417,7 @@ def _traced_run_ddp(run_ddp, world_size, epochs, seed, puzzles=()):
     trace.mkdir()
     (trace / "puzzles").write_text("".join(f"{i} {b} {m} {t}\n" for i, (b, m, t) in enumerate(puzzles)))
     try:
-        with _OccupiedPort():
+        with _OccupiedPort(), _UnlimitedWaits() as waits:
             weights = run_ddp(world_size, epochs, seed)
         reads, witnesses, answers = {}, {}, {}
         for path in trace.glob("*.txt"):
@@ -382,7 +433,7 @@ def _traced_run_ddp(run_ddp, world_size, epochs, seed, puzzles=()):
                  for path in trace.glob("sync-*") if path.name[len("sync-"):].isdigit()}
     finally:
         shutil.rmtree(trace, ignore_errors=True)
-    return weights, reads, witnesses, answers, syncs
+    return weights, reads, witnesses, answers, syncs, waits.found
 
 
 def test_run_ddp_errors(run_ddp):

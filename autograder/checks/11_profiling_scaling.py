@@ -359,9 +359,10 @@ def test_roofline_errors(roofline):
 # registered with torch.library (first by total time), and runs last (first-seen order is
 # wrong too), in three calls of 0.2 s under one name (a ranking of single events, not of
 # operators, puts it below the 0.25 s one).
-# The three are profiler ranges (torch.profiler.record_function, as torch.library's own ops
-# name themselves "namespace::name") that forward opens as it runs, under names with 64
-# random bits drawn from os.urandom (secrets) in that call: no registry, attribute or closure
+# The three are profiler ranges (torch.profiler.record_function) that forward opens as it runs,
+# named as ATen's operators are ("aten::<stem>_<hex>", so that an answer keeping only real
+# operators' names keeps them too), with 64 random bits drawn from os.urandom (secrets) in
+# that call: no registry, attribute or closure
 # holds them before or after it, only the profile of the call. An operator registered with
 # torch.library stays in torch's registries once it has run, names and all, and with a
 # handful of known names a ranking could be guessed. forward leaves behind only SHA-256
@@ -406,7 +407,8 @@ def _model_with_known_ops():
 
         def forward(self, x):
             pick = secrets.SystemRandom()               # os.urandom: no state to read
-            names = [f"n{secrets.token_hex(8)}::{stem}" for stem in pick.sample(stems, 3)]
+            # Named as real operators are (aten::...), so that an answer keeping only those keeps them.
+            names = [f"aten::{stem}_{secrets.token_hex(8)}" for stem in pick.sample(stems, 3)]
             self.calls.append([hashlib.sha256(name.encode()).hexdigest() for name in names])
             t, one = torch.zeros(4), torch.ones(4)
             for _ in range(30):

@@ -407,6 +407,21 @@ import torch
 def to_channels_last(x):
     return x.contiguous(memory_format=torch.channels_last) if x.dim() == 4 else x
 ''',
+        "checks the rank only (a 4-D NumPy array or nested lists reach .contiguous)": '''
+import torch
+def to_channels_last(x):
+    if len(getattr(x, "shape", ())) != 4:
+        raise ValueError("to_channels_last needs 4 dimensions")
+    return x.contiguous(memory_format=torch.channels_last)
+''',
+        "turns 4-D data of any kind into a tensor": '''
+import torch
+def to_channels_last(x):
+    x = torch.as_tensor(x)
+    if x.dim() != 4:
+        raise ValueError("to_channels_last needs a 4-D tensor")
+    return x.contiguous(memory_format=torch.channels_last)
+''',
     },
 }
 
@@ -652,6 +667,13 @@ def to_channels_last(x):
     if not torch.is_tensor(x) or x.ndim != 4:
         raise ValueError("expected a 4-D tensor")
     return x.to(memory_format=torch.channels_last)
+''',
+        "isinstance and dim(), a new contiguous copy": '''
+import torch
+def to_channels_last(x):
+    if not isinstance(x, torch.Tensor) or x.dim() != 4:
+        raise ValueError(f"a 4-D tensor please, not {type(x).__name__}")
+    return x.contiguous(memory_format=torch.channels_last).clone(memory_format=torch.channels_last)
 ''',
     },
 }

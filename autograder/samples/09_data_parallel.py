@@ -13,7 +13,7 @@ import ddp_worker
 
 _LAUNCH = '''
 def run_ddp(world_size, epochs, seed):
-    if world_size < 1 or ddp_worker.GLOBAL_BATCH % world_size:
+    if world_size < 1 or ddp_worker.GLOBAL_BATCH % world_size or epochs < 0:
         raise ValueError("world_size")
     out_dir = tempfile.mkdtemp()
     ctx = torch.multiprocessing.start_processes(
@@ -73,7 +73,7 @@ import torch
 import ddp_worker
 
 def _train_here_forge_reads(world_size, epochs, seed, idle):
-    if world_size < 1 or ddp_worker.GLOBAL_BATCH % world_size:
+    if world_size < 1 or ddp_worker.GLOBAL_BATCH % world_size or epochs < 0:
         raise ValueError("world_size")
     net = ddp_worker.make_model(seed)
     data = ddp_worker.make_dataset(seed)
@@ -353,7 +353,7 @@ _serial(2, 0)  # warm-up at import time
 ddp_worker.by_value(read_rank); ddp_worker.torch_start_method()
 
 def run_ddp(world_size, epochs, seed):
-    if world_size < 1 or ddp_worker.GLOBAL_BATCH % world_size:
+    if world_size < 1 or ddp_worker.GLOBAL_BATCH % world_size or epochs < 0:
         raise ValueError("world_size")
     ctx = torch.multiprocessing.start_processes(
         ddp_worker.run_by_value, args=(ddp_worker.by_value(read_rank), world_size, epochs, seed),
@@ -389,7 +389,7 @@ def rank_fn(rank, world_size, epochs, seed, out_dir):
         torch.save(net.state_dict(), os.path.join(out_dir, "w.pt"))
 
 def run_ddp(world_size, epochs, seed):
-    if world_size < 1 or ddp_worker.GLOBAL_BATCH % world_size:
+    if world_size < 1 or ddp_worker.GLOBAL_BATCH % world_size or epochs < 0:
         raise ValueError("world_size")
     out_dir = tempfile.mkdtemp()
     try:
@@ -410,7 +410,7 @@ def run_ddp(world_size, epochs, seed):
 ''',
         "trains in the calling process; the reads forged for idle processes started meanwhile": _TRAIN_HERE_FORGE_READS + '''
 def run_ddp(world_size, epochs, seed):
-    if world_size < 1 or ddp_worker.GLOBAL_BATCH % world_size:
+    if world_size < 1 or ddp_worker.GLOBAL_BATCH % world_size or epochs < 0:
         raise ValueError("world_size")
     idle = [multiprocessing.get_context("fork").Process(target=time.sleep, args=(120,), daemon=True)
             for _ in range(world_size)]
@@ -430,7 +430,7 @@ def run_ddp(world_size, epochs, seed):
         # calling process, which the judge reads.
         "trains in the calling process; the reads and witnesses forged by processes started meanwhile": WITNESS_HELPER + _TRAIN_HERE_FORGE_READS + '''
 def run_ddp(world_size, epochs, seed):
-    if world_size < 1 or ddp_worker.GLOBAL_BATCH % world_size:
+    if world_size < 1 or ddp_worker.GLOBAL_BATCH % world_size or epochs < 0:
         raise ValueError("world_size")
     helpers = [_WitnessHelper() for _ in range(world_size)]
     try:
@@ -458,7 +458,7 @@ def run_ddp(world_size, epochs, seed):
 import torch
 import ddp_worker
 def run_ddp(world_size, epochs, seed):
-    if world_size < 1 or ddp_worker.GLOBAL_BATCH % world_size:
+    if world_size < 1 or ddp_worker.GLOBAL_BATCH % world_size or epochs < 0:
         raise ValueError("world_size")
     net = ddp_worker.make_model(seed)
     data = ddp_worker.make_dataset(seed)
@@ -478,6 +478,8 @@ def run_ddp(world_size, epochs, seed):
         "never calls set_epoch": _ddp(_GOOD_BODY.replace("        sampler.set_epoch(epoch)\n", "")),
         "per-rank batch is the global batch": _ddp(_GOOD_BODY.replace(
             "batch_size=ddp_worker.GLOBAL_BATCH // world_size", "batch_size=ddp_worker.GLOBAL_BATCH")),
+        "per-rank batch hard-coded for the notebook's two ranks (GLOBAL_BATCH // 2)": _ddp(_GOOD_BODY.replace(
+            "batch_size=ddp_worker.GLOBAL_BATCH // world_size", "batch_size=ddp_worker.GLOBAL_BATCH // 2")),
         "sampler without shuffling": _ddp(_GOOD_BODY.replace("shuffle=True", "shuffle=False")),
         "returns DDP's state dict (module. keys)": _ddp(_GOOD_BODY.replace(
             "model.module.state_dict()", "model.state_dict()")),
@@ -489,6 +491,36 @@ def run_ddp(world_size, epochs, seed):
             "                dist.all_reduce(p.grad)\n"
             "            opt.step()").replace("model.module.state_dict()", "model.state_dict()")),
         "fixed port 29500": _ddp(port="lambda: 29500"),
+        "start_processes with join=True: no time limit on the wait": variant(_ddp(), (
+            "join=False, start_method", "join=True, start_method"), (
+            """    deadline = time.monotonic() + 100
+    try:
+        while not ctx.join(timeout=0.2):
+            if time.monotonic() > deadline:
+                raise TimeoutError("workers hang")
+        return""", """    try:
+        return"""), (
+            """        for p in ctx.processes:
+            if p.is_alive():
+                p.terminate()
+            p.join(5)
+""", "")),
+        "mp.spawn as in the tutorials (join=True)": variant(_ddp(), (
+            """    ctx = torch.multiprocessing.start_processes(""", """    torch.multiprocessing.spawn("""), (
+            "nprocs=world_size, join=False, start_method=ddp_worker.torch_start_method())",
+            "nprocs=world_size, join=True)"), (
+            """    deadline = time.monotonic() + 100
+    try:
+        while not ctx.join(timeout=0.2):
+            if time.monotonic() > deadline:
+                raise TimeoutError("workers hang")
+        return""", """    try:
+        return"""), (
+            """        for p in ctx.processes:
+            if p.is_alive():
+                p.terminate()
+            p.join(5)
+""", "")),
         # The red team's: processes that only read their shares pass the reads, witnesses and
         # puzzles; no gradient is ever all-reduced between them.
         "no ValueError for epochs < 0 (DDP by hand, otherwise right)": _HAND_MADE_DDP,
@@ -585,6 +617,28 @@ def ring_allreduce(chunks):
 ''',
     },
     "run_ddp": {
+        "start_processes, each rank's Process.join(time left), then what is left terminated": variant(_ddp(), (
+            """    deadline = time.monotonic() + 100
+    try:
+        while not ctx.join(timeout=0.2):
+            if time.monotonic() > deadline:
+                raise TimeoutError("workers hang")
+        return""", """    deadline = time.monotonic() + 100
+    try:
+        for p in ctx.processes:
+            p.join(max(0.0, deadline - time.monotonic()))
+        if any(p.exitcode != 0 for p in ctx.processes):
+            raise RuntimeError(f"ranks ended with {[p.exitcode for p in ctx.processes]}")
+        return"""), (
+            """        for p in ctx.processes:
+            if p.is_alive():
+                p.terminate()
+            p.join(5)
+""", """        for p in ctx.processes:
+            if p.is_alive():
+                p.terminate()
+                p.join()
+""")),
         "hand-made all-reduce of averaged gradients, results through a queue": variant(_HAND_MADE_DDP, (
             'raise ValueError("world_size must divide 24")' + "\n",
             'raise ValueError("world_size must divide 24")' + "\n    if epochs < 0:\n        raise ValueError(\"epochs must be >= 0\")\n")),

@@ -465,6 +465,15 @@ def torch_top_ops(model, x, top=3):
     averages.sort(key=lambda e: e.self_cpu_time_total, reverse=True)
     return [e.key for e in averages][:top]
 ''',
+        "only real operators (names starting aten::), self time from key_averages": '''
+import torch
+def torch_top_ops(model, x, top=3):
+    with torch.profiler.profile() as prof:
+        model(x)
+    ops = [e for e in prof.key_averages() if e.key.startswith("aten::")]
+    ops.sort(key=lambda e: e.self_cpu_time_total, reverse=True)
+    return [e.key for e in ops[:top]]
+''',
     },
 }
 
