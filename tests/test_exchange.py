@@ -2,8 +2,9 @@
 
 A temporary exchange folder stands in for JupyterHub's /srv/nbgrader/exchange.
 The instructor (this repository as course folder, a temp work folder) releases
-the first assignment; two students, each in a home folder of their own,
-fetch it, answer it and submit (alice before the due date, bob after it); the
+08 (the lightest to grade, and its checks time nothing, so every cell decides);
+two students, each in a home folder of their own, fetch it, answer it and
+submit (alice before the due date, bob after it); the
 instructor collects, grades with `python -m autograder grade` (late penalty:
 COURSE_LATE_PENALTY=zero), writes feedback and releases it; each student
 fetches their feedback. Scores and the late penalty are checked in the
@@ -23,7 +24,7 @@ import pytest
 from autograder import course, notebooks, samples
 
 pytestmark = [pytest.mark.scale, pytest.mark.timeout(900)]
-ASSIGNMENT = "01_processes_threads"
+ASSIGNMENT = "08_amp_tensor_cores"
 COURSE_ID = "parallel-python-pytorch"
 # The `nbgrader` command (its entry point, nbgraderapp.main, as `python -m nbgrader` runs it), with
 # the IRI parser deferred as in the course's own processes (autograder/deferred_imports.py): each

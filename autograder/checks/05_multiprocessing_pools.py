@@ -33,6 +33,21 @@ def _met_in_two_workers(out, what):
         "are the tasks shared among n_workers processes?")
 
 
+def _one_at_a_time(call, what, tries=2):
+    """call() -> the pids that ran its tasks, in input order, for an answer given n_workers=1:
+    those tasks must never have run in two processes at once. One worker at a time (one pool
+    process, or a pool that replaces its worker after some tasks) runs the tasks in order, so a
+    pid once left never comes back; two or more workers taking tasks of 20 ms from one queue
+    alternate (A B A ...). No clock: a correct answer fails with probability 0. A pool of
+    several workers that happened not to alternate passes a try; two tries of 12 tasks each."""
+    for _ in range(tries):
+        pids = call()
+        runs = [pid for i, pid in enumerate(pids) if i == 0 or pid != pids[i - 1]]
+        assert len(runs) == len(set(runs)), (
+            f"{what} with n_workers=1 ran its tasks in {len(set(pids))} processes taking turns: "
+            "is n_workers given to the pool (Pool(n_workers), max_workers=n_workers)?")
+
+
 def _run_meeting(call, n_workers, what):
     """call(fn_of_one_item, items, barrier) with two tasks that only finish when they run at once,
     run in the student's process by an answer given n_workers. The pids the results name are the
@@ -175,12 +190,14 @@ def test_parallel_map_order_and_chunks(parallel_map):
 
 @timeout(60)
 def test_parallel_map_edges(parallel_map):
-    """one worker and empty input work; invalid n_workers or chunksize raise ValueError
+    """one worker (one process at a time) and empty input work; invalid n_workers or chunksize raise ValueError
 
-    False failure of a correct answer: 0 (random items, exact comparison).
+    False failure of a correct answer: 0 (random items, exact comparison; see _one_at_a_time).
     """
     items = [random.randint(0, 99) for _ in range(5)]
     assert parallel_map(workers.square, items, 1) == [x * x for x in items], "fails with one worker"
+    _one_at_a_time(lambda: [pid for pid, _ in exact_list(
+        parallel_map(pools.slow_pid_square, list(range(12)), 1, chunksize=1), "parallel_map(...)", 12)], "parallel_map")
     assert parallel_map(workers.square, [], 2) == [], "an empty input gives an empty list"
     assert parallel_map(workers.square, iter(items), 2) == [x * x for x in items], "items may be any iterable"
     for bad in ((0, None), (-1, None), (2, 0)):
@@ -222,12 +239,15 @@ def test_parallel_starmap_values_and_workers(parallel_starmap):
 
 @timeout(60)
 def test_parallel_starmap_edges(parallel_starmap):
-    """one worker, three arguments and empty input work; n_workers < 1 raises ValueError
+    """one worker (one process at a time), three arguments and empty input work; n_workers < 1 raises ValueError
 
-    False failure of a correct answer: 0 (random arguments, exact comparison).
+    False failure of a correct answer: 0 (random arguments, exact comparison; see _one_at_a_time).
     """
     args = [(random.randint(0, 9), random.randint(0, 9)) for _ in range(4)]
     assert parallel_starmap(workers.add, args, 1) == [a + b for a, b in args], "fails with one worker"
+    _one_at_a_time(lambda: [pid for pid, _ in exact_list(
+        parallel_starmap(pools.slow_pid_add, [(i, i) for i in range(12)], 1), "parallel_starmap(...)", 12)],
+        "parallel_starmap")
     assert parallel_starmap(workers.add, [], 2) == [], "an empty input gives an empty list"
     assert parallel_starmap(workers.slow_square, [(3, 0.0), (4, 0.0)], 2) == [9, 16], (
         "each tuple must be unpacked into the function's arguments")
@@ -288,13 +308,23 @@ def test_robust_map_keeps_other_results(robust_map):
 
 @timeout(60)
 def test_robust_map_edges(robust_map):
-    """all-good input, one worker and empty input work; n_workers < 1 raises ValueError
+    """all-good input, one worker (one process at a time) and empty input work; any exception is caught; n_workers < 1 raises ValueError
 
-    False failure of a correct answer: 0 (random items, exact comparison).
+    False failure of a correct answer: 0 (random items, exact comparison; see _one_at_a_time).
     """
     items = [random.randint(0, 9) for _ in range(4)]
     assert robust_map(workers.square, items, 1) == [(True, x * x) for x in items], "fails with one worker"
+    _one_at_a_time(lambda: [tuple(pair)[1][0] for pair in exact_list(
+        robust_map(pools.task, [(i, 0.02, False) for i in range(12)], 1), "robust_map(...)", 12)], "robust_map")
     assert list(robust_map(workers.square, [], 2)) == [], "an empty input gives an empty list"
+    # Any exception, not only the ValueError of the other checks' tasks: "x" * "x" raises TypeError.
+    try:
+        out = exact_list(robust_map(workers.square, [2, "x", 3], 2), "robust_map(square, [2, 'x', 3], 2)", 3)
+    except TypeError as err:
+        raise AssertionError(f"a task's TypeError ({err}) came out of robust_map: every exception a task "
+                             "raises must become (False, exception), not only ValueError") from None
+    assert [tuple(pair)[0] for pair in out] == [True, False, True] and isinstance(tuple(out[1])[1], TypeError), (
+        "an item whose task raises TypeError must become (False, the TypeError), the others kept")
     with raises_value_error("robust_map(fn, items, 0)"):
         robust_map(workers.square, items, 0)
 
@@ -343,17 +373,27 @@ def test_monte_carlo_pi_accurate_and_reproducible(monte_carlo_pi):
 
 @timeout(120)
 def test_monte_carlo_pi_seed_matters(monte_carlo_pi):
-    """other seeds give other estimates
+    """other seeds give other estimates, and each worker draws its own points
 
-    False failure of a correct answer: < 1e-11. An estimate is 4 * hits / 20,001, with hits
-    ~ Binomial(20,001, pi/4), so two seeds give one estimate when their hit counts are equal:
+    False failure of a correct answer: < 1e-11. An estimate is 4 * hits / 20,000, with hits
+    ~ Binomial(20,000, pi/4), so two seeds give one estimate when their hit counts are equal:
     sum over h of P(hits = h) ** 2 = 0.0049. The check fails only if all six are equal:
     sum over h of P(hits = h) ** 6 = 6.3e-12 (not 0.0049 ** 5: the five equalities with the
-    first estimate are not independent).
+    first estimate are not independent). Two workers given the caller's seed itself (an int, its
+    SeedSequence or a Generator made from it: the same stream) count the same 10,000 points
+    each, so their hits are exactly 2 * count_inside(10_000, seed), which the judge computes;
+    the check fails when all six estimates are that. A correct answer's hits hit one given value
+    with a chance of at most 0.0069 (the largest binomial probability), all six about 1e-13.
     """
+    from helpers.pools import count_inside
     first = random.randrange(2**30)
-    estimates = {exact_float(monte_carlo_pi(20_001, 2, first + k), "monte_carlo_pi(...)") for k in range(6)}
-    assert len(estimates) > 1, "six different seeds gave the same estimate: is the seed used?"
+    seeds = [first + k for k in range(6)]
+    estimates = [exact_float(monte_carlo_pi(20_000, 2, seed), "monte_carlo_pi(...)") for seed in seeds]
+    assert len(set(estimates)) > 1, "six different seeds gave the same estimate: is the seed used?"
+    shared = [2 * count_inside(10_000, seed) for seed in seeds]
+    assert [round(est * 20_000 / 4) for est in estimates] != shared, (
+        "every worker drew the same points: each was given the caller's seed itself. Give each worker a "
+        "seed of its own spawned from it (np.random.SeedSequence(seed).spawn(n_workers)), as the notebook says")
 
 
 @timeout(90)
@@ -471,12 +511,16 @@ def test_fit_serial_fraction_noisy(fit_serial_fraction):
     # Super-linear noise must not give a negative fraction.
     got = fit_serial_fraction([1, 2, 4], [1.0, 2.1, 4.3])
     assert 0.0 <= got <= 0.05, "speedups above the ideal must give a serial fraction of about 0 (clipped to [0, 1])"
+    # Slowdowns (tiny tasks measured, as in the notebook's chunksize demo) must not give one above 1: both
+    # points imply s = 7/3 exactly, so a fit clipped to [0, 1] gives 1 (a bounded solver stops near it).
+    got = exact_float(fit_serial_fraction([1, 2, 4], [1.0, 0.6, 0.5]), "the fitted fraction")
+    assert 0.95 <= got <= 1.0, "speedups below 1 must give a serial fraction of about 1 (clipped to [0, 1])"
 
 
 def test_fit_serial_fraction_errors(fit_serial_fraction):
-    """mismatched or empty lists, workers < 1 or non-positive speedups raise ValueError"""
+    """mismatched or empty lists, workers < 1, non-positive speedups or no point with several workers raise ValueError"""
     for bad in (([1, 2, 4], [1.0, 1.8]), ([], []), ([0, 2, 4], [1.0, 1.5, 2.0]),
-                ([1, 2, 4], [1.0, -1.5, 2.0])):
+                ([1, 2, 4], [1.0, -1.5, 2.0]), ([1, 2, 4], [1.0, 0.0, 2.0]), ([1, 1], [1.0, 1.0]), ([1], [1.0])):
         with raises_value_error(f"fit_serial_fraction({bad[0]}, {bad[1]})"):
             fit_serial_fraction(*bad)
 

@@ -143,6 +143,19 @@ def parallel_map(fn, items, n_workers, chunksize=None):
             _APPLY_ONE_IN_THE_NOTEBOOK,
             ("from helpers.workers import mp_context\n", "from helpers.workers import mp_context\nctx = mp_context()\n"),
             ("with mp_context().Pool", "with ctx.Pool")),
+        "n_workers checked but not given to the pool (Pool() has one worker per core)": '''
+from helpers.workers import mp_context
+
+
+def parallel_map(fn, items, n_workers: int, chunksize: int | None = None) -> list:
+    """Validates n_workers but forgets to pass it to the pool: Pool() has os.cpu_count() workers."""
+    if n_workers < 1:
+        raise ValueError(f"n_workers must be at least 1, got {n_workers}")
+    if chunksize is not None and chunksize < 1:
+        raise ValueError(f"chunksize must be at least 1, got {chunksize}")
+    with mp_context().Pool() as pool:
+        return pool.map(fn, list(items), chunksize=chunksize)
+''',
     },
     "parallel_starmap": {
         "serial": '''
@@ -176,6 +189,17 @@ def parallel_starmap(fn, arg_tuples, n_workers):
 ''',
         "threads; the pids forged for processes started beforehand": _FORGED_PIDS + _IN_THREADS["parallel_starmap"],
         "threads; the pids and witnesses forged by processes started beforehand": _FORGED_WITNESSES + _IN_THREADS["parallel_starmap"],
+        "n_workers checked but not given to the pool (Pool() has one worker per core)": '''
+from helpers.workers import mp_context
+
+
+def parallel_starmap(fn, arg_tuples, n_workers: int) -> list:
+    """Validates n_workers but forgets to pass it to the pool: Pool() has os.cpu_count() workers."""
+    if n_workers < 1:
+        raise ValueError(f"n_workers must be at least 1, got {n_workers}")
+    with mp_context().Pool() as pool:
+        return pool.starmap(fn, list(arg_tuples))
+''',
     },
     "robust_map": {
         "serial loop with try/except": '''
@@ -263,6 +287,45 @@ def robust_map(fn, items, n_workers):
 ''',
         "threads; the pids forged for processes started beforehand": _FORGED_PIDS + _IN_THREADS["robust_map"],
         "threads; the pids and witnesses forged by processes started beforehand": _FORGED_WITNESSES + _IN_THREADS["robust_map"],
+        "n_workers checked but not given to the executor (max_workers left out)": '''
+from concurrent.futures import ProcessPoolExecutor, as_completed
+
+from helpers.workers import mp_context
+
+
+def robust_map(fn, items, n_workers: int) -> list:
+    """Reference, but max_workers is not passed: the executor has os.cpu_count() workers."""
+    if n_workers < 1:
+        raise ValueError(f"n_workers must be at least 1, got {n_workers}")
+    with ProcessPoolExecutor(mp_context=mp_context()) as executor:
+        futures = [executor.submit(fn, item) for item in items]
+        outcome = {}
+        for future in as_completed(futures):
+            error = future.exception()
+            outcome[future] = (True, future.result()) if error is None else (False, error)
+    return [outcome[f] for f in futures]
+''',
+        "catches only ValueError: any other exception loses every result": '''
+from concurrent.futures import ProcessPoolExecutor, as_completed
+
+from helpers.workers import mp_context
+
+
+def robust_map(fn, items, n_workers: int) -> list:
+    """Catches only ValueError: any other exception of fn propagates and loses every result."""
+    if n_workers < 1:
+        raise ValueError(f"n_workers must be at least 1, got {n_workers}")
+    with ProcessPoolExecutor(max_workers=n_workers, mp_context=mp_context()) as executor:
+        futures = {executor.submit(fn, item): i for i, item in enumerate(items)}
+        out = [None] * len(futures)
+        for future in as_completed(futures):
+            i = futures[future]
+            try:
+                out[i] = (True, future.result())
+            except ValueError as error:
+                out[i] = (False, error)
+    return out
+''',
     },
     "monte_carlo_pi": {
         "hard-coded pi": '''
@@ -373,6 +436,32 @@ def monte_carlo_pi(n_samples: int, n_workers: int, seed: int) -> float:
         hits = sum(pool.starmap(count_hits, zip(shares, seeds)))
     return 4.0 * hits / n_samples
 ''',
+        "every worker given the caller's seed itself (the same points counted n_workers times)": '''
+from helpers.pools import count_inside
+from helpers.workers import mp_context
+def monte_carlo_pi(n_samples, n_workers, seed):
+    if n_samples < 1:
+        raise ValueError(f"n_samples must be at least 1, got {n_samples}")
+    if n_workers < 1:
+        raise ValueError(f"n_workers must be at least 1, got {n_workers}")
+    shares = [n_samples // n_workers + (1 if i < n_samples % n_workers else 0) for i in range(n_workers)]
+    with mp_context().Pool(n_workers) as pool:
+        hits = sum(pool.starmap(count_inside, [(share, seed) for share in shares]))
+    return 4.0 * hits / n_samples
+''',
+        "every worker given SeedSequence(seed) itself, not a child of it": '''
+import numpy as np
+from helpers.pools import count_inside
+from helpers.workers import mp_context
+def monte_carlo_pi(n_samples, n_workers, seed):
+    if n_samples < 1 or n_workers < 1:
+        raise ValueError("n_samples and n_workers must be at least 1")
+    share = n_samples // n_workers
+    root = np.random.SeedSequence(seed)
+    with mp_context().Pool(n_workers) as pool:
+        hits = sum(pool.starmap(count_inside, [(share, root)] * n_workers))
+    return 4.0 * hits / (share * n_workers)
+''',
     },
     "amdahl_speedup": {
         "the ideal speedup n": '''
@@ -420,6 +509,64 @@ def fit_serial_fraction(workers, speedups):
     n, s = n[:m], s[:m]
     a, b = 1 / s - 1 / n, 1 - 1 / n
     return float(np.clip(a @ b / (b @ b), 0, 1)) if m else 0.0
+''',
+        "clipped below only: slowdowns give a fraction above 1": '''
+import numpy as np
+
+
+def fit_serial_fraction(workers: list, speedups: list) -> float:
+    """Least squares, all checks, but clipped only below: slowdowns give a 'fraction' above 1."""
+    n = np.asarray(workers, dtype=float)
+    s = np.asarray(speedups, dtype=float)
+    if n.size == 0 or n.shape != s.shape:
+        raise ValueError("workers and speedups must be non-empty lists of the same length")
+    if np.any(n < 1):
+        raise ValueError("every worker count must be at least 1")
+    if np.any(s <= 0):
+        raise ValueError("every speedup must be positive")
+    if not np.any(n > 1):
+        raise ValueError("need at least one measurement with more than one worker")
+    a = 1.0 / s - 1.0 / n
+    b = 1.0 - 1.0 / n
+    return max(0.0, float(np.dot(a, b) / np.dot(b, b)))
+''',
+        "no error when no point has more than one worker": '''
+import numpy as np
+
+
+def fit_serial_fraction(workers: list, speedups: list) -> float:
+    """Least squares on 1/S - 1/n = s (1 - 1/n); forgets 'no point with more than one worker'."""
+    if len(workers) != len(speedups) or len(workers) == 0:
+        raise ValueError("workers and speedups must be non-empty lists of the same length")
+    n = np.asarray(workers, dtype=float)
+    s = np.asarray(speedups, dtype=float)
+    if np.any(n < 1):
+        raise ValueError("every worker count must be at least 1")
+    if np.any(s <= 0):
+        raise ValueError("every speedup must be positive")
+    a = 1.0 / s - 1.0 / n
+    b = 1.0 - 1.0 / n
+    return float(np.clip(np.dot(a, b) / np.dot(b, b), 0.0, 1.0))
+''',
+        "a speedup of 0 accepted (< 0 instead of <= 0)": '''
+import numpy as np
+
+
+def fit_serial_fraction(workers: list, speedups: list) -> float:
+    """Least squares; rejects negative speedups but lets a speedup of 0 through (< instead of <=)."""
+    if len(workers) != len(speedups) or len(workers) == 0:
+        raise ValueError("workers and speedups must be non-empty lists of the same length")
+    if any(w < 1 for w in workers):
+        raise ValueError("every worker count must be at least 1")
+    if any(x < 0 for x in speedups):
+        raise ValueError("speedups must be positive")
+    if all(w == 1 for w in workers):
+        raise ValueError("need a point with more than one worker")
+    n = np.asarray(workers, dtype=float)
+    s = np.asarray(speedups, dtype=float)
+    a = 1.0 / s - 1.0 / n
+    b = 1.0 - 1.0 / n
+    return float(np.clip(np.dot(a, b) / np.dot(b, b), 0.0, 1.0))
 ''',
     },
     "generate_trajectories": {
@@ -616,6 +763,45 @@ def monte_carlo_pi(n_samples, n_workers, seed):
 for _n in (1, 2):  # as earlier calls (the visible test) would have
     monte_carlo_pi(1000, _n, 0)
 ''',
+        "fixed-size tasks, one spawned seed per task": '''
+import numpy as np
+
+from helpers.pools import count_inside
+from helpers.workers import mp_context
+
+CHUNK = 50_000
+
+
+def monte_carlo_pi(n_samples: int, n_workers: int, seed: int) -> float:
+    """Tasks of 50,000 points, one spawned seed per task (section 7's fix), shared by n_workers processes."""
+    if n_samples < 1:
+        raise ValueError(f"n_samples must be at least 1, got {n_samples}")
+    if n_workers < 1:
+        raise ValueError(f"n_workers must be at least 1, got {n_workers}")
+    shares = [CHUNK] * (n_samples // CHUNK) + ([n_samples % CHUNK] if n_samples % CHUNK else [])
+    seeds = np.random.SeedSequence(seed).spawn(len(shares))
+    with mp_context().Pool(n_workers) as pool:
+        hits = sum(pool.starmap(count_inside, zip(shares, seeds)))
+    return 4 * hits / n_samples
+''',
+        "joblib Parallel, one spawned seed per worker": '''
+import numpy as np
+from joblib import Parallel, delayed
+
+from helpers.pools import count_inside
+
+
+def monte_carlo_pi(n_samples: int, n_workers: int, seed: int) -> float:
+    """joblib (loky processes), one spawned seed per worker, remainder spread."""
+    if n_samples < 1:
+        raise ValueError(f"n_samples must be at least 1, got {n_samples}")
+    if n_workers < 1:
+        raise ValueError(f"n_workers must be at least 1, got {n_workers}")
+    shares = [n_samples // n_workers + (1 if i < n_samples % n_workers else 0) for i in range(n_workers)]
+    seeds = np.random.SeedSequence(seed).spawn(n_workers)
+    hits = Parallel(n_jobs=n_workers)(delayed(count_inside)(m, s) for m, s in zip(shares, seeds))
+    return 4.0 * sum(hits) / n_samples
+''',
     },
     "amdahl_speedup": {
         "via the serial fraction": '''
@@ -685,6 +871,22 @@ def generate_trajectories(n, n_workers, seed):
         raise ValueError("invalid arguments")
     with ProcessPoolExecutor(n_workers, mp_context=mp_context()) as ex:
         return list(ex.map(trajectory, np.random.SeedSequence(seed).spawn(n), chunksize=2))
+''',
+        "joblib Parallel over the spawned seeds": '''
+import numpy as np
+from joblib import Parallel, delayed
+
+from helpers.ode import trajectory
+
+
+def generate_trajectories(n: int, n_workers: int, seed: int) -> list:
+    """joblib (loky processes) over the n spawned seeds."""
+    if n < 0:
+        raise ValueError(f"n must be >= 0, got {n}")
+    if n_workers < 1:
+        raise ValueError(f"n_workers must be at least 1, got {n_workers}")
+    children = np.random.SeedSequence(seed).spawn(n)
+    return Parallel(n_jobs=n_workers)(delayed(trajectory)(c) for c in children)
 ''',
     },
 }
