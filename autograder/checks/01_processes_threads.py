@@ -119,9 +119,10 @@ def _affinity():
 
 # Quotas below, at and above the CPUs this process may use. On a machine with
 # one usable CPU every quota gives 1, so only the larger machines tell an
-# ignored quota apart (the grading machines have 2 or more).
-QUOTAS = [(50_000, 100_000), (100_000, 100_000), (150_000, 100_000), (250_000, 100_000),
-          (1_000_000, 100_000), (300_000, 200_000)]
+# ignored quota apart (the grading machines have 2 or more). 1.2 and 2.2 CPUs:
+# rounding to the nearest instead of up gives one fewer.
+QUOTAS = [(50_000, 100_000), (100_000, 100_000), (120_000, 100_000), (150_000, 100_000), (220_000, 100_000),
+          (250_000, 100_000), (1_000_000, 100_000), (300_000, 200_000)]
 
 
 def test_cpu_info_cgroup_v2_quota(cpu_info):

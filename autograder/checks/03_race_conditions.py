@@ -601,17 +601,18 @@ def test_transfer_many_errors(transfer_many):
 
 @timeout(60)
 def test_transfer_many_result(transfer_many):
-    """the final balances equal applying every transfer, the total is conserved, the input is untouched
+    """the final balances equal applying every transfer, the total is conserved, the input is untouched; at most n_threads threads
 
     False failure of a correct answer: 0 (random transfers, integer arithmetic
-    is exact whatever the order).
+    is exact whatever the order; thread starts counted exactly, and n_threads
+    threads, or none with one, start at most n_threads).
     """
     for n_threads in (1, random.randint(3, 8)):
         balances = [random.randint(0, 500) for _ in range(random.randint(3, 6))]
         transfers = _opposing_transfers(len(balances), 60)
         before = list(balances)
         with created() as made:
-            got, counts, after = there(_transfercounting, transfer_many, balances, transfers, n_threads)
+            got, counts, after, workers = there(_transfercounting, transfer_many, balances, transfers, n_threads)
         counts = capped(counts, made)
         got = exact_list(got, "the result", len(balances))
         assert got == _serial_transfers(before, transfers), "the final balances are wrong"
@@ -619,13 +620,34 @@ def test_transfer_many_result(transfer_many):
         assert after == before, "the balances passed in must not be changed: return a new list"
         if n_threads > 1:
             assert counts["thread start"] >= 2, f"with n_threads={n_threads} the transfers should run on several threads"
+        assert workers <= n_threads, (
+            f"with n_threads={n_threads} the call started {workers} threads: is n_threads given to "
+            "the pool (ThreadPoolExecutor(max_workers=n_threads))?")
+
+
+# The threads a multiprocessing(.dummy) Pool starts to run itself: they run none of the tasks.
+_POOL_OWN_THREADS = {"Pool._handle_workers", "Pool._handle_tasks", "Pool._handle_results"}
 
 
 def _transfercounting(transfer_many, balances, transfers, n_threads):
-    """(in the student's process) the result, the spy's counts, and the list passed in after the call."""
+    """(in the student's process) the result, the spy's counts, the list passed in after the call, and
+    how many threads the call started that could run transfers (a pool's own handler threads left out)."""
+    import threading
+    targets = []
+
     with count_starts_and_joins() as counts:
-        result = transfer_many(balances, transfers, n_threads)
-    return result, counts, list(balances)
+        real_start = threading.Thread.start  # the spy's own, which counts the start
+
+        def start(thread, *args, **kwargs):
+            targets.append(getattr(getattr(thread, "_target", None), "__qualname__", ""))
+            return real_start(thread, *args, **kwargs)
+
+        threading.Thread.start = start
+        try:
+            result = transfer_many(balances, transfers, n_threads)
+        finally:
+            threading.Thread.start = real_start
+    return result, counts, list(balances), sum(1 for t in targets if t not in _POOL_OWN_THREADS)
 
 
 @timeout(150)

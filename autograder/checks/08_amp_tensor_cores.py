@@ -97,23 +97,25 @@ def test_tensor_core_issues_linear(tensor_core_issues):
 
     False failure of a correct answer: 0 (random sizes, exact comparison of the messages).
     """
-    for dtype in (torch.float16, torch.bfloat16):
+    aligned = random.choice((True, False))  # one model with a misfit batch size, one without, in either order
+    for dtype, batch_ok in ((torch.float16, aligned), (torch.bfloat16, not aligned)):
         sizes = _random_dims(8, 4)
         model = nn.Sequential(nn.Linear(sizes[0], sizes[1]), nn.ReLU(),
                               nn.Sequential(nn.Linear(sizes[1], sizes[2]), nn.Tanh()),
                               nn.Linear(sizes[2], sizes[3]))
-        batch = random.choice([8 * random.randint(1, 16), 8 * random.randint(1, 16) + random.randint(1, 7)])
+        batch = 8 * random.randint(1, 16) + (0 if batch_ok else random.randint(1, 7))
         dims = [sizes[0], sizes[1], sizes[1], sizes[2], sizes[2], sizes[3]]
         offending = [n for n in dims + [batch] if n % 8]
         _check_messages(tensor_core_issues(model, batch, dtype), offending, "a model of Linear layers")
 
 
 def test_tensor_core_issues_conv(tensor_core_issues):
-    """Conv2d channels count, other layers do not
+    """Conv2d channels count, other layers do not, and the batch size counts for convolutions too
 
     The middle width is always a misfit. It is the first convolution's out_channels,
     the second's in_channels and the BatchNorm's width: an answer must report it
-    twice (once per convolution) and not a third time for the BatchNorm.
+    twice (once per convolution) and not a third time for the BatchNorm. The batch
+    size is always a misfit here (a model of convolutions only still has a batch).
     False failure of a correct answer: 0 (random sizes, exact counts).
     """
     channels = _random_dims(8, 3)
@@ -121,8 +123,8 @@ def test_tensor_core_issues_conv(tensor_core_issues):
         channels[1] += random.randint(1, 7)
     model = nn.Sequential(nn.Conv2d(channels[0], channels[1], 3), nn.BatchNorm2d(channels[1]), nn.ReLU(),
                           nn.Conv2d(channels[1], channels[2], 1))
-    batch = 8 * random.randint(1, 8)
-    offending = [n for n in (channels[0], channels[1], channels[1], channels[2]) if n % 8]
+    batch = 8 * random.randint(1, 8) + random.randint(1, 7)
+    offending = [n for n in (channels[0], channels[1], channels[1], channels[2], batch) if n % 8]
     _check_messages(tensor_core_issues(model, batch, torch.float16), offending, "a model of Conv2d layers")
 
 
@@ -138,11 +140,13 @@ def test_tensor_core_issues_int8(tensor_core_issues):
 
 
 def test_tensor_core_issues_clean_and_errors(tensor_core_issues):
-    """an aligned model gives no message; an unknown dtype raises ValueError"""
+    """an aligned model gives no message; any dtype but float16, bfloat16 and int8 raises ValueError"""
     model = nn.Sequential(nn.Linear(16, 64), nn.ReLU(), nn.Linear(64, 8))
     assert tensor_core_issues(model, 64, torch.bfloat16) == [], "an aligned model must give []"
-    with raises_value_error("tensor_core_issues(..., torch.float64)"):
-        tensor_core_issues(model, 64, torch.float64)
+    # Not only by size: int16 has float16's 2 bytes and uint8 int8's 1, yet the notebook names its three types.
+    for dtype in (torch.float64, torch.float32, torch.int16, torch.uint8):
+        with raises_value_error(f"tensor_core_issues(..., {dtype})"):
+            tensor_core_issues(model, 64, dtype)
 
 
 # --- fixed cases ----------------------------------------------------------------------------------
@@ -422,18 +426,32 @@ def test_fixed_case_3_tensor_cores(fixed_case_3):
 
 
 # --- autocast_dtype ------------------------------------------------------------------------------
+def _dtypes_on_a_bf16_gpu(autocast_dtype, devices):
+    """(in the student's process) str(autocast_dtype(d)) for each device, while torch says that its
+    GPU supports bfloat16 (as recent ones do): the answer must still give float16 for CUDA."""
+    real = torch.cuda.is_bf16_supported
+    torch.cuda.is_bf16_supported = lambda *args, **kwargs: True
+    try:
+        return [str(autocast_dtype(device)) for device in devices]
+    finally:
+        torch.cuda.is_bf16_supported = real
+
+
 def test_autocast_dtype_values(autocast_dtype):
-    """float16 for CUDA devices, bfloat16 for the CPU, strings or torch.device"""
+    """float16 for CUDA devices (whatever the GPU supports), bfloat16 for the CPU, strings or torch.device"""
     for device in ("cuda", "cuda:1", torch.device("cuda"), torch.device("cuda", 0)):
         assert autocast_dtype(device) is torch.float16, "CUDA autocasts to float16"
     for device in ("cpu", torch.device("cpu")):
         assert autocast_dtype(device) is torch.bfloat16, "the CPU autocasts to bfloat16"
+    assert there(_dtypes_on_a_bf16_gpu, autocast_dtype, ["cuda", "cuda:0"]) == [str(torch.float16)] * 2, (
+        "CUDA autocasts to float16, as the notebook asks, even on a GPU that supports bfloat16")
 
 
 def test_autocast_dtype_unknown(autocast_dtype):
-    """an unknown device type raises ValueError"""
-    with raises_value_error("autocast_dtype('banana')"):
-        autocast_dtype("banana")
+    """an unknown device type raises ValueError (also MPS, XPU and meta: only CUDA and the CPU are asked for)"""
+    for device in ("banana", "mps", "xpu", torch.device("meta")):
+        with raises_value_error(f"autocast_dtype({device!r})"):
+            autocast_dtype(device)
 
 
 # --- train_amp -------------------------------------------------------------------------------------
@@ -547,24 +565,33 @@ def test_train_amp_learns(train_amp):
 
 
 def _forward_states(train_amp, draw):
-    """(in the student's process) (autocast on, output dtype) of the first Linear at every forward pass."""
+    """(in the student's process) (autocast on, output dtype) of the first Linear at every forward pass,
+    and whether autocast was on at every call of the loss function."""
     model, loader = _problem(**draw)
-    seen = []
+    seen, loss_seen = [], []
     model[0].register_forward_hook(lambda m, i, o: seen.append((torch.is_autocast_enabled("cpu"), o.dtype)))
+    mse = nn.MSELoss()
+
+    def loss_fn(out, target):
+        loss_seen.append(torch.is_autocast_enabled("cpu"))
+        return mse(out, target)
+
     with _one_thread():
-        train_amp(model, loader, torch.optim.SGD(model.parameters(), lr=0.01), nn.MSELoss(), 1, "cpu")
-    return [(bool(on), str(dtype)) for on, dtype in seen]
+        train_amp(model, loader, torch.optim.SGD(model.parameters(), lr=0.01), loss_fn, 1, "cpu")
+    return [(bool(on), str(dtype)) for on, dtype in seen], [bool(on) for on in loss_seen]
 
 
 def test_train_amp_forward_under_autocast(train_amp):
-    """forward runs under CPU autocast, in bfloat16
+    """forward and loss run under CPU autocast, in bfloat16
 
     False failure of a correct answer: 0 (exact flags and dtypes).
     """
-    seen = there(_forward_states, train_amp, _draw())
+    seen, loss_seen = there(_forward_states, train_amp, _draw())
     assert seen, "the model was never called"
     assert all(on for on, _ in seen), "the forward pass must run inside torch.autocast"
     assert all(dtype == str(torch.bfloat16) for _, dtype in seen), "on the CPU, autocast must use bfloat16"
+    assert loss_seen, "loss_fn was never called"
+    assert all(loss_seen), "the loss must be computed inside torch.autocast too (forward and loss, as the notebook says)"
 
 
 def _backward_states(train_amp, draw):

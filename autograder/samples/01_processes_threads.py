@@ -72,6 +72,33 @@ def cpu_info(cgroup_root="/sys/fs/cgroup"):
         usable = min(usable, max(1, math.ceil(int(quota) / int(period))))
     return {"logical": os.cpu_count(), "physical": psutil.cpu_count(logical=False), "usable": usable}
 ''',
+        "the quota rounded to the nearest CPU, not up": '''
+import os
+
+import psutil
+
+
+def cpu_info(cgroup_root: str = "/sys/fs/cgroup") -> dict:
+    logical = os.cpu_count()
+    physical = psutil.cpu_count(logical=False)
+    usable = len(os.sched_getaffinity(0))
+    quota = None
+    v2 = os.path.join(cgroup_root, "cpu.max")
+    if os.path.exists(v2):
+        q, p = open(v2).read().split()
+        if q != "max":
+            quota = int(q) / int(p)
+    else:
+        qf = os.path.join(cgroup_root, "cpu", "cpu.cfs_quota_us")
+        pf = os.path.join(cgroup_root, "cpu", "cpu.cfs_period_us")
+        if os.path.exists(qf) and os.path.exists(pf):
+            q = int(open(qf).read())
+            if q != -1:
+                quota = q / int(open(pf).read())
+    if quota is not None:
+        usable = min(usable, max(1, round(quota)))
+    return {"logical": logical, "physical": physical, "usable": usable}
+''',
     },
     "run_in_child": {
         "runs fn in a thread": '''
@@ -336,6 +363,29 @@ def visible_appends(kind, n_workers):
     for worker in started:
         worker.join()
     return len(BOX)
+''',
+        "executors with max_workers=n_workers": '''
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+
+from helpers.workers import mp_context
+
+APPENDED = []
+
+
+def visible_appends(kind: str, n_workers: int) -> int:
+    if kind not in ("thread", "process") or n_workers < 0:
+        raise ValueError("bad kind or n_workers")
+    APPENDED.clear()
+    if n_workers == 0:
+        return 0
+    if kind == "thread":
+        pool = ThreadPoolExecutor(max_workers=n_workers)
+    else:
+        pool = ProcessPoolExecutor(max_workers=n_workers, mp_context=mp_context())
+    with pool:
+        for f in [pool.submit(APPENDED.append, i) for i in range(n_workers)]:
+            f.result()
+    return len(APPENDED)
 ''',
     },
     "creation_cost": {

@@ -216,6 +216,31 @@ def safe_increment(n_threads, n):
         raise ValueError("bad arguments")
     return n_threads * n
 ''',
+        "a lock made by each thread for itself": '''
+import threading
+import time
+
+
+def safe_increment(n_threads: int, n: int) -> int:
+    if n_threads < 1 or n < 0:
+        raise ValueError("bad arguments")
+    state = {"count": 0}
+
+    def work():
+        lock = threading.Lock()
+        for _ in range(n):
+            with lock:
+                current = state["count"]
+                time.sleep(0)
+                state["count"] = current + 1
+
+    threads = [threading.Thread(target=work) for _ in range(n_threads)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return state["count"]
+''',
     },
     "bytecode_ops": {
         "a set of opnames": '''
@@ -387,6 +412,28 @@ def transfer_many(balances, transfers, n_threads):
 ''')),
         "a lock around every transfer, the account locks in argument order inside": _variant(
             _POOLED_TRANSFERS, ("with locks[min(src, dst)], locks[max(src, dst)]:", "with bank, locks[src], locks[dst]:")),
+        "n_threads checked but not given to the executor": '''
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+
+def transfer_many(balances: list, transfers: list, n_threads: int) -> list:
+    if n_threads < 1:
+        raise ValueError("n_threads must be at least 1")
+    accounts = list(balances)
+    locks = [threading.Lock() for _ in accounts]
+
+    def apply(transfer):
+        src, dst, amount = transfer
+        first, second = sorted((src, dst))
+        with locks[first], locks[second]:
+            accounts[src] -= amount
+            accounts[dst] += amount
+
+    with ThreadPoolExecutor() as pool:
+        list(pool.map(apply, transfers))
+    return accounts
+''',
     },
     "parallel_sum": {
         "serial sum": '''

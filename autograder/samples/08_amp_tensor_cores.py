@@ -110,6 +110,87 @@ def tensor_core_issues(model, batch_size, dtype):
             out += [f"{n} not a multiple of {k}" for n in (m.in_channels, m.out_channels) if n % k]
     return out
 ''',
+        "the batch size judged only when the model has a Linear layer": '''
+import torch
+from torch import nn
+
+
+def tensor_core_issues(model, batch_size: int, dtype) -> list:
+    if dtype in (torch.float16, torch.bfloat16):
+        k = 8
+    elif dtype == torch.int8:
+        k = 16
+    else:
+        raise ValueError(f"unsupported dtype {dtype}")
+    issues = []
+    has_linear = False
+    for name, m in model.named_modules():
+        if isinstance(m, nn.Linear):
+            has_linear = True
+            for attr in ("in_features", "out_features"):
+                n = getattr(m, attr)
+                if n % k:
+                    issues.append(f"{name}: Linear {attr}={n} is not a multiple of {k}")
+        elif isinstance(m, nn.Conv2d):
+            for attr in ("in_channels", "out_channels"):
+                n = getattr(m, attr)
+                if n % k:
+                    issues.append(f"{name}: Conv2d {attr}={n} is not a multiple of {k}")
+    # NVIDIA's rule: the batch size is a GEMM dimension of Linear layers only
+    if has_linear and batch_size % k:
+        issues.append(f"batch size {batch_size} is not a multiple of {k}")
+    return issues
+''',
+        "one batch-size message per Linear layer": '''
+import torch
+from torch import nn
+
+
+def tensor_core_issues(model, batch_size: int, dtype) -> list:
+    if dtype in (torch.float16, torch.bfloat16):
+        k = 8
+    elif dtype == torch.int8:
+        k = 16
+    else:
+        raise ValueError(f"unsupported dtype {dtype}")
+    issues = []
+    first = True
+    for name, m in model.named_modules():
+        if isinstance(m, nn.Linear):
+            # every Linear is a GEMM of (batch x in) @ (in x out): check all three
+            for what, n in (("batch size", batch_size), ("in_features", m.in_features), ("out_features", m.out_features)):
+                if n % k:
+                    issues.append(f"{name}: Linear {what}={n} is not a multiple of {k}")
+        elif isinstance(m, nn.Conv2d):
+            for attr in ("in_channels", "out_channels"):
+                n = getattr(m, attr)
+                if n % k:
+                    issues.append(f"{name}: Conv2d {attr}={n} is not a multiple of {k}")
+    return issues
+''',
+        "the rule chosen by element size (int16, uint8 accepted)": '''
+import torch
+from torch import nn
+
+
+def tensor_core_issues(model, batch_size: int, dtype) -> list:
+    # NVIDIA's rule: sizes must be multiples of 16 bytes -> 8 two-byte elements, 16 one-byte elements
+    k = {2: 8, 1: 16}.get(torch.empty(0, dtype=dtype).element_size())
+    if k is None:
+        raise ValueError(f"no Tensor Core rule for {dtype}")
+    issues = []
+    if batch_size % k:
+        issues.append(f"batch size {batch_size} is not a multiple of {k}")
+    for name, m in model.named_modules():
+        if isinstance(m, nn.Linear):
+            dims = [("in_features", m.in_features), ("out_features", m.out_features)]
+        elif isinstance(m, nn.Conv2d):
+            dims = [("in_channels", m.in_channels), ("out_channels", m.out_channels)]
+        else:
+            continue
+        issues += [f"{name}: {type(m).__name__} {a}={n} is not a multiple of {k}" for a, n in dims if n % k]
+    return issues
+''',
     },
     "fixed_case_1": {
         "the seed's code unchanged": '''
@@ -308,6 +389,30 @@ def autocast_dtype(device):
         return torch.bfloat16
     raise ValueError(device)
 ''',
+        "bfloat16 on a GPU that supports it": '''
+import torch
+
+
+def autocast_dtype(device) -> torch.dtype:
+    kind = device.type if isinstance(device, torch.device) else str(device).split(":")[0]
+    if kind == "cuda":
+        # Ampere and newer: bfloat16 has float32's range, no GradScaler needed
+        return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+    if kind == "cpu":
+        return torch.bfloat16
+    raise ValueError(f"unknown device {device!r}")
+''',
+        "float16 for any device torch knows (mps, xpu, meta)": '''
+import torch
+
+
+def autocast_dtype(device) -> torch.dtype:
+    try:
+        device = torch.device(device)
+    except RuntimeError as err:
+        raise ValueError(f"unknown device {device!r}") from err
+    return torch.bfloat16 if device.type == "cpu" else torch.float16
+''',
     },
     "train_amp": {
         "no autocast at all": _TRAIN_HEAD + '''
@@ -372,6 +477,66 @@ def autocast_dtype(device):
             optimizer.step()
             losses.append(loss.item())
         history.append(losses[-1])
+    return history
+''',
+        "the loss computed after the autocast block (forward only under autocast)": '''
+import torch
+
+
+def train_amp(model, loader, optimizer, loss_fn, epochs: int, device, max_norm=None) -> list:
+    if epochs < 0:
+        raise ValueError("epochs must be >= 0")
+    device = torch.device(device)
+    low = torch.float16 if device.type == "cuda" else torch.bfloat16
+    scaler = torch.amp.GradScaler("cuda", enabled=device.type == "cuda")
+    model.to(device)
+    model.train()
+    history = []
+    for _ in range(epochs):
+        losses = []
+        for inputs, targets in loader:
+            inputs, targets = inputs.to(device), targets.to(device)
+            optimizer.zero_grad()
+            with torch.autocast(device.type, dtype=low):
+                outputs = model(inputs)
+            loss = loss_fn(outputs, targets)
+            scaler.scale(loss).backward()
+            if max_norm is not None:
+                scaler.unscale_(optimizer)
+                torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)
+            scaler.step(optimizer)
+            scaler.update()
+            losses.append(loss.item())
+        history.append(sum(losses) / len(losses))
+    return history
+''',
+        "no zero_grad: gradients pile up from batch to batch": '''
+import torch
+
+
+def train_amp(model, loader, optimizer, loss_fn, epochs: int, device, max_norm=None) -> list:
+    if epochs < 0:
+        raise ValueError("epochs must be >= 0")
+    device = torch.device(device)
+    low = torch.float16 if device.type == "cuda" else torch.bfloat16
+    scaler = torch.amp.GradScaler("cuda", enabled=device.type == "cuda")
+    model.to(device)
+    model.train()
+    history = []
+    for _ in range(epochs):
+        losses = []
+        for inputs, targets in loader:
+            inputs, targets = inputs.to(device), targets.to(device)
+            with torch.autocast(device.type, dtype=low):
+                loss = loss_fn(model(inputs), targets)
+            scaler.scale(loss).backward()
+            if max_norm is not None:
+                scaler.unscale_(optimizer)
+                torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)
+            scaler.step(optimizer)
+            scaler.update()
+            losses.append(loss.item())
+        history.append(sum(losses) / len(losses))
     return history
 ''',
     },
@@ -513,6 +678,46 @@ def fixed_case_1():
     data = F.pad(torch.randn(128, 15), (0, 1))
     return Classifier(), data
 ''',
+        "features padded inside forward, a ModuleList, gelu": '''
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layers = nn.ModuleList([nn.Linear(16, 64), nn.Linear(64, 32), nn.Linear(32, 16), nn.Linear(16, 8)])
+
+    def forward(self, x):
+        if x.shape[-1] == 15:
+            x = F.pad(x, (0, 1))
+        for i, layer in enumerate(self.layers):
+            x = layer(x)
+            if i < len(self.layers) - 1:
+                x = F.gelu(x)
+        return x
+
+
+def fixed_case_1():
+    return Net(), torch.randn(128, 15)
+''',
+        "model and data in bfloat16": '''
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+def fixed_case_1():
+    data = F.pad(torch.randn(128, 15), (0, 1)).to(torch.bfloat16)
+    model = nn.Sequential(
+        nn.Linear(16, 64), nn.ReLU(),
+        nn.Linear(64, 32), nn.ReLU(),
+        nn.Linear(32, 16), nn.ReLU(),
+        nn.Linear(16, 8),
+    ).to(torch.bfloat16)
+    return model, data
+''',
     },
     "fixed_case_2": {
         "padding the data set to 128 samples": '''
@@ -600,6 +805,61 @@ def fixed_case_3():
     images, masks = torch.randn(1024, 3, 26, 26), torch.randn(1024, 1, 26, 26)
     images = F.pad(images, (0, 0, 0, 0, 0, 5))
     return Net(), DataLoader(TensorDataset(images, masks), batch_size=64, drop_last=True)
+''',
+        "channels padded inside forward, padding same, a shuffled loader": '''
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch.utils.data import DataLoader, TensorDataset
+
+
+class UNetish(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.c1 = nn.Conv2d(8, 64, 3, padding="same")
+        self.c2 = nn.Conv2d(64, 128, 3, padding="same")
+        self.c3 = nn.Conv2d(128, 64, 3, padding="same")
+        self.c4 = nn.Conv2d(64, 8, 3, padding="same")
+
+    def forward(self, x):
+        x = F.pad(x, (0, 0, 0, 0, 0, 8 - x.shape[1]))  # 3 -> 8 channels, zeros
+        x = torch.relu(self.c1(x))
+        x = torch.relu(self.c2(x))
+        x = torch.relu(self.c3(x))
+        return torch.sigmoid(self.c4(x)[:, :1])
+
+
+def fixed_case_3():
+    images, masks = torch.randn(1024, 3, 26, 26), torch.rand(1024, 1, 26, 26)
+    loader = DataLoader(TensorDataset(images, masks), batch_size=64, shuffle=True)
+    return UNetish(), loader
+''',
+        "a Dataset that pads, Conv-BatchNorm-ReLU blocks, batches of 32": '''
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch.utils.data import DataLoader, Dataset
+
+
+class SegData(Dataset):
+    def __init__(self, images, masks):
+        self.images, self.masks = images, masks
+
+    def __len__(self):
+        return len(self.images)
+
+    def __getitem__(self, i):
+        return F.pad(self.images[i], (0, 0, 0, 0, 0, 5)), self.masks[i]
+
+
+def block(cin, cout):
+    return nn.Sequential(nn.Conv2d(cin, cout, 3, padding=1, bias=False), nn.BatchNorm2d(cout), nn.ReLU(inplace=True))
+
+
+def fixed_case_3():
+    images, masks = torch.randn(1024, 3, 26, 26), (torch.rand(1024, 1, 26, 26) > 0.5).float()
+    model = nn.Sequential(block(8, 64), block(64, 128), block(128, 64), nn.Conv2d(64, 8, 3, padding=1))
+    return model, DataLoader(SegData(images, masks), batch_size=32, shuffle=True)
 ''',
     },
     "autocast_dtype": {
