@@ -1,4 +1,5 @@
 """Wrong and alternative answers of 08_amp_tensor_cores (see autograder/samples/__init__.py)."""
+from autograder.samples import variant
 
 _TRAIN_HEAD = '''
 import torch
@@ -14,6 +15,50 @@ def train_amp(model, loader, optimizer, loss_fn, epochs, device, max_norm=None):
         for x, y in loader:
             x, y = x.to(device), y.to(device)
             optimizer.zero_grad()
+'''
+# A right tensor_core_issues, for the answers that differ from it by a line or two.
+_TCI = '''
+import torch
+from torch import nn
+
+
+def tensor_core_issues(model, batch_size: int, dtype) -> list:
+    if dtype in (torch.float16, torch.bfloat16):
+        k = 8
+    elif dtype == torch.int8:
+        k = 16
+    else:
+        raise ValueError(f"unsupported dtype {dtype}")
+    issues = [f"batch size {batch_size} is not a multiple of {k}"] if batch_size % k else []
+    for name, m in model.named_modules():
+        if isinstance(m, nn.Linear):
+            for attr in ("in_features", "out_features"):
+                n = getattr(m, attr)
+                if n % k:
+                    issues.append(f"{name}: Linear {attr}={n} is not a multiple of {k}")
+        elif isinstance(m, nn.Conv2d):
+            for attr in ("in_channels", "out_channels"):
+                n = getattr(m, attr)
+                if n % k:
+                    issues.append(f"{name}: Conv2d {attr}={n} is not a multiple of {k}")
+    return issues
+'''
+_TCI_NO_BATCH = ('    issues = [f"batch size {batch_size} is not a multiple of {k}"] if batch_size % k else []\n',
+                 "    issues = []\n")
+_TCI_LINEAR = "        if isinstance(m, nn.Linear):\n"
+_TCI_BATCH_NOTE = '{indent}issues.append(f"batch size {{batch_size}} is not a multiple of {{k}}")\n'
+
+# A right end of the loop (no scaler: the checks train on the CPU), for the answers that differ from
+# it by a line.
+_TRAIN_TAIL = '''            with torch.autocast(device.type, dtype=low):
+                loss = loss_fn(model(x), y)
+            loss.backward()
+            if max_norm is not None:
+                torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)
+            optimizer.step()
+            losses.append(loss.item())
+        history.append(sum(losses) / len(losses))
+    return history
 '''
 
 WRONG = {
@@ -110,87 +155,22 @@ def tensor_core_issues(model, batch_size, dtype):
             out += [f"{n} not a multiple of {k}" for n in (m.in_channels, m.out_channels) if n % k]
     return out
 ''',
-        "the batch size judged only when the model has a Linear layer": '''
-import torch
-from torch import nn
-
-
-def tensor_core_issues(model, batch_size: int, dtype) -> list:
-    if dtype in (torch.float16, torch.bfloat16):
+        "the batch size judged only when the model has a Linear layer": variant(
+            _TCI, _TCI_NO_BATCH, (_TCI_LINEAR, _TCI_LINEAR + "            has_linear = True\n"), (
+            "    return issues", "    if has_linear and batch_size % k:\n" + _TCI_BATCH_NOTE.format(indent=" " * 8)
+            + "    return issues"), ("    issues = []\n", "    issues, has_linear = [], False\n")),
+        "one batch-size message per Linear layer": variant(_TCI, _TCI_NO_BATCH, (
+            _TCI_LINEAR, _TCI_LINEAR + "            if batch_size % k:\n" + _TCI_BATCH_NOTE.format(indent=" " * 16))),
+        "the rule chosen by element size (int16, uint8 accepted)": variant(_TCI, ("""    if dtype in (torch.float16, torch.bfloat16):
         k = 8
     elif dtype == torch.int8:
         k = 16
     else:
         raise ValueError(f"unsupported dtype {dtype}")
-    issues = []
-    has_linear = False
-    for name, m in model.named_modules():
-        if isinstance(m, nn.Linear):
-            has_linear = True
-            for attr in ("in_features", "out_features"):
-                n = getattr(m, attr)
-                if n % k:
-                    issues.append(f"{name}: Linear {attr}={n} is not a multiple of {k}")
-        elif isinstance(m, nn.Conv2d):
-            for attr in ("in_channels", "out_channels"):
-                n = getattr(m, attr)
-                if n % k:
-                    issues.append(f"{name}: Conv2d {attr}={n} is not a multiple of {k}")
-    # NVIDIA's rule: the batch size is a GEMM dimension of Linear layers only
-    if has_linear and batch_size % k:
-        issues.append(f"batch size {batch_size} is not a multiple of {k}")
-    return issues
-''',
-        "one batch-size message per Linear layer": '''
-import torch
-from torch import nn
-
-
-def tensor_core_issues(model, batch_size: int, dtype) -> list:
-    if dtype in (torch.float16, torch.bfloat16):
-        k = 8
-    elif dtype == torch.int8:
-        k = 16
-    else:
-        raise ValueError(f"unsupported dtype {dtype}")
-    issues = []
-    first = True
-    for name, m in model.named_modules():
-        if isinstance(m, nn.Linear):
-            # every Linear is a GEMM of (batch x in) @ (in x out): check all three
-            for what, n in (("batch size", batch_size), ("in_features", m.in_features), ("out_features", m.out_features)):
-                if n % k:
-                    issues.append(f"{name}: Linear {what}={n} is not a multiple of {k}")
-        elif isinstance(m, nn.Conv2d):
-            for attr in ("in_channels", "out_channels"):
-                n = getattr(m, attr)
-                if n % k:
-                    issues.append(f"{name}: Conv2d {attr}={n} is not a multiple of {k}")
-    return issues
-''',
-        "the rule chosen by element size (int16, uint8 accepted)": '''
-import torch
-from torch import nn
-
-
-def tensor_core_issues(model, batch_size: int, dtype) -> list:
-    # NVIDIA's rule: sizes must be multiples of 16 bytes -> 8 two-byte elements, 16 one-byte elements
-    k = {2: 8, 1: 16}.get(torch.empty(0, dtype=dtype).element_size())
+""", """    k = {2: 8, 1: 16}.get(dtype.itemsize)  # rows of 16 bytes, as NVIDIA puts it
     if k is None:
-        raise ValueError(f"no Tensor Core rule for {dtype}")
-    issues = []
-    if batch_size % k:
-        issues.append(f"batch size {batch_size} is not a multiple of {k}")
-    for name, m in model.named_modules():
-        if isinstance(m, nn.Linear):
-            dims = [("in_features", m.in_features), ("out_features", m.out_features)]
-        elif isinstance(m, nn.Conv2d):
-            dims = [("in_channels", m.in_channels), ("out_channels", m.out_channels)]
-        else:
-            continue
-        issues += [f"{name}: {type(m).__name__} {a}={n} is not a multiple of {k}" for a, n in dims if n % k]
-    return issues
-''',
+        raise ValueError(f"unsupported dtype {dtype}")
+""")),
     },
     "fixed_case_1": {
         "the seed's code unchanged": '''
@@ -415,27 +395,10 @@ def autocast_dtype(device) -> torch.dtype:
 ''',
     },
     "train_amp": {
-        "no autocast at all": _TRAIN_HEAD + '''
-            loss = loss_fn(model(x), y)
-            loss.backward()
-            if max_norm is not None:
-                torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)
-            optimizer.step()
-            losses.append(loss.item())
-        history.append(sum(losses) / len(losses))
-    return history
-''',
-        "backward inside autocast": _TRAIN_HEAD + '''
-            with torch.autocast(device.type, dtype=low):
-                loss = loss_fn(model(x), y)
-                loss.backward()
-            if max_norm is not None:
-                torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)
-            optimizer.step()
-            losses.append(loss.item())
-        history.append(sum(losses) / len(losses))
-    return history
-''',
+        "no autocast at all": _TRAIN_HEAD + variant(_TRAIN_TAIL, (
+            "            with torch.autocast(device.type, dtype=low):\n                loss", "            loss")),
+        "backward inside autocast": _TRAIN_HEAD + variant(_TRAIN_TAIL, (
+            "            loss.backward()\n", "                loss.backward()\n")),
         "clips scaled gradients": _TRAIN_HEAD.replace("    history = []", "    scaler = torch.amp.GradScaler(device.type)\n    history = []") + '''
             with torch.autocast(device.type, dtype=low):
                 loss = loss_fn(model(x), y)
@@ -448,97 +411,17 @@ def autocast_dtype(device) -> torch.dtype:
         history.append(sum(losses) / len(losses))
     return history
 ''',
-        "float16 on the CPU": _TRAIN_HEAD + '''
-            with torch.autocast(device.type, dtype=torch.float16):
-                loss = loss_fn(model(x), y)
-            loss.backward()
-            if max_norm is not None:
-                torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)
-            optimizer.step()
-            losses.append(loss.item())
-        history.append(sum(losses) / len(losses))
-    return history
-''',
-        "ignores max_norm": _TRAIN_HEAD + '''
-            with torch.autocast(device.type, dtype=low):
-                loss = loss_fn(model(x), y)
-            loss.backward()
-            optimizer.step()
-            losses.append(loss.item())
-        history.append(sum(losses) / len(losses))
-    return history
-''',
-        "returns the last batch loss": _TRAIN_HEAD + '''
-            with torch.autocast(device.type, dtype=low):
-                loss = loss_fn(model(x), y)
-            loss.backward()
-            if max_norm is not None:
-                torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)
-            optimizer.step()
-            losses.append(loss.item())
-        history.append(losses[-1])
-    return history
-''',
-        "the loss computed after the autocast block (forward only under autocast)": '''
-import torch
-
-
-def train_amp(model, loader, optimizer, loss_fn, epochs: int, device, max_norm=None) -> list:
-    if epochs < 0:
-        raise ValueError("epochs must be >= 0")
-    device = torch.device(device)
-    low = torch.float16 if device.type == "cuda" else torch.bfloat16
-    scaler = torch.amp.GradScaler("cuda", enabled=device.type == "cuda")
-    model.to(device)
-    model.train()
-    history = []
-    for _ in range(epochs):
-        losses = []
-        for inputs, targets in loader:
-            inputs, targets = inputs.to(device), targets.to(device)
-            optimizer.zero_grad()
-            with torch.autocast(device.type, dtype=low):
-                outputs = model(inputs)
-            loss = loss_fn(outputs, targets)
-            scaler.scale(loss).backward()
-            if max_norm is not None:
-                scaler.unscale_(optimizer)
-                torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)
-            scaler.step(optimizer)
-            scaler.update()
-            losses.append(loss.item())
-        history.append(sum(losses) / len(losses))
-    return history
-''',
-        "no zero_grad: gradients pile up from batch to batch": '''
-import torch
-
-
-def train_amp(model, loader, optimizer, loss_fn, epochs: int, device, max_norm=None) -> list:
-    if epochs < 0:
-        raise ValueError("epochs must be >= 0")
-    device = torch.device(device)
-    low = torch.float16 if device.type == "cuda" else torch.bfloat16
-    scaler = torch.amp.GradScaler("cuda", enabled=device.type == "cuda")
-    model.to(device)
-    model.train()
-    history = []
-    for _ in range(epochs):
-        losses = []
-        for inputs, targets in loader:
-            inputs, targets = inputs.to(device), targets.to(device)
-            with torch.autocast(device.type, dtype=low):
-                loss = loss_fn(model(inputs), targets)
-            scaler.scale(loss).backward()
-            if max_norm is not None:
-                scaler.unscale_(optimizer)
-                torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)
-            scaler.step(optimizer)
-            scaler.update()
-            losses.append(loss.item())
-        history.append(sum(losses) / len(losses))
-    return history
-''',
+        "float16 on the CPU": _TRAIN_HEAD + variant(_TRAIN_TAIL, ("dtype=low", "dtype=torch.float16")),
+        "ignores max_norm": _TRAIN_HEAD + variant(_TRAIN_TAIL, (
+            "            if max_norm is not None:\n"
+            "                torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)\n", "")),
+        "returns the last batch loss": _TRAIN_HEAD + variant(_TRAIN_TAIL, (
+            "history.append(sum(losses) / len(losses))", "history.append(losses[-1])")),
+        "the loss computed after the autocast block (forward only under autocast)": _TRAIN_HEAD + variant(
+            _TRAIN_TAIL, ("                loss = loss_fn(model(x), y)\n",
+                          "                out = model(x)\n            loss = loss_fn(out, y)\n")),
+        "no zero_grad: gradients pile up from batch to batch": variant(
+            _TRAIN_HEAD, ("            optimizer.zero_grad()\n", "")) + _TRAIN_TAIL,
     },
 }
 

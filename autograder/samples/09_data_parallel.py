@@ -64,6 +64,23 @@ def _ddp(body=_GOOD_BODY, port="ddp_worker.free_port", **kw):
     return _DDP_IMPORTS + f"PORT = {port}\n" + _rank(body, **kw) + _LAUNCH
 
 
+# Edits of _LAUNCH for the answers that do not wait in a loop with a deadline: the loop and the
+# clean-up of what is left go (the launch itself then waits, with join=True).
+_NO_WAIT_LOOP = ((
+    """    deadline = time.monotonic() + 100
+    try:
+        while not ctx.join(timeout=0.2):
+            if time.monotonic() > deadline:
+                raise TimeoutError("workers hang")
+        return""", """    try:
+        return"""), (
+    """        for p in ctx.processes:
+            if p.is_alive():
+                p.terminate()
+            p.join(5)
+""", ""))
+
+
 # A serial answer that writes the data set's read record as if processes of its own (`idle`)
 # had read their shares: the catalogue's forged run_ddp answers start from it.
 _TRAIN_HERE_FORGE_READS = '''
@@ -491,36 +508,12 @@ def run_ddp(world_size, epochs, seed):
             "                dist.all_reduce(p.grad)\n"
             "            opt.step()").replace("model.module.state_dict()", "model.state_dict()")),
         "fixed port 29500": _ddp(port="lambda: 29500"),
-        "start_processes with join=True: no time limit on the wait": variant(_ddp(), (
-            "join=False, start_method", "join=True, start_method"), (
-            """    deadline = time.monotonic() + 100
-    try:
-        while not ctx.join(timeout=0.2):
-            if time.monotonic() > deadline:
-                raise TimeoutError("workers hang")
-        return""", """    try:
-        return"""), (
-            """        for p in ctx.processes:
-            if p.is_alive():
-                p.terminate()
-            p.join(5)
-""", "")),
-        "mp.spawn as in the tutorials (join=True)": variant(_ddp(), (
-            """    ctx = torch.multiprocessing.start_processes(""", """    torch.multiprocessing.spawn("""), (
-            "nprocs=world_size, join=False, start_method=ddp_worker.torch_start_method())",
-            "nprocs=world_size, join=True)"), (
-            """    deadline = time.monotonic() + 100
-    try:
-        while not ctx.join(timeout=0.2):
-            if time.monotonic() > deadline:
-                raise TimeoutError("workers hang")
-        return""", """    try:
-        return"""), (
-            """        for p in ctx.processes:
-            if p.is_alive():
-                p.terminate()
-            p.join(5)
-""", "")),
+        "start_processes with join=True: no time limit on the wait": variant(
+            _ddp(), ("join=False, start_method", "join=True, start_method"), *_NO_WAIT_LOOP),
+        "mp.spawn as in the tutorials (join=True)": variant(
+            _ddp(), ("    ctx = torch.multiprocessing.start_processes(", "    torch.multiprocessing.spawn("), (
+                "nprocs=world_size, join=False, start_method=ddp_worker.torch_start_method())",
+                "nprocs=world_size, join=True)"), *_NO_WAIT_LOOP),
         # The red team's: processes that only read their shares pass the reads, witnesses and
         # puzzles; no gradient is ever all-reduced between them.
         "no ValueError for epochs < 0 (DDP by hand, otherwise right)": _HAND_MADE_DDP,
