@@ -45,6 +45,52 @@ def test_shared_holders_overlap_and_an_exclusive_one_is_alone(tmp_path):
     assert l0 >= t1, "a shared holder that came while it waited queues behind it"
 
 
+def _machine(monkeypatch, cores_busy):
+    """The cores' load that the lease reads, as if `cores_busy` cores were busy all along."""
+    monkeypatch.setattr(lease, "busy_cpu_seconds", lambda: cores_busy * time.monotonic())
+    monkeypatch.setattr(lease, "QUIET_FOR", 0.5)
+    monkeypatch.setattr(lease, "OPEN_FOR", 0.4)
+
+
+def _an_exclusive_taker_waits_for_an_asleep_holder(tmp_path):
+    log, inside = [], threading.Event()
+    asleep = _holder(tmp_path, False, log, "a hung cell", 2.5, inside)
+    inside.wait(5)
+    timing = _holder(tmp_path, True, log, "timing check", 0.2)
+    time.sleep(0.1)
+    late = _holder(tmp_path, False, log, "later cell", 0.2)
+    for thread in (asleep, timing, late):
+        thread.join(15)
+    return _span(log, "a hung cell"), _span(log, "timing check"), _span(log, "later cell")
+
+
+def test_while_the_holders_sleep_newcomers_work_and_the_check_still_measures_alone(tmp_path, monkeypatch):
+    """A cell that hung holds the machine shared with the cores idle: the exclusive taker waiting
+    for it lets newcomers work meanwhile, and still measures only once every one of them ended."""
+    _machine(monkeypatch, cores_busy=0.0)
+    (h0, h1), (t0, t1), (l0, l1) = _an_exclusive_taker_waits_for_an_asleep_holder(tmp_path)
+    assert l1 < h1, "the newcomer ran while the hung cell held the machine"
+    assert t0 >= max(h1, l1), "the timing check measured alone"
+
+
+def test_while_the_holders_compute_newcomers_queue_behind_the_check(tmp_path, monkeypatch):
+    _machine(monkeypatch, cores_busy=1.0)
+    (h0, h1), (t0, t1), (l0, l1) = _an_exclusive_taker_waits_for_an_asleep_holder(tmp_path)
+    assert t0 >= h1 and l0 >= t1, "the newcomer waited behind the timing check"
+
+
+def test_the_machines_load_is_read_where_it_can_be():
+    import sys
+    first = lease.busy_cpu_seconds()
+    if not sys.platform.startswith("linux"):
+        assert first is None
+        return
+    end = time.process_time() + 0.3
+    while time.process_time() < end:
+        pass
+    assert lease.busy_cpu_seconds() - first >= 0.25, "the spin above shows in the cores' load"
+
+
 def test_without_a_lease_folder_holding_is_free(monkeypatch):
     monkeypatch.delenv(lease.ENV, raising=False)
     with lease.hold(True) as waited:
