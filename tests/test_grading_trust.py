@@ -87,10 +87,18 @@ NUMPY_PATCH = '''
 import numpy as np
 np.allclose = lambda *args, **kwargs: True
 '''
+# os.getpid lies to the notebook's own code (a pid one above its own: "another process") and tells
+# the truth to the libraries, so the kernel and its pools keep working. (`lambda: -1` for everyone
+# hung the kernel itself, which scored zero without reaching the checks, and held the machine's
+# lease for the whole cell time limit.)
 GETPID_PATCH = '''
-import os
+import os, sys, sysconfig
 _real = os.getpid
-os.getpid = lambda: -1
+_libraries = tuple({sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib", "purelib", "platlib")})
+def _getpid():
+    caller = sys._getframe(1).f_code.co_filename
+    return _real() if caller.startswith(_libraries) else _real() + 1
+os.getpid = _getpid
 '''
 FAKE_WHEN_GRADED = '''
 import os
