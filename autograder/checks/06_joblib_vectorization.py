@@ -284,12 +284,15 @@ def test_cdist_joblib_uses_joblib(cdist_joblib):
 
 
 def test_cdist_joblib_errors(cdist_joblib):
-    """n_jobs < 1 or an unknown prefer raises ValueError"""
+    """n_jobs < 1 or an unknown prefer raises ValueError (values joblib itself accepts too: -1 means
+    every core to joblib, and prefer=None its default)"""
     X, Y = _points(5, 2), _points(4, 2)
-    with raises_value_error("cdist_joblib(X, Y, 0)"):
-        cdist_joblib(X, Y, 0)
-    with raises_value_error("cdist_joblib(X, Y, 2, prefer='gpu')"):
-        cdist_joblib(X, Y, 2, prefer="gpu")
+    for n_jobs in (0, -1):
+        with raises_value_error(f"cdist_joblib(X, Y, {n_jobs})"):
+            cdist_joblib(X, Y, n_jobs)
+    for prefer in ("gpu", None):
+        with raises_value_error(f"cdist_joblib(X, Y, 2, prefer={prefer!r})"):
+            cdist_joblib(X, Y, 2, prefer=prefer)
 
 
 # --- cdist_vectorized -----------------------------------------------------------------------------
@@ -412,9 +415,11 @@ def test_cdist_vectorized_fast(cdist_vectorized):
 
 
 def test_cdist_vectorized_errors(cdist_vectorized):
-    """rows of different lengths raise ValueError"""
-    with raises_value_error("cdist_vectorized on (4, 3) and (5, 2) arrays"):
-        cdist_vectorized(_points(4, 3), _points(5, 2))
+    """rows of different lengths raise ValueError, a row of length 1 too (broadcasting alone would
+    pair it with every coordinate of the other side)"""
+    for rows, cols in (((4, 3), (5, 2)), ((4, 1), (5, 3)), ((4, 3), (5, 1))):
+        with raises_value_error(f"cdist_vectorized on {rows} and {cols} arrays"):
+            cdist_vectorized(_points(*rows), _points(*cols))
 
 
 # --- block_matmul ------------------------------------------------------------------------------
@@ -467,8 +472,9 @@ def test_block_matmul_errors(block_matmul):
     A, B = _points(6, 4), _points(4, 5)
     with raises_value_error("block_matmul(A, B, 0, 2)"):
         block_matmul(A, B, 0, 2)
-    with raises_value_error("block_matmul(A, B, 2, 0)"):
-        block_matmul(A, B, 2, 0)
+    for n_jobs in (0, -1):  # -1 is every core to joblib: only the answer's own check refuses it
+        with raises_value_error(f"block_matmul(A, B, 2, {n_jobs})"):
+            block_matmul(A, B, 2, n_jobs)
     with raises_value_error("block_matmul with shapes (6, 4) and (5, 4)"):
         block_matmul(A, _points(5, 4), 2, 1)
 
@@ -577,9 +583,10 @@ def test_bootstrap_ci_errors(bootstrap_ci):
         bootstrap_ci(np.array([]), 100, 1, 0)
     with raises_value_error("bootstrap_ci(data, 0, 1, 0)"):
         bootstrap_ci(data, 0, 1, 0)
-    with raises_value_error("bootstrap_ci(data, 100, 0, 0)"):
-        bootstrap_ci(data, 100, 0, 0)
-    for alpha in (0.0, 1.5):
+    for n_jobs in (0, -1):  # -1 is every core to joblib: only the answer's own check refuses it
+        with raises_value_error(f"bootstrap_ci(data, 100, {n_jobs}, 0)"):
+            bootstrap_ci(data, 100, n_jobs, 0)
+    for alpha in (0.0, 1.0, 1.5):
         with raises_value_error(f"bootstrap_ci(data, 100, 1, 0, alpha={alpha})"):
             bootstrap_ci(data, 100, 1, 0, alpha=alpha)
 

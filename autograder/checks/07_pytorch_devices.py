@@ -93,19 +93,20 @@ def test_pick_device_cpu_only(pick_device):
 def test_pick_device_with_cuda(pick_device):
     """with CUDA present: CUDA by default, the CPU when it is preferred, a missing index falls back
 
-    False failure of a correct answer: 0 (the missing index is drawn at random, 2 to 9, on a
-    pretended machine of 2 GPUs: none of them exists; exact comparison).
+    False failure of a correct answer: 0 (on a pretended machine of 2 GPUs, cuda:2, the first index
+    past the last, and one drawn at random from 3 to 9: neither exists; exact comparison).
     """
-    missing = f"cuda:{random.randint(2, 9)}"
-    device, cpu, chosen, mps, absent = there(_picks, pick_device, [None, "cpu", "cuda:1", "mps", missing],
-                                             cuda=True, mps=False, count=2)
+    beyond = f"cuda:{random.randint(3, 9)}"
+    device, cpu, chosen, mps, *absents = there(_picks, pick_device, [None, "cpu", "cuda:1", "mps", "cuda:2", beyond],
+                                               cuda=True, mps=False, count=2)
     assert _is(device, "cuda") and device.index in (None, 0), "with CUDA the default must be CUDA"
     assert _is(cpu, "cpu"), "prefer='cpu' must give the CPU even when CUDA exists"
     assert _is(chosen, "cuda") and chosen.index == 1, "prefer='cuda:1' must give cuda:1 when it exists"
     assert _is(mps, "cuda"), "prefer='mps' without MPS falls back to CUDA"
-    assert _is(absent, "cuda") and absent.index in (None, 0, 1), (
-        f"prefer={missing!r} on a machine with 2 GPUs (cuda:0 and cuda:1) names a device that does not "
-        "exist: fall back to CUDA's default device")
+    for missing, absent in zip(("cuda:2", beyond), absents):
+        assert _is(absent, "cuda") and absent.index in (None, 0, 1), (
+            f"prefer={missing!r} on a machine with 2 GPUs (cuda:0 and cuda:1) names a device that does not "
+            "exist: fall back to CUDA's default device")
 
 
 def test_pick_device_mps_order(pick_device):
@@ -114,8 +115,9 @@ def test_pick_device_mps_order(pick_device):
     assert _is(default, "mps"), "with MPS and no CUDA the default must be MPS"
     assert _is(cuda, "mps"), "prefer='cuda' without CUDA falls back to MPS"
     assert _is(cpu, "cpu"), "prefer='cpu' must give the CPU"
-    (both,) = there(_picks, pick_device, [None], cuda=True, mps=True)
+    both, asked = there(_picks, pick_device, [None, "mps"], cuda=True, mps=True)
     assert _is(both, "cuda"), "with both CUDA and MPS the default must be CUDA"
+    assert _is(asked, "mps"), "prefer='mps' must give MPS where it exists, even when CUDA does too"
 
 
 def test_pick_device_unknown(pick_device):
@@ -300,6 +302,9 @@ def test_make_loader_settings(make_loader):
         assert not loader.persistent_workers, "persistent workers make no sense with num_workers=0"
     for device in ("cuda", "cuda:0", torch.device("cuda")):
         assert make_loader(data, 4, 0, device).pin_memory is True, "pin_memory must be on for a CUDA device"
+    for device in ("mps", torch.device("meta")):
+        assert make_loader(data, 4, 0, device).pin_memory is False, (
+            f"pin_memory must be off for {device!r}: pinned memory speeds up copies to a CUDA device only")
     workers = random.randint(1, 3)
     loader = make_loader(data, 5, workers, "cpu")
     assert loader.num_workers == workers, "the loader must use num_workers worker processes"
@@ -490,9 +495,12 @@ def test_layer_flops_same_and_unbatched(layer_flops):
     False failure of a correct answer: 0 (random sizes, exact integer counts).
     """
     c = random.randint(1, 4)
-    layer = nn.Conv2d(c, 6, (3, 5), padding="same")
-    shape = (c, random.randint(6, 12), random.randint(6, 12))
-    assert layer_flops(layer, shape) == _counted(layer, shape), "padding='same' or an unbatched input is miscounted"
+    # An even kernel, or a dilation, is where kernel // 2 on each side is not 'same' any more.
+    for kernel, dilation in (((3, 5), 1), (random.choice([(2, 4), (4, 3)]), 1), ((3, 3), 2)):
+        layer = nn.Conv2d(c, 6, kernel, padding="same", dilation=dilation)
+        shape = (c, random.randint(6, 12), random.randint(6, 12))
+        assert layer_flops(layer, shape) == _counted(layer, shape), (
+            f"padding='same' or an unbatched input is miscounted (kernel {kernel}, dilation {dilation})")
 
 
 def test_layer_flops_by_hand(layer_flops):
@@ -582,6 +590,8 @@ def test_layer_flops_errors(layer_flops):
         layer_flops(nn.Linear(4, 3), (2, 5))
     with raises_value_error("layer_flops on a Conv2d with the wrong channel count"):
         layer_flops(nn.Conv2d(3, 8, 3), (1, 4, 10, 10))
+    with raises_value_error("layer_flops on a Conv2d with a 5 x 5 kernel and a 2 x 2 input"):
+        layer_flops(nn.Conv2d(3, 8, 5), (1, 3, 2, 2))
 
 
 # --- gpu_env -------------------------------------------------------------------------------------

@@ -245,6 +245,20 @@ def cdist_joblib(X, Y, n_jobs, prefer="processes"):
     return np.vstack(Parallel(n_jobs=n_jobs, prefer=prefer)(
         delayed(cdist)(c, Y, "sqeuclidean") for c in chunks))
 ''',
+        "prefer left to joblib, which accepts None": '''
+import numpy as np
+from joblib import Parallel, delayed
+from scipy.spatial.distance import cdist
+
+
+def cdist_joblib(X, Y, n_jobs: int, prefer: str = "processes") -> np.ndarray:
+    """Row chunks by joblib; joblib itself rejects an unknown prefer."""
+    if n_jobs < 1:
+        raise ValueError(f"n_jobs must be at least 1, got {n_jobs}")
+    X = np.asarray(X, dtype=float)
+    chunks = np.array_split(X, max(1, min(len(X), 4 * n_jobs)))
+    return np.vstack(Parallel(n_jobs=n_jobs, prefer=prefer)(delayed(cdist)(chunk, Y) for chunk in chunks))
+''',
     },
     "cdist_vectorized": {
         "a Python loop over the rows of X": '''
@@ -310,6 +324,17 @@ def cdist_vectorized(X, Y):
     X = np.asarray(X); Y = np.asarray(Y)
     d = X[:, None, :] - Y[None, :, :]
     return np.sqrt((d * d).sum(-1)).astype(X.dtype)
+''',
+        "no shape check: broadcasting refuses most mismatched rows, not a row of length 1": '''
+import numpy as np
+
+
+def cdist_vectorized(X, Y) -> np.ndarray:
+    """Pairwise Euclidean distances by broadcasting; numpy itself rejects mismatched rows."""
+    X = np.asarray(X, dtype=float)
+    Y = np.asarray(Y, dtype=float)
+    diff = X[:, None, :] - Y[None, :, :]   # raises ValueError when the row lengths differ
+    return np.sqrt((diff ** 2).sum(axis=-1))
 ''',
     },
     "block_matmul": {
@@ -383,6 +408,28 @@ def block_matmul(A, B, n_blocks, n_jobs):
     out = Parallel(n_jobs=n_jobs, prefer="threads")(
         delayed(np.dot)(Ab[i][i], Bb[i][j]) for i in range(n_blocks) for j in range(n_blocks))
     return np.block([[out[i * n_blocks + j] for j in range(n_blocks)] for i in range(n_blocks)])
+''',
+        "n_jobs never checked (joblib itself refuses only 0)": '''
+import numpy as np
+from joblib import Parallel, delayed
+
+
+def block_matmul(A, B, n_blocks: int, n_jobs: int) -> np.ndarray:
+    """A @ B from an n_blocks x n_blocks block decomposition, the block products run in parallel."""
+    A = np.asarray(A)
+    B = np.asarray(B)
+    if n_blocks < 1:
+        raise ValueError("n_blocks must be at least 1")
+    if A.ndim != 2 or B.ndim != 2 or A.shape[1] != B.shape[0]:
+        raise ValueError(f"cannot multiply shapes {A.shape} and {B.shape}")
+    A_blocks = [np.array_split(rows, n_blocks, axis=1) for rows in np.array_split(A, n_blocks, axis=0)]
+    B_blocks = [np.array_split(rows, n_blocks, axis=1) for rows in np.array_split(B, n_blocks, axis=0)]
+    keys = [(i, j, k) for i in range(n_blocks) for j in range(n_blocks) for k in range(n_blocks)]
+    products = Parallel(n_jobs=n_jobs, prefer="threads")(delayed(np.dot)(A_blocks[i][k], B_blocks[k][j]) for i, j, k in keys)
+    C = [[0] * n_blocks for _ in range(n_blocks)]
+    for (i, j, k), product in zip(keys, products):
+        C[i][j] = C[i][j] + product
+    return np.block(C)
 ''',
     },
     "bootstrap_ci": {
@@ -487,6 +534,8 @@ def bootstrap_ci(data, n_boot, n_jobs, seed, alpha=0.05):
 """, """    sizes = [len(part) for part in np.array_split(np.arange(n_boot), min(10, n_boot))]
     streams = [None] * len(sizes)                  # unused: every batch is seeded with `seed`
 """)),
+        "n_jobs never checked (joblib itself refuses only 0)": variant(_BOOTSTRAP, ("or n_boot < 1 or n_jobs < 1 or", "or n_boot < 1 or")),
+        "alpha = 1 accepted": variant(_BOOTSTRAP, ("not 0 < alpha < 1:", "not 0 < alpha <= 1:")),
     },
     "run_with_blas_threads": {
         "sets OMP_NUM_THREADS after the libraries loaded": '''
@@ -667,6 +716,8 @@ def cdist_vectorized(X, Y):
 import numpy as np
 def cdist_vectorized(X, Y):
     X = np.asarray(X, dtype=np.float64); Y = np.asarray(Y, dtype=np.float64)
+    if X.shape[1] != Y.shape[1]:
+        raise ValueError("rows of different lengths")
     return np.linalg.norm(X[:, np.newaxis] - Y[np.newaxis], axis=2)
 ''',
     },

@@ -75,6 +75,56 @@ def pick_device(prefer=None):
         return torch.device("mps")
     return torch.device("cpu")
 ''',
+        "a CUDA index accepted up to device_count() itself (> for >=)": '''
+import torch
+
+
+def pick_device(prefer=None) -> torch.device:
+    """prefer when it exists here, else CUDA, MPS, CPU."""
+    def default():
+        if torch.cuda.is_available():
+            return torch.device("cuda")
+        if torch.backends.mps.is_available():
+            return torch.device("mps")
+        return torch.device("cpu")
+
+    if prefer is None:
+        return default()
+    kind, _, index = str(prefer).partition(":")
+    if kind not in ("cpu", "cuda", "mps"):
+        raise ValueError(f"unknown device {prefer!r}")
+    if kind == "cpu":
+        return torch.device("cpu")
+    if kind == "mps":
+        return torch.device("mps") if torch.backends.mps.is_available() else default()
+    if not torch.cuda.is_available():
+        return default()
+    if index and int(index) > torch.cuda.device_count():   # off by one: cuda:N with N GPUs slips through
+        return default()
+    return torch.device(prefer)
+''',
+        "prefer='mps' ignored: the default order instead": '''
+import torch
+
+
+def pick_device(prefer=None) -> torch.device:
+    """prefer when it exists here, else CUDA, MPS, CPU."""
+    if prefer is not None:
+        kind, _, index = prefer.partition(":")
+        if kind not in ("cpu", "cuda", "mps"):
+            raise ValueError(f"unknown device {prefer!r}")
+        if kind == "cpu":
+            return torch.device("cpu")
+        if kind == "cuda" and torch.cuda.is_available():
+            if not index or int(index) < torch.cuda.device_count():
+                return torch.device(prefer)
+        # anything else: the default rule below
+    if torch.cuda.is_available():
+        return torch.device("cuda")
+    if torch.backends.mps.is_available():
+        return torch.device("mps")
+    return torch.device("cpu")
+''',
     },
     "to_device": {
         "only moves a bare tensor": '''
@@ -189,6 +239,25 @@ def make_loader(dataset, batch_size, num_workers, device):
     options = dict(persistent_workers=True, multiprocessing_context="forkserver") if num_workers else {}
     return DataLoader(mixed, batch_size=batch_size, shuffle=False, num_workers=num_workers,
                       pin_memory=torch.device(device).type == "cuda", **options)
+''',
+        "memory pinned for any device but the CPU (mps, meta)": '''
+import multiprocessing
+
+import torch
+from torch.utils.data import DataLoader
+
+
+def make_loader(dataset, batch_size: int, num_workers: int, device) -> DataLoader:
+    """A shuffling DataLoader, pinned memory for an accelerator, persistent workers when it has any."""
+    if batch_size < 1 or num_workers < 0:
+        raise ValueError("batch_size must be >= 1 and num_workers >= 0")
+    on_accelerator = torch.device(device).type != "cpu"
+    extra = {}
+    if num_workers > 0:
+        method = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
+        extra = dict(persistent_workers=True, multiprocessing_context=method)
+    return DataLoader(dataset, batch_size=batch_size, shuffle=True, num_workers=num_workers,
+                      pin_memory=on_accelerator, **extra)
 ''',
     },
     "count_parameters": {
@@ -358,6 +427,66 @@ def layer_flops(layer, input_shape):
     except RuntimeError as error:
         raise ValueError(str(error)) from None
     return int(sum(e.flops for e in prof.events() if e.flops and e.name in ("aten::conv2d", "aten::mm", "aten::addmm", "aten::matmul", "aten::linear")))
+''',
+        "padding='same' taken as kernel // 2 on each side (wrong for an even kernel or a dilation)": '''
+import math
+
+from torch import nn
+
+
+def layer_flops(layer, input_shape) -> int:
+    shape = tuple(int(s) for s in input_shape)
+    if isinstance(layer, nn.Linear):
+        if not shape or shape[-1] != layer.in_features:
+            raise ValueError("wrong feature size")
+        return 2 * math.prod(shape[:-1]) * layer.in_features * layer.out_features
+    if isinstance(layer, nn.Conv2d):
+        if len(shape) == 3:
+            shape = (1, *shape)
+        if len(shape) != 4 or shape[1] != layer.in_channels:
+            raise ValueError("wrong input shape")
+        n, _, h, w = shape
+        if layer.padding == "same":
+            padding = (layer.kernel_size[0] // 2, layer.kernel_size[1] // 2)
+        elif layer.padding == "valid":
+            padding = (0, 0)
+        else:
+            padding = layer.padding
+        outs = []
+        for size, k, s, d, p in zip((h, w), layer.kernel_size, layer.stride, layer.dilation, padding):
+            outs.append((size + 2 * p - d * (k - 1) - 1) // s + 1)
+        per_output = (layer.in_channels // layer.groups) * layer.kernel_size[0] * layer.kernel_size[1]
+        return 2 * n * layer.out_channels * outs[0] * outs[1] * per_output
+    raise ValueError("only Linear and Conv2d")
+''',
+        "an input smaller than the kernel counted, not refused": '''
+import math
+
+from torch import nn
+
+
+def layer_flops(layer, input_shape) -> int:
+    """FLOPs (2 x multiply-adds, bias adds ignored) of layer(x) for x of shape input_shape."""
+    shape = tuple(int(s) for s in input_shape)
+    if isinstance(layer, nn.Linear):
+        if not shape or shape[-1] != layer.in_features:
+            raise ValueError(f"a Linear({layer.in_features}, ...) needs inputs ending in {layer.in_features}")
+        return 2 * math.prod(shape[:-1]) * layer.in_features * layer.out_features
+    if isinstance(layer, nn.Conv2d):
+        if len(shape) == 3:
+            shape = (1, *shape)
+        if len(shape) != 4 or shape[1] != layer.in_channels:
+            raise ValueError(f"a Conv2d({layer.in_channels}, ...) needs (N, {layer.in_channels}, H, W)")
+        n, _, h, w = shape
+        if layer.padding == "same":
+            h_out, w_out = h, w
+        else:
+            pad = (0, 0) if layer.padding == "valid" else layer.padding
+            h_out, w_out = ((size + 2 * p - d * (k - 1) - 1) // s + 1
+                            for size, p, d, k, s in zip((h, w), pad, layer.dilation, layer.kernel_size, layer.stride))
+        per_output = (layer.in_channels // layer.groups) * layer.kernel_size[0] * layer.kernel_size[1]
+        return 2 * n * layer.out_channels * h_out * w_out * per_output
+    raise ValueError(f"layer_flops counts nn.Linear and nn.Conv2d, not {type(layer).__name__}")
 ''',
     },
     "gpu_env": {
@@ -638,6 +767,8 @@ def layer_flops(layer, input_shape):
                 spatial.append(size if layer.padding == "same" else (size - d * (k - 1) - 1) // s + 1)
             else:
                 spatial.append((size + 2 * layer.padding[dim] - d * (k - 1) - 1) // s + 1)
+        if min(spatial) < 1:
+            raise ValueError("the input is smaller than the kernel")
         # weight.numel() = c_out * c_in/groups * kh * kw: the MACs of one output position, all channels
         return 2 * shape[0] * spatial[0] * spatial[1] * layer.weight.numel()
     raise ValueError("only Linear and Conv2d")
