@@ -305,8 +305,7 @@ def _nothing():
     return contextlib.nullcontext()
 
 
-def run(assignment, exercise, namespace, session=None, hold=None, until_failure=False, reference=None,
-        only=None):
+def run(assignment, exercise, namespace, session=None, hold=None, until_failure=False, reference=None):
     """Run every hidden check of `exercise` against `namespace`; a list of Outcomes.
 
     With `session` (a judge.StudentProcess), `namespace` holds handles on the
@@ -321,12 +320,10 @@ def run(assignment, exercise, namespace, session=None, hold=None, until_failure=
     answer's code, not a failed assertion: `raised_by_the_check`) runs there once: an error that
     only the answer's values cause fails the answer; one the reference solution meets too is the
     check's or the machine's fault, and a person decides. Without it, such a check is undecided.
-    `only`: the names of the checks to run, the others left out (the course's tests, to show a
-    catalogued wrong answer failing without the checks it passes: tests/test_checks_catalogue.py).
     """
-    checks = [fn for fn in checks_for(assignment, exercise) if only is None or fn.__name__ in only]
+    checks = checks_for(assignment, exercise)
     if not checks:
-        raise LookupError(f"no hidden checks for {assignment}/{exercise}" + (f" named {sorted(only)}" if only else ""))
+        raise LookupError(f"no hidden checks for {assignment}/{exercise}")
     outcomes = []
     for fn in checks:
         start = time.perf_counter()

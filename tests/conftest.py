@@ -242,10 +242,10 @@ def skip_if_only_undecided(work, student, assignment, lost):
 # exercises (autograder/pipeline/judge.py).
 
 class Judge:
-    """judge(assignment, exercise, code=None, until_failure=False, only=None): the Outcomes of
-    `exercise`'s hidden checks (those named in `only`, if given) for `code` as its answer (None:
-    the reference), holding the test run's lease on the machine as the judge does (timing checks
-    alone). One student's process per assignment, started again when an answer stops it."""
+    """judge(assignment, exercise, code=None, until_failure=False): the Outcomes of `exercise`'s
+    hidden checks for `code` as its answer (None: the reference), holding the test run's lease on
+    the machine as the judge does (timing checks alone). One student's process per assignment,
+    started again when an answer stops it."""
 
     def __init__(self):
         self.sessions, self.references = {}, {}
@@ -265,7 +265,7 @@ class Judge:
         session = self.session(assignment, self.references)
         return session, session.namespace()
 
-    def __call__(self, assignment, exercise, code=None, until_failure=False, only=None):
+    def __call__(self, assignment, exercise, code=None, until_failure=False):
         from autograder import hidden
         from autograder.pipeline import lease
         from autograder.sandbox import student as student_side
@@ -277,7 +277,7 @@ class Judge:
         hidden.STUDENT = session
         try:
             return hidden.run(assignment, exercise, namespace, session=session, hold=lease.hold,
-                              until_failure=until_failure, reference=self.reference, only=only)
+                              until_failure=until_failure, reference=self.reference)
         finally:
             hidden.STUDENT = None
             # An answer that replaced what grading relies on (a forged threadpoolctl, say), or left

@@ -12,10 +12,6 @@ full marks in tests/test_grading.py; the serial and lock-serialised wrong answer
 are graded to zero in tests/test_timing_exercises.py, or judged on a quiet machine
 in tests/test_decided_alone.py.
 """
-import json
-import warnings
-from pathlib import Path
-
 import pytest
 
 from autograder import course, notebooks, samples
@@ -26,29 +22,6 @@ from autograder import course, notebooks, samples
 # not judged here again.
 _GRADED_ELSEWHERE = ({(a, e, label) for cases in samples.SERIALISED.values() for a, e, label in cases}
                      | set(samples.DECIDED_ALONE))
-
-
-# The check that fails each wrong answer soonest (written by tests/catalogue_hints.py): run alone first.
-_HINTS = json.loads(Path(__file__).with_name("catalogue_hints.json").read_text())
-
-
-def _fails_decided(outcomes):
-    return any(not o.passed and not o.undecided for o in outcomes)
-
-
-def _judge_wrong(judge, assignment, exercise, label, code):
-    """The outcomes that show a wrong answer failing: its hinted check alone where that fails it,
-    decided; else every check until one fails, as without a hint."""
-    from autograder import hidden
-    hint = _HINTS.get(assignment, {}).get(exercise, {}).get(label)
-    if hint is not None:
-        if hint in {fn.__name__ for fn in hidden.checks_for(assignment, exercise)}:
-            outcomes = judge(assignment, exercise, code, only={hint})
-            if _fails_decided(outcomes):
-                return outcomes
-        warnings.warn(f"{assignment} {exercise} '{label}': its hinted check {hint} did not fail it; judged "
-                      "by every check instead (python tests/catalogue_hints.py refreshes the hints)")
-    return judge(assignment, exercise, code, until_failure=True)  # one failing check is enough
 
 
 def _cases(assignment, kind):
@@ -66,10 +39,11 @@ def _catalogue_tests(assignment):
         @pytest.mark.parametrize("exercise,label", list(_cases(assignment, "WRONG")))
         def test_wrong_answer_fails(self, judge, exercise, label):
             code = samples.catalogue(assignment).WRONG[exercise][label]
-            outcomes = _judge_wrong(judge, assignment, exercise, label, code)
-            if not _fails_decided(outcomes):
+            outcomes = judge(assignment, exercise, code, until_failure=True)  # one failing check is enough
+            if not any(not o.passed and not o.undecided for o in outcomes):
                 _skip_if_only_undecided(outcomes)
-            assert _fails_decided(outcomes), f"the wrong answer '{label}' passes every hidden check"
+            assert any(not o.passed and not o.undecided for o in outcomes), (
+                f"the wrong answer '{label}' passes every hidden check")
 
         @pytest.mark.parametrize("exercise,label", list(_cases(assignment, "ALTERNATIVE")))
         def test_alternative_answer_passes(self, judge, exercise, label):
@@ -98,52 +72,6 @@ def _catalogue_tests(assignment):
 
 for _assignment in course.assignments():
     globals()[f"TestCatalogue_{_assignment}"] = _catalogue_tests(_assignment)
-
-
-@pytest.mark.parametrize("hint", ["test_pick_device_unknown", "test_no_such_check"])
-def test_a_stale_hint_leaves_the_answer_to_every_check(judge, monkeypatch, hint):
-    """A hint whose check the wrong answer passes, or that names no check of the exercise (the
-    checks changed since the hints were written), decides nothing: every check runs until one
-    fails, and the run says that the hint is stale."""
-    a, e, label = "07_pytorch_devices", "pick_device", "ignores prefer"
-    monkeypatch.setitem(_HINTS, a, {e: {label: hint}})
-    with pytest.warns(UserWarning, match="did not fail it"):
-        outcomes = _judge_wrong(judge, a, e, label, samples.catalogue(a).WRONG[e][label])
-    assert _fails_decided(outcomes) and len(outcomes) > 1, [(o.check, o.passed) for o in outcomes]
-
-
-def test_a_hinted_check_runs_alone(judge):
-    a, e, label = "07_pytorch_devices", "pick_device", "ignores prefer"
-    outcomes = _judge_wrong(judge, a, e, label, samples.catalogue(a).WRONG[e][label])
-    assert [o.check for o in outcomes] == [_HINTS[a][e][label]] and _fails_decided(outcomes)
-
-
-def test_the_hints_name_catalogued_answers_and_their_checks():
-    from autograder import hidden
-    for assignment, exercises in _HINTS.items():
-        for exercise, labels in exercises.items():
-            names = {fn.__name__ for fn in hidden.checks_for(assignment, exercise)}
-            for label, check in labels.items():
-                assert label in samples.catalogue(assignment).WRONG[exercise], (assignment, exercise, label)
-                assert check in names, (assignment, exercise, label, check)
-
-
-def test_the_hints_are_written_from_a_judging(tmp_path, monkeypatch):
-    """tests/catalogue_hints.py, on one assignment: a hint for each of its judged wrong answers,
-    a check that fails it; the other assignments' hints kept as they were."""
-    import importlib.util
-    spec = importlib.util.spec_from_file_location("catalogue_hints", Path(__file__).with_name("catalogue_hints.py"))
-    script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)
-    monkeypatch.setattr(script, "HINTS", tmp_path / "hints.json")
-    script.HINTS.write_text(json.dumps({"01_processes_threads": {"cpu_info": {"a label": "a check"}}}))
-    a = "08_amp_tensor_cores"
-    script.main([a])
-    written = json.loads(script.HINTS.read_text())
-    assert written["01_processes_threads"] == {"cpu_info": {"a label": "a check"}}
-    judged = {(e, label) for e, answers in samples.catalogue(a).WRONG.items() for label in answers
-              if (a, e, label) not in _GRADED_ELSEWHERE}
-    assert {(e, label) for e, labels in written[a].items() for label in labels} == judged
 
 
 def _skip_if_only_undecided(outcomes):
