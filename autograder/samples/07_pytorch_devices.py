@@ -1,4 +1,37 @@
 """Wrong and alternative answers of 07_pytorch_devices (see autograder/samples/__init__.py)."""
+from autograder.samples import variant
+
+
+# pick_device by hand, the default order in a function of its own: for wrong answers that differ
+# from it by a line.
+_PICK_BY_HAND = '''
+import torch
+
+
+def pick_device(prefer=None) -> torch.device:
+    """prefer when it exists here, else CUDA, MPS, CPU."""
+    def default():
+        if torch.cuda.is_available():
+            return torch.device("cuda")
+        if torch.backends.mps.is_available():
+            return torch.device("mps")
+        return torch.device("cpu")
+
+    if prefer is None:
+        return default()
+    kind, _, index = str(prefer).partition(":")
+    if kind not in ("cpu", "cuda", "mps"):
+        raise ValueError(f"unknown device {prefer!r}")
+    if kind == "cpu":
+        return torch.device("cpu")
+    if kind == "mps":
+        return torch.device("mps") if torch.backends.mps.is_available() else default()
+    if not torch.cuda.is_available():
+        return default()
+    if index and int(index) >= torch.cuda.device_count():
+        return default()
+    return torch.device(prefer)
+'''
 
 WRONG = {
     "pick_device": {
@@ -75,56 +108,11 @@ def pick_device(prefer=None):
         return torch.device("mps")
     return torch.device("cpu")
 ''',
-        "a CUDA index accepted up to device_count() itself (> for >=)": '''
-import torch
-
-
-def pick_device(prefer=None) -> torch.device:
-    """prefer when it exists here, else CUDA, MPS, CPU."""
-    def default():
-        if torch.cuda.is_available():
-            return torch.device("cuda")
-        if torch.backends.mps.is_available():
-            return torch.device("mps")
-        return torch.device("cpu")
-
-    if prefer is None:
-        return default()
-    kind, _, index = str(prefer).partition(":")
-    if kind not in ("cpu", "cuda", "mps"):
-        raise ValueError(f"unknown device {prefer!r}")
-    if kind == "cpu":
-        return torch.device("cpu")
-    if kind == "mps":
-        return torch.device("mps") if torch.backends.mps.is_available() else default()
-    if not torch.cuda.is_available():
-        return default()
-    if index and int(index) > torch.cuda.device_count():   # off by one: cuda:N with N GPUs slips through
-        return default()
-    return torch.device(prefer)
-''',
-        "prefer='mps' ignored: the default order instead": '''
-import torch
-
-
-def pick_device(prefer=None) -> torch.device:
-    """prefer when it exists here, else CUDA, MPS, CPU."""
-    if prefer is not None:
-        kind, _, index = prefer.partition(":")
-        if kind not in ("cpu", "cuda", "mps"):
-            raise ValueError(f"unknown device {prefer!r}")
-        if kind == "cpu":
-            return torch.device("cpu")
-        if kind == "cuda" and torch.cuda.is_available():
-            if not index or int(index) < torch.cuda.device_count():
-                return torch.device(prefer)
-        # anything else: the default rule below
-    if torch.cuda.is_available():
-        return torch.device("cuda")
-    if torch.backends.mps.is_available():
-        return torch.device("mps")
-    return torch.device("cpu")
-''',
+        "a CUDA index accepted up to device_count() itself (> for >=)": variant(
+            _PICK_BY_HAND, ("int(index) >= torch.cuda.device_count():", "int(index) > torch.cuda.device_count():")),
+        "prefer='mps' ignored: the default order instead": variant(
+            _PICK_BY_HAND, ('return torch.device("mps") if torch.backends.mps.is_available() else default()',
+                            "return default()")),
     },
     "to_device": {
         "only moves a bare tensor": '''
@@ -556,6 +544,7 @@ def to_channels_last(x):
 
 ALTERNATIVE = {
     "pick_device": {
+        "the default order in a local function, the preference parsed with partition": _PICK_BY_HAND,
         "MPS found with torch.mps.is_available()": '''
 import torch
 def pick_device(prefer=None):
