@@ -251,6 +251,9 @@ def test_karp_flatt_values(karp_flatt):
     n = random.randint(2, 64)
     assert abs(karp_flatt(float(n), n)) < 1e-12, "a perfect speedup has serial fraction 0"
     assert math.isclose(karp_flatt(1.0, n), 1.0), "no speedup means serial fraction 1"
+    # Outside [1, n] too, as measured speedups can be (the notebook explains both): not clipped, not refused.
+    assert math.isclose(karp_flatt(5.0, 4), -1 / 15, rel_tol=1e-9), "a super-linear speedup gives a negative e"
+    assert math.isclose(karp_flatt(0.8, 4), 4 / 3, rel_tol=1e-9), "a slowdown gives an e above 1"
 
 
 def test_karp_flatt_errors(karp_flatt):
@@ -340,6 +343,7 @@ def test_roofline_values(roofline):
     assert _roofline_result(roofline, 2.0**30, 2.0**31, 2.0**29, 2.0**30) == (2.0, "compute"), (
         "a tie counts as compute-bound")
     assert _roofline_result(roofline, 0.0, 8e6, 1e10, 4e9) == (0.002, "memory"), "no FLOPs: memory-bound"
+    assert _roofline_result(roofline, 1e9, 0.0, 1e10, 4e9) == (0.1, "compute"), "no bytes moved: compute-bound"
 
 
 def test_roofline_errors(roofline):

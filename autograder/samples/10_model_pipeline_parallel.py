@@ -1,4 +1,5 @@
 """Wrong and alternative answers of 10_model_pipeline_parallel (see autograder/samples/__init__.py)."""
+from autograder.samples import variant
 
 # The best split by trying every set of cut positions (correct); a wrong answer below copies its layers.
 _BRUTE_FORCE = '''
@@ -17,6 +18,49 @@ def split_sequential(model, n_stages):
             best = (worst, bounds)
     bounds = best[1]
     return [torch.nn.Sequential(*layers[a:b]) for a, b in zip(bounds, bounds[1:])]
+'''
+
+# The most even split by a measure other than the largest stage (a wrong answer): the cut positions
+# whose stage sizes have the smallest sum of squares.
+_MOST_EVEN = '''
+import itertools
+from torch import nn
+
+
+def split_sequential(model, n_stages: int) -> list:
+    """Most even split: the cut positions whose stage sizes have the smallest sum of squares."""
+    layers = list(model)
+    n = len(layers)
+    if not 1 <= n_stages <= n:
+        raise ValueError("n_stages out of range")
+    counts = [sum(p.numel() for p in layer.parameters()) for layer in layers]
+
+    def spread(cuts):
+        bounds = (0, *cuts, n)
+        return sum(sum(counts[a:b]) ** 2 for a, b in zip(bounds, bounds[1:]))
+
+    best = min(itertools.combinations(range(1, n), n_stages - 1), key=spread)
+    bounds = (0, *best, n)
+    return [nn.Sequential(*layers[a:b]) for a, b in zip(bounds, bounds[1:])]
+'''
+
+# pipeline_forward as the notebook asks, for wrong answers that differ from it by a line or two.
+_PIPELINE = '''
+import torch
+
+
+def pipeline_forward(stages, x, n_microbatches: int):
+    if not 1 <= n_microbatches <= len(x):
+        raise ValueError("n_microbatches must be between 1 and the batch size")
+    outputs = []
+    for micro in torch.tensor_split(x, n_microbatches):
+        for stage in stages:
+            params = list(stage.parameters())
+            if params:
+                micro = micro.to(params[0].device)
+            micro = stage(micro)
+        outputs.append(micro)
+    return torch.cat(outputs)
 '''
 
 WRONG = {
@@ -53,6 +97,64 @@ def split_sequential(model, n_stages):
         "balanced stages of deep copies of the layers": _BRUTE_FORCE.replace(
             "torch.nn.Sequential(*layers[a:b])", "torch.nn.Sequential(*copy.deepcopy(layers[a:b]))").replace(
             "import itertools", "import copy\nimport itertools"),
+        "the smallest sum of squared stage sizes": _MOST_EVEN,
+        "the smallest max - min of the stage sizes": variant(
+            _MOST_EVEN, ("whose stage sizes have the smallest sum of squares", "whose largest and smallest stage differ least"),
+            ("        return sum(sum(counts[a:b]) ** 2 for a, b in zip(bounds, bounds[1:]))",
+             "        sizes = [sum(counts[a:b]) for a, b in zip(bounds, bounds[1:])]\n"
+             "        return (max(sizes) - min(sizes), max(sizes))")),
+        "sizes from the weight matrices only, biases left out": '''
+from torch import nn
+
+
+def split_sequential(model, n_stages: int) -> list:
+    """Min-max split (dynamic programming), sizing each layer by its weight matrix only."""
+    layers = list(model)
+    n = len(layers)
+    if not 1 <= n_stages <= n:
+        raise ValueError("n_stages out of range")
+    counts = [layer.weight.numel() if hasattr(layer, "weight") else 0 for layer in layers]
+    prefix = [0]
+    for c in counts:
+        prefix.append(prefix[-1] + c)
+    inf = float("inf")
+    best = [[inf] * (n + 1) for _ in range(n_stages + 1)]
+    cut = [[0] * (n + 1) for _ in range(n_stages + 1)]
+    best[0][0] = 0
+    for k in range(1, n_stages + 1):
+        for i in range(k, n + 1):
+            for j in range(k - 1, i):
+                value = max(best[k - 1][j], prefix[i] - prefix[j])
+                if value < best[k][i]:
+                    best[k][i], cut[k][i] = value, j
+    bounds, i = [n], n
+    for k in range(n_stages, 0, -1):
+        i = cut[k][i]
+        bounds.append(i)
+    bounds.reverse()
+    return [nn.Sequential(*layers[a:b]) for a, b in zip(bounds, bounds[1:])]
+''',
+        "one layer per stage refused (>= for >)": '''
+import itertools
+from torch import nn
+
+
+def split_sequential(model, n_stages: int) -> list:
+    """Off by one: refuses one layer per stage (n_stages == len(model))."""
+    layers = list(model)
+    n = len(layers)
+    if n_stages < 1 or n_stages >= n:
+        raise ValueError("n_stages must be at least 1 and below the number of layers")
+    counts = [sum(p.numel() for p in layer.parameters()) for layer in layers]
+
+    def largest(cuts):
+        bounds = (0, *cuts, n)
+        return max(sum(counts[a:b]) for a, b in zip(bounds, bounds[1:]))
+
+    best = min(itertools.combinations(range(1, n), n_stages - 1), key=largest)
+    bounds = (0, *best, n)
+    return [nn.Sequential(*layers[a:b]) for a, b in zip(bounds, bounds[1:])]
+''',
     },
     "pipeline_forward": {
         "whole batch in one pass": '''
@@ -99,6 +201,13 @@ def pipeline_forward(stages, x, n_microbatches):
         outs.append(mb)
     return torch.cat(outs)
 ''',
+        "micro-batches never moved to a stage's device": variant(
+            _PIPELINE, ("""            params = list(stage.parameters())
+            if params:
+                micro = micro.to(params[0].device)
+""", "")),
+        "one sample per micro-batch refused (>= for >)": variant(
+            _PIPELINE, ("if not 1 <= n_microbatches <= len(x):", "if n_microbatches < 1 or n_microbatches >= len(x):")),
     },
     "gpipe_schedule": {
         "backward starts on stage 0": '''
@@ -214,7 +323,8 @@ def pipeline_forward(stages, x, n_microbatches):
         h = x[start:start + size]
         start += size
         for stage in stages:
-            h = stage(h)
+            weights = list(stage.parameters())
+            h = stage(h.to(weights[0].device) if weights else h)
         outs.append(h)
     return torch.cat(outs, dim=0)
 ''',

@@ -1,9 +1,22 @@
 """Wrong and alternative answers of 11_profiling_scaling (see autograder/samples/__init__.py)."""
+from autograder.samples import variant
 
 _HOTSPOTS_HEAD = '''
 import cProfile
 import pstats
 import time
+'''
+
+# The roofline's bound from the arithmetic intensity against the ridge point (peak / bandwidth),
+# cross-multiplied so that a kernel moving no bytes is compute-bound, not a division by zero.
+_ROOFLINE_RIDGE = '''
+def roofline(flops, bytes_moved, peak_flops, bandwidth):
+    if peak_flops <= 0 or bandwidth <= 0:
+        raise ValueError("peak and bandwidth must be positive")
+    if flops < 0 or bytes_moved < 0:
+        raise ValueError("work cannot be negative")
+    bound = "compute" if flops * bandwidth >= peak_flops * bytes_moved else "memory"
+    return max(flops / peak_flops, bytes_moved / bandwidth), bound
 '''
 
 WRONG = {
@@ -147,6 +160,25 @@ def karp_flatt(speedup, n_workers):
         return 0.0
     return (1 / speedup - 1 / n_workers) / (1 - 1 / n_workers)
 ''',
+        "clipped to [0, 1]": '''
+def karp_flatt(speedup: float, n_workers: int) -> float:
+    """Serial fraction, clipped to [0, 1] (it is a fraction)."""
+    if n_workers < 2:
+        raise ValueError("n_workers must be at least 2")
+    if not speedup > 0:
+        raise ValueError("speedup must be positive")
+    e = (1.0 / speedup - 1.0 / n_workers) / (1.0 - 1.0 / n_workers)
+    return min(1.0, max(0.0, e))
+''',
+        "speedups outside [1, n] refused": '''
+def karp_flatt(speedup: float, n_workers: int) -> float:
+    """Rejects speedups below 1 or above n (thinking them impossible)."""
+    if n_workers < 2:
+        raise ValueError("n_workers must be at least 2")
+    if not 1.0 <= speedup <= n_workers:
+        raise ValueError(f"speedup must be between 1 and n_workers, got {speedup}")
+    return (1.0 / speedup - 1.0 / n_workers) / (1.0 - 1.0 / n_workers)
+''',
     },
     "gustafson_speedup": {
         "Amdahl's law": '''
@@ -242,6 +274,7 @@ def roofline(flops, bytes_moved, peak_flops, bandwidth):
     compute, memory = flops / peak_flops, bytes_moved / bandwidth
     return max(compute, memory), "compute" if compute >= memory else "memory"
 ''',
+        "the intensity divided out: no bytes moved divides by zero": variant(_ROOFLINE_RIDGE, ("flops * bandwidth >= peak_flops * bytes_moved", "flops / bytes_moved >= peak_flops / bandwidth")),
     },
     "torch_top_ops": {
         "total (inclusive) CPU time": '''
@@ -431,15 +464,7 @@ def arithmetic_intensity(kind, n, itemsize=8):
 ''',
     },
     "roofline": {
-        "intensity against the ridge point": '''
-def roofline(flops, bytes_moved, peak_flops, bandwidth):
-    if peak_flops <= 0 or bandwidth <= 0:
-        raise ValueError("peak and bandwidth must be positive")
-    if flops < 0 or bytes_moved < 0:
-        raise ValueError("work cannot be negative")
-    bound = "compute" if flops / bytes_moved >= peak_flops / bandwidth else "memory"
-    return max(flops / peak_flops, bytes_moved / bandwidth), bound
-''',
+        "intensity against the ridge point, cross-multiplied": _ROOFLINE_RIDGE,
     },
     "torch_top_ops": {
         "legacy autograd profiler, no_grad, events summed by hand": '''
