@@ -123,6 +123,9 @@ def test_sharded_gradient_one_shard_and_errors(sharded_gradient):
         sharded_gradient(model, nn.MSELoss(), X, y, 0)
     with raises_value_error("sharded_gradient with more shards than samples"):
         sharded_gradient(model, nn.MSELoss(), X, y, len(X) + 1)
+    got = sharded_gradient(model, nn.MSELoss(), X, y, len(X))  # one sample per shard is allowed
+    assert all(torch.allclose(g.detach(), e, atol=1e-6) for g, e in zip(got, expected)), (
+        "with one sample per shard (n_shards = len(X)) the result should be the full-batch gradient")
 
 
 # --- ring_allreduce ---------------------------------------------------------------------
@@ -150,9 +153,10 @@ def test_ring_allreduce_sums(ring_allreduce):
         assert all(np.array_equal(c, o) for c, o in zip(chunks, originals)), (
             "the input arrays were modified")
     # The notebook: "work in the arrays' own dtype" (integers summed as integers, float32 as float32).
+    # The int64 values are above 2**53, where a float64 detour loses the last digits.
     length = random.randint(3, 9)
-    for dtype in (np.int64, np.float32):
-        chunks = [np.arange(length).astype(dtype) * (r + 1) for r in range(3)]
+    for dtype, base in ((np.int64, 2**53 + 1), (np.float32, 0)):
+        chunks = [(np.arange(length) + base).astype(dtype) * (r + 1) for r in range(3)]
         results, _ = ring_allreduce(chunks)
         for r in exact_list(results, "results", 3):
             assert type(r) is np.ndarray and r.dtype == dtype, (
@@ -191,6 +195,8 @@ def test_ring_allreduce_errors(ring_allreduce):
         ring_allreduce([])
     with raises_value_error("ring_allreduce with arrays of different shapes"):
         ring_allreduce([np.zeros(3), np.zeros(4)])
+    with raises_value_error("ring_allreduce with arrays of shapes (2, 3) and (3, 2) (the same size)"):
+        ring_allreduce([np.zeros((2, 3)), np.zeros((3, 2))])
 
 
 # --- run_ddp ---------------------------------------------------------------------------------

@@ -118,7 +118,8 @@ def test_ring_allreduce_p2p_three_ranks(ring_allreduce_p2p):
     n_uneven = 3 * random.randint(300, 600) + random.choice([1, 2])
     cases = [(seed, (n_uneven,), torch.float32),                  # not divisible by 3
              (seed + 1, (4, random.choice([5, 7])), torch.float64),  # 2-D, not divisible
-             (seed + 2, (3 * random.randint(2, 50),), torch.float32)]  # divisible
+             (seed + 2, (3 * random.randint(2, 50),), torch.float32),  # divisible
+             (seed + 3, (random.choice([2, 4]),), torch.float32)]  # a piece with 0 or 2 elements
     _check_ring(ring_allreduce_p2p, 3, cases)
 
 

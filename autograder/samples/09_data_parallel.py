@@ -170,6 +170,40 @@ def run_ddp(world_size, epochs, seed):
                 p.join(5)
 '''
 
+# A ring all-reduce simulated by hand, in the arrays' own dtype: for wrong answers that differ from
+# it by a line or two.
+_RING_BY_HAND = '''
+import numpy as np
+
+
+def ring_allreduce(chunks: list) -> tuple:
+    """Simulated ring all-reduce: (each rank's final buffer, number of communication steps)."""
+    if len(chunks) == 0:
+        raise ValueError("ring_allreduce needs at least one rank's array")
+    shape = np.shape(chunks[0])
+    if any(np.shape(c) != shape for c in chunks):
+        raise ValueError("every rank's array must have the same shape")
+    p = len(chunks)
+    buffers = [np.array(c, copy=True).reshape(-1) for c in chunks]
+    bounds = np.cumsum([0] + [len(s) for s in np.array_split(np.arange(buffers[0].size), p)])
+    segment = [slice(bounds[k], bounds[k + 1]) for k in range(p)]
+    steps = 0
+    # Reduce-scatter: at step t, rank r sends segment (r - t) % p to rank r + 1, which adds it.
+    for t in range(p - 1):
+        sent = [buffers[r][segment[(r - t) % p]].copy() for r in range(p)]
+        for r in range(p):
+            dst, k = (r + 1) % p, (r - t) % p
+            buffers[dst][segment[k]] = buffers[dst][segment[k]] + sent[r]
+        steps += 1
+    # Now rank r holds the full sum of segment (r + 1) % p. All-gather: pass finished segments on.
+    for t in range(p - 1):
+        sent = [buffers[r][segment[(r + 1 - t) % p]].copy() for r in range(p)]
+        for r in range(p):
+            buffers[(r + 1) % p][segment[(r + 1 - t) % p]] = sent[r]
+        steps += 1
+    return [b.reshape(shape) for b in buffers], steps
+'''
+
 WRONG = {
     "sharded_gradient": {
         "sums the shard gradients": '''
@@ -241,6 +275,25 @@ def sharded_gradient(model, loss_fn, X, y, n_shards):
         loss_fn(model(xs), ys).backward()
         for t, p in zip(total, params):
             t += len(xs) / len(X) * p.grad
+    return total
+''',
+        "one sample per shard refused (>= for >)": '''
+import torch
+
+
+def sharded_gradient(model, loss_fn, X, y, n_shards: int) -> list:
+    """Full-batch gradient, shard by shard; refuses n_shards == len(X) (off by one)."""
+    if n_shards < 1 or n_shards >= len(X):
+        raise ValueError(f"n_shards must be between 1 and the batch size {len(X)}, got {n_shards}")
+    params = list(model.parameters())
+    total = [torch.zeros_like(p) for p in params]
+    for X_shard, y_shard in zip(torch.tensor_split(X, n_shards), torch.tensor_split(y, n_shards)):
+        model.zero_grad()
+        loss_fn(model(X_shard), y_shard).backward()
+        weight = len(X_shard) / len(X)
+        for acc, p in zip(total, params):
+            acc += weight * p.grad
+    model.zero_grad()
     return total
 ''',
     },
@@ -336,6 +389,13 @@ def ring_allreduce(chunks):
         steps += 1
     return [b.reshape(shape) for b in buf], steps
 ''',
+        "summed in float64, cast back to the arrays' dtype": variant(
+            _RING_BY_HAND, ("np.array(c, copy=True).reshape(-1)", "np.array(c, dtype=float).reshape(-1)"),
+            ("    return [b.reshape(shape) for b in buffers], steps",
+             "    dtype = np.asarray(chunks[0]).dtype\n    return [b.reshape(shape).astype(dtype) for b in buffers], steps")),
+        "sizes compared, not shapes": variant(
+            _RING_BY_HAND, ("if any(np.shape(c) != shape for c in chunks):",
+                            "if any(np.size(c) != np.size(chunks[0]) for c in chunks):")),
     },
     "run_ddp": {
         "ranks only read their shares (no process group); the caller trains serially, warmed up at import": '''
@@ -579,6 +639,7 @@ def sharded_gradient(model, loss_fn, X, y, n_shards):
 ''',
     },
     "ring_allreduce": {
+        "segments simulated in flat copies, in the arrays' own dtype": _RING_BY_HAND,
         "explicit send/recv mailboxes, ring direction to the right": '''
 import numpy as np
 def ring_allreduce(chunks):

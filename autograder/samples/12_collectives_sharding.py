@@ -332,6 +332,33 @@ def ring_allreduce_p2p(tensor):
         request.wait()
     return total.reshape(tensor.shape)
 ''',
+        "pieces cut by torch.chunk (fewer than p on short tensors)": '''
+import torch
+import torch.distributed as dist
+
+
+def ring_allreduce_p2p(tensor: torch.Tensor) -> torch.Tensor:
+    """Ring all-reduce; chunks cut with torch.chunk (ceil(n/p) elements each)."""
+    rank, p = dist.get_rank(), dist.get_world_size()
+    flat = tensor.detach().reshape(-1).clone()
+    chunks = list(flat.chunk(p))                     # views into flat
+    right, left = (rank + 1) % p, (rank - 1) % p
+    for step in range(p - 1):                        # reduce-scatter
+        send_index, recv_index = (rank - step) % p, (rank - step - 1) % p
+        incoming = torch.empty_like(chunks[recv_index])
+        request = dist.isend(chunks[send_index], dst=right)
+        dist.recv(incoming, src=left)
+        request.wait()
+        chunks[recv_index] += incoming
+    for step in range(p - 1):                        # all-gather
+        send_index, recv_index = (rank + 1 - step) % p, (rank - step) % p
+        incoming = torch.empty_like(chunks[recv_index])
+        request = dist.isend(chunks[send_index], dst=right)
+        dist.recv(incoming, src=left)
+        request.wait()
+        chunks[recv_index].copy_(incoming)
+    return flat.reshape(tensor.shape)
+''',
     },
     "zero_memory": {
         "stage 2 shards the parameters too": '''
