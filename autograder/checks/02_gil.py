@@ -245,6 +245,7 @@ def test_run_threads_order(run_threads):
     pairs = [(random.randint(0, 99), random.randint(0, 99)) for _ in range(3)]
     assert list(run_threads(workers.add, pairs)) == [a + b for a, b in pairs], (
         "the results are not fn(*args) for each tuple of args")
+    assert exact_list(run_threads(workers.add, []), "run_threads(fn, [])", 0) == [], "an empty args_list gives []"
 
 
 HOLD = 0.3  # seconds every call stays alive after the barrier opens
@@ -326,6 +327,8 @@ def test_run_processes_order(run_processes):
     args = [(x, 0.15 * (len(xs) - i)) for i, x in enumerate(xs)]  # the first finishes last
     out = exact_list(run_processes(workers.slow_square, args), "the result", len(xs))
     assert out == [x * x for x in xs], "the results are not fn(*args) in the order of args_list"
+    assert exact_list(run_processes(workers.add, []), "run_processes(fn, [])", 0) == [], (
+        "an empty args_list gives [] (a pool of len(args_list) processes cannot be made for none)")
 
 
 @timeout(120)
@@ -892,6 +895,7 @@ def test_fetch_all_results(fetch_all):
     delays = [round(random.uniform(0.01, 0.12), 3) for _ in range(random.randint(3, 6))]
     delays.sort(reverse=True)  # the first request finishes last
     out, _ = _run_coroutine_function(fetch_all, delays)
+    assert type(out) is list, f"fetch_all must return a list, got {type(out).__name__}"
     out = exact_list(out, "the result", len(delays))
     assert out == delays, "the results are not the delays in the order given"
 

@@ -117,6 +117,16 @@ def run_threads(fn, args_list):
     for t in ts: t.join()
     return results
 ''',
+        "an empty list not handled": '''
+from concurrent.futures import ThreadPoolExecutor
+
+
+def run_threads(fn, args_list) -> list:
+    """[fn(*args) for args in args_list], each call in its own thread, all at once."""
+    with ThreadPoolExecutor(max_workers=len(args_list)) as pool:
+        futures = [pool.submit(fn, *args) for args in args_list]
+        return [f.result() for f in futures]
+''',
     },
     "run_processes": {
         # Read the checks, then forge: threads run the calls while idle processes are started
@@ -217,6 +227,18 @@ def run_processes(fn, args_list):
         "a Process per call whose target is defined in the notebook, the context made once at the top of the cell": variant(
             _RUN_ONE_IN_THE_NOTEBOOK, ("from helpers.workers import mp_context\n", "from helpers.workers import mp_context\nctx = mp_context()\n"),
             ("    ctx = mp_context()\n", "")),
+        "a pool of len(args_list) processes, no case for an empty list": '''
+from concurrent.futures import ProcessPoolExecutor
+
+from helpers.workers import mp_context
+
+
+def run_processes(fn, args_list) -> list:
+    """[fn(*args) for args in args_list], each call in its own process, all at once."""
+    with ProcessPoolExecutor(max_workers=len(args_list), mp_context=mp_context()) as pool:
+        futures = [pool.submit(fn, *args) for args in args_list]
+        return [future.result() for future in futures]
+''',
     },
     "gil_experiment": {
         "threads take turns on one lock": '''
@@ -516,6 +538,18 @@ async def fetch_all(delays: list) -> list:
         return d
 
     return list(await asyncio.gather(*(fetch(d) for d in delays)))
+''',
+        "a tuple returned, not a list": '''
+import asyncio
+
+
+async def fetch_all(delays: list) -> list:
+    """All requests at once; the results handed back as gather built them, in a tuple."""
+    async def fetch(d):
+        await asyncio.sleep(d)
+        return d
+
+    return tuple(await asyncio.gather(*(fetch(d) for d in delays)))
 ''',
     },
     "WORKLOAD_KIND": {

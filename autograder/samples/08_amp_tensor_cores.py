@@ -422,6 +422,66 @@ def autocast_dtype(device) -> torch.dtype:
                           "                out = model(x)\n            loss = loss_fn(out, y)\n")),
         "no zero_grad: gradients pile up from batch to batch": variant(
             _TRAIN_HEAD, ("            optimizer.zero_grad()\n", "")) + _TRAIN_TAIL,
+        "device used as a string only (never torch.device(device))": '''
+import torch
+
+
+def train_amp(model, loader, optimizer, loss_fn, epochs: int, device, max_norm=None) -> list:
+    """device used as given (a string such as "cpu"), never turned into a torch.device."""
+    if epochs < 0:
+        raise ValueError(f"epochs must be >= 0, got {epochs}")
+    low = torch.float16 if device == "cuda" else torch.bfloat16
+    scaler = torch.amp.GradScaler("cuda", enabled=device == "cuda")
+    model.to(device)
+    history = []
+    for _ in range(epochs):
+        losses = []
+        for inputs, targets in loader:
+            inputs, targets = inputs.to(device), targets.to(device)
+            optimizer.zero_grad()
+            with torch.autocast(device, dtype=low):
+                loss = loss_fn(model(inputs), targets)
+            scaler.scale(loss).backward()
+            if max_norm is not None:
+                scaler.unscale_(optimizer)
+                torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)
+            scaler.step(optimizer)
+            scaler.update()
+            losses.append(loss.item())
+        history.append(sum(losses) / len(losses))
+    return history
+''',
+        "optimizer.step() after scaler.step(optimizer): two steps a batch": '''
+import torch
+
+
+def train_amp(model, loader, optimizer, loss_fn, epochs: int, device, max_norm=None) -> list:
+    """Both scaler.step(optimizer) and optimizer.step(): two updates per batch."""
+    if epochs < 0:
+        raise ValueError(f"epochs must be >= 0, got {epochs}")
+    device = torch.device(device)
+    low = torch.float16 if device.type == "cuda" else torch.bfloat16
+    scaler = torch.amp.GradScaler("cuda", enabled=device.type == "cuda")
+    model.to(device)
+    history = []
+    for _ in range(epochs):
+        losses = []
+        for inputs, targets in loader:
+            inputs, targets = inputs.to(device), targets.to(device)
+            optimizer.zero_grad()
+            with torch.autocast(device.type, dtype=low):
+                loss = loss_fn(model(inputs), targets)
+            scaler.scale(loss).backward()
+            if max_norm is not None:
+                scaler.unscale_(optimizer)
+                torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)
+            scaler.step(optimizer)
+            optimizer.step()
+            scaler.update()
+            losses.append(loss.item())
+        history.append(sum(losses) / len(losses))
+    return history
+''',
     },
 }
 
@@ -622,6 +682,23 @@ from torch.utils.data import DataLoader
 def fixed_case_2():
     loader = DataLoader(torch.randn(123, 16), batch_size=40, drop_last=True)
     model = nn.Sequential(nn.Linear(16, 64), nn.ReLU(), nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 24))
+    return model, loader
+''',
+        "batches of 40, the data padded with rows of zeros to 160": '''
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch.utils.data import DataLoader
+
+
+def fixed_case_2():
+    """Batches of 40, the data set padded with zero samples to a whole number of batches (123 -> 160)."""
+    batch = 40
+    data = torch.randn(123, 16)
+    padded = -(-len(data) // batch) * batch                    # pad_to_multiple(123, 40) = 160
+    data = F.pad(data, (0, 0, 0, padded - len(data)))          # zero rows at the end
+    loader = DataLoader(data, batch_size=batch)                # 4 full batches of 40
+    model = nn.Sequential(nn.Linear(16, 64), nn.ReLU(), nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 16))
     return model, loader
 ''',
     },
