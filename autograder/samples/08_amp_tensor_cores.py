@@ -16,6 +16,23 @@ def train_amp(model, loader, optimizer, loss_fn, epochs, device, max_norm=None):
             x, y = x.to(device), y.to(device)
             optimizer.zero_grad()
 '''
+# train_amp through a GradScaler (disabled on the CPU), for the answers that differ from it by a line.
+_TRAIN_SCALED = variant(_TRAIN_HEAD, (
+    '    low = torch.float16 if device.type == "cuda" else torch.bfloat16\n',
+    '    low = torch.float16 if device.type == "cuda" else torch.bfloat16\n'
+    '    scaler = torch.amp.GradScaler("cuda", enabled=device.type == "cuda")\n')) + '''
+            with torch.autocast(device.type, dtype=low):
+                loss = loss_fn(model(x), y)
+            scaler.scale(loss).backward()
+            if max_norm is not None:
+                scaler.unscale_(optimizer)
+                torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)
+            scaler.step(optimizer)
+            scaler.update()
+            losses.append(loss.item())
+        history.append(sum(losses) / len(losses))
+    return history
+'''
 # A right tensor_core_issues, for the answers that differ from it by a line or two.
 _TCI = '''
 import torch
@@ -422,66 +439,13 @@ def autocast_dtype(device) -> torch.dtype:
                           "                out = model(x)\n            loss = loss_fn(out, y)\n")),
         "no zero_grad: gradients pile up from batch to batch": variant(
             _TRAIN_HEAD, ("            optimizer.zero_grad()\n", "")) + _TRAIN_TAIL,
-        "device used as a string only (never torch.device(device))": '''
-import torch
-
-
-def train_amp(model, loader, optimizer, loss_fn, epochs: int, device, max_norm=None) -> list:
-    """device used as given (a string such as "cpu"), never turned into a torch.device."""
-    if epochs < 0:
-        raise ValueError(f"epochs must be >= 0, got {epochs}")
-    low = torch.float16 if device == "cuda" else torch.bfloat16
-    scaler = torch.amp.GradScaler("cuda", enabled=device == "cuda")
-    model.to(device)
-    history = []
-    for _ in range(epochs):
-        losses = []
-        for inputs, targets in loader:
-            inputs, targets = inputs.to(device), targets.to(device)
-            optimizer.zero_grad()
-            with torch.autocast(device, dtype=low):
-                loss = loss_fn(model(inputs), targets)
-            scaler.scale(loss).backward()
-            if max_norm is not None:
-                scaler.unscale_(optimizer)
-                torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)
-            scaler.step(optimizer)
-            scaler.update()
-            losses.append(loss.item())
-        history.append(sum(losses) / len(losses))
-    return history
-''',
-        "optimizer.step() after scaler.step(optimizer): two steps a batch": '''
-import torch
-
-
-def train_amp(model, loader, optimizer, loss_fn, epochs: int, device, max_norm=None) -> list:
-    """Both scaler.step(optimizer) and optimizer.step(): two updates per batch."""
-    if epochs < 0:
-        raise ValueError(f"epochs must be >= 0, got {epochs}")
-    device = torch.device(device)
-    low = torch.float16 if device.type == "cuda" else torch.bfloat16
-    scaler = torch.amp.GradScaler("cuda", enabled=device.type == "cuda")
-    model.to(device)
-    history = []
-    for _ in range(epochs):
-        losses = []
-        for inputs, targets in loader:
-            inputs, targets = inputs.to(device), targets.to(device)
-            optimizer.zero_grad()
-            with torch.autocast(device.type, dtype=low):
-                loss = loss_fn(model(inputs), targets)
-            scaler.scale(loss).backward()
-            if max_norm is not None:
-                scaler.unscale_(optimizer)
-                torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)
-            scaler.step(optimizer)
-            optimizer.step()
-            scaler.update()
-            losses.append(loss.item())
-        history.append(sum(losses) / len(losses))
-    return history
-''',
+        "device used as a string only (never torch.device(device))": variant(
+            _TRAIN_SCALED, ("    device = torch.device(device)\n", ""),
+            ("low = torch.float16 if device.type == \"cuda\"", "low = torch.float16 if device == \"cuda\""),
+            ("enabled=device.type == \"cuda\"", "enabled=device == \"cuda\""),
+            ("torch.autocast(device.type, dtype=low)", "torch.autocast(device, dtype=low)")),
+        "optimizer.step() after scaler.step(optimizer): two steps a batch": variant(
+            _TRAIN_SCALED, ("            scaler.step(optimizer)\n", "            scaler.step(optimizer)\n            optimizer.step()\n")),
     },
 }
 
@@ -834,6 +798,7 @@ def autocast_dtype(device):
 ''',
     },
     "train_amp": {
+        "a GradScaler disabled on the CPU, scaler.step and update every batch": _TRAIN_SCALED,
         "scaler only on CUDA, weighted epoch means": '''
 import torch
 def train_amp(model, loader, optimizer, loss_fn, epochs, device, max_norm=None):
