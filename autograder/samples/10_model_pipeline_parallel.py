@@ -310,6 +310,7 @@ def split_sequential(model, n_stages):
 ''',
     },
     "pipeline_forward": {
+        "torch.tensor_split, each micro-batch moved to the stage's first parameter's device": _PIPELINE,
         "index ranges by hand, outputs written into a preallocated list": '''
 import torch
 def pipeline_forward(stages, x, n_microbatches):
