@@ -412,28 +412,7 @@ def transfer_many(balances, transfers, n_threads):
 ''')),
         "a lock around every transfer, the account locks in argument order inside": _variant(
             _POOLED_TRANSFERS, ("with locks[min(src, dst)], locks[max(src, dst)]:", "with bank, locks[src], locks[dst]:")),
-        "n_threads checked but not given to the executor": '''
-import threading
-from concurrent.futures import ThreadPoolExecutor
-
-
-def transfer_many(balances: list, transfers: list, n_threads: int) -> list:
-    if n_threads < 1:
-        raise ValueError("n_threads must be at least 1")
-    accounts = list(balances)
-    locks = [threading.Lock() for _ in accounts]
-
-    def apply(transfer):
-        src, dst, amount = transfer
-        first, second = sorted((src, dst))
-        with locks[first], locks[second]:
-            accounts[src] -= amount
-            accounts[dst] += amount
-
-    with ThreadPoolExecutor() as pool:
-        list(pool.map(apply, transfers))
-    return accounts
-''',
+        "n_threads checked but not given to the executor": _variant(_POOLED_TRANSFERS, ("ThreadPoolExecutor(max_workers=n_threads)", "ThreadPoolExecutor()")),
     },
     "parallel_sum": {
         "serial sum": '''
