@@ -310,6 +310,8 @@ def split_sequential(model, n_stages):
 ''',
     },
     "pipeline_forward": {
+        "each output copied back to the input's device": variant(
+            _PIPELINE, ("        outputs.append(micro)\n", "        outputs.append(micro.to(x.device))\n")),
         "torch.tensor_split, each micro-batch moved to the stage's first parameter's device": _PIPELINE,
         "index ranges by hand, outputs written into a preallocated list": '''
 import torch
