@@ -68,6 +68,7 @@ import importlib.util
 import inspect
 import multiprocessing
 import multiprocessing.connection
+import operator
 import os
 import pickle
 import re
@@ -101,6 +102,9 @@ PROCESS_GROUP_COLLECTIVES = ("allreduce", "allreduce_coalesced", "broadcast", "r
                              "alltoall", "alltoall_base", "gather", "scatter", "barrier", "monitored_barrier")
 DIRECT_COLLECTIVES = tuple(f"process_group.{method}" for method in PROCESS_GROUP_COLLECTIVES)
 RECEIVING = ("recv", "irecv")
+# Point-to-point sends, whose destination ranks are recorded in call order (_sent_to): a ring
+# sends to one neighbour, where an exchange with every rank sends as many messages and bytes.
+SENDING = ("send", "isend")
 # The argument that holds what a rank hands to each call (its payload; scatter's source hands
 # out its scatter_list, its tensor is where each rank receives).
 _PAYLOAD_ARGUMENTS = ("scatter_list", "tensor", "input_tensor", "input", "input_list", "input_tensor_list")
@@ -236,11 +240,18 @@ def _walk(items):
 
 # --- counting, inside a rank ----------------------------------------------------------
 _counts = {}
+_sent_to = []  # the destination of each point-to-point send of this rank, in call order
 
 
 def local_counts():
     """A copy of this rank's counts so far (call it inside a rank)."""
     return {name: dict(entry) for name, entry in _counts.items()}
+
+
+def local_destinations():
+    """The destination rank of each `send`/`isend` this rank made so far, in call order (None
+    where it could not be told); call it inside a rank."""
+    return list(_sent_to)
 
 
 def _nbytes(value):
@@ -263,9 +274,11 @@ def _largest(values):
     return best
 
 
-def _note(name, nbytes=0, received=0, largest=0):
+def _note(name, nbytes=0, received=0, largest=0, peer=None):
     entry = _counts.setdefault(name, {"calls": 0, "bytes": 0, "largest": 0})
     entry["calls"] += 1
+    if name in SENDING:
+        _sent_to.append(peer)
     entry["bytes"] += nbytes
     entry["largest"] = max(entry["largest"], largest)
     if received:
@@ -277,6 +290,23 @@ def _note(name, nbytes=0, received=0, largest=0):
 _TRANSPARENT = ("send_object_list", "recv_object_list", "batch_isend_irecv",
                 "broadcast_object_list", "all_gather_object", "gather_object", "scatter_object_list")
 _inside = threading.local()
+
+
+def _global_rank(group, group_rank):
+    """`group_rank` of `group` as a rank of the default group (None where it cannot be told)."""
+    import torch.distributed as dist
+    try:
+        return dist.get_global_rank(group, group_rank) if group is not None else group_rank
+    except Exception:  # a group torch cannot map: the peer is not recorded
+        return None
+
+
+def _as_rank(value):
+    """A rank given as any integer (NumPy's, a 0-d tensor's) as an int; None where it is not one."""
+    try:
+        return operator.index(value)
+    except TypeError:
+        return None
 
 
 def _counted(name, original):
@@ -296,7 +326,11 @@ def _counted(name, original):
         if name in RECEIVING:
             _note(name, 0, received=size, largest=largest)
         else:
-            _note(name, size, largest=largest)
+            # the destination as a rank of the default group (`group_dst`: a rank of `group`)
+            peer = bound.get("dst")
+            if peer is None and bound.get("group_dst") is not None:
+                peer = _global_rank(bound.get("group"), bound["group_dst"])
+            _note(name, size, largest=largest, peer=_as_rank(peer))
         _inside.name = name
         try:
             return original(*args, **kwargs)

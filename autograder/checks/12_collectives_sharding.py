@@ -44,16 +44,16 @@ def _ring_on_rank(ring, cases):
     out = []
     for seed, shape, dtype in cases:
         x = torch.randn(shape, generator=torch.Generator().manual_seed(seed * 1000 + rank)).to(dtype)
-        before = ranks.local_counts()
+        before, sent_before = ranks.local_counts(), len(ranks.local_destinations())
         y = ring(x.clone())
-        after = ranks.local_counts()
+        after, sent_to = ranks.local_counts(), ranks.local_destinations()[sent_before:]
         used = {}
         for name, entry in after.items():
             old = before.get(name, {})
             calls = entry["calls"] - old.get("calls", 0)
             if calls:
                 used[name] = {"calls": calls, "bytes": entry["bytes"] - old.get("bytes", 0)}
-        out.append((x, y.detach().clone() if isinstance(y, torch.Tensor) else y, used))
+        out.append((x, y.detach().clone() if isinstance(y, torch.Tensor) else y, used, sent_to))
     return out
 
 
@@ -61,7 +61,7 @@ def _launch_ring(ring, world_size, cases):
     """(in the student's process) the ranks' results of _ring_on_rank, as plain data.
 
     Per rank and case: (input, the result as a plain tensor or None, the calls it made,
-    the result's type name).
+    the result's type name, the destination of each of its sends in order).
     """
     import torch
 
@@ -69,7 +69,7 @@ def _launch_ring(ring, world_size, cases):
 
     run = ranks.launch(_ring_on_rank, world_size, ring, cases, timeout=90)
     return [[(x, y.detach().as_subclass(torch.Tensor).clone() if isinstance(y, torch.Tensor) else None,
-              used, type(y).__name__) for x, y, used in results] for results in run.results]
+              used, type(y).__name__, sent_to) for x, y, used, sent_to in results] for results in run.results]
 
 
 def _check_ring(ring, world_size, cases):
@@ -82,7 +82,7 @@ def _check_ring(ring, world_size, cases):
         n = expected.numel()
         itemsize = inputs[0].element_size()
         for r in range(p):
-            _, y, used, kind = results[r][k]
+            _, y, used, kind, sent_to = results[r][k]
             assert isinstance(y, torch.Tensor), f"ring_allreduce_p2p must return a tensor, got {kind}"
             assert tuple(y.shape) == tuple(shape), (
                 f"the result has shape {tuple(y.shape)}, the input {tuple(shape)}")
@@ -104,14 +104,30 @@ def _check_ring(ring, world_size, cases):
                 f"in a ring each rank sends 2(p-1) chunks of about n/p elements: {least}-{most} bytes "
                 f"here; rank {r} sent {sent} (cut the tensor's {n} elements, flattened, into {p} pieces of "
                 f"{n // p} or {math.ceil(n / p)}: rows are too coarse when a tensor has few)")
+            if p > 1:
+                _assert_one_neighbour_per_half(sent_to, r, p)
     _decided_if_seen(watched)
+
+
+def _assert_one_neighbour_per_half(sent_to, r, p):
+    """Each half of a ring (reduce-scatter, then all-gather) sends every chunk to the same
+    neighbour. Sending each chunk straight to the rank that sums it, then each sum to every rank,
+    makes as many messages of the same size: only their destinations tell it from a ring (with 3
+    ranks both others are neighbours, so the destinations must not change within a half)."""
+    neighbours = {(r + 1) % p, (r - 1) % p}
+    for half, name in ((sent_to[:p - 1], "reduce-scatter"), (sent_to[p - 1:], "all-gather")):
+        assert len(set(half)) == 1 and half[0] in neighbours, (
+            f"in a ring each rank sends every chunk of the {name} to the same neighbour; with {p} ranks "
+            f"rank {r} sent its {name} chunks to ranks {half} (a chunk sent straight to every rank is "
+            f"not a ring)")
 
 
 @timeout(150)
 def test_ring_allreduce_p2p_three_ranks(ring_allreduce_p2p):
     """3 ranks: the sum on every rank, 2(p-1) messages, about 2(p-1)/p of the tensor sent, no collective
 
-    False failure of a correct answer: 0: the counts are exact, and float32 sums of three
+    Each half's messages go to one neighbour (either way round). False failure of a correct
+    answer: 0: the counts and destinations are exact, and float32 sums of three
     normal draws in another order differ by ~1e-7, far inside rtol=atol=1e-4.
     """
     seed = random.randint(0, 10**6)

@@ -359,6 +359,33 @@ def ring_allreduce_p2p(tensor: torch.Tensor) -> torch.Tensor:
         chunks[recv_index].copy_(incoming)
     return flat.reshape(tensor.shape)
 ''',
+        "each chunk sent straight to the rank that sums it, then every sum to every rank: a ring's counts and bytes, not a ring": '''
+import torch
+import torch.distributed as dist
+
+def ring_allreduce_p2p(tensor: torch.Tensor) -> torch.Tensor:
+    rank, p = dist.get_rank(), dist.get_world_size()
+    flat = tensor.detach().reshape(-1).clone()
+    chunks = list(torch.tensor_split(flat, p))
+    others = [r for r in range(p) if r != rank]
+    # reduce-scatter: chunk k goes straight to rank k, which adds up what it receives
+    requests = [dist.isend(chunks[k].clone(), dst=k) for k in others]
+    for src in others:
+        incoming = torch.empty_like(chunks[rank])
+        dist.recv(incoming, src=src)
+        chunks[rank] += incoming
+    for request in requests:
+        request.wait()
+    # all-gather: my finished chunk goes straight to every other rank
+    requests = [dist.isend(chunks[rank], dst=k) for k in others]
+    for src in others:
+        incoming = torch.empty_like(chunks[src])
+        dist.recv(incoming, src=src)
+        chunks[src].copy_(incoming)
+    for request in requests:
+        request.wait()
+    return flat.reshape(tensor.shape)
+''',
     },
     "zero_memory": {
         "stage 2 shards the parameters too": '''
@@ -695,6 +722,31 @@ def ring_allreduce_p2p(tensor):
             for req in dist.batch_isend_irecv(ops):
                 req.wait()
             parts[r] = parts[r] + buf if phase == "reduce-scatter" else buf
+    return torch.cat(parts).reshape(tensor.shape)
+''',
+        "reduce-scatter to the right, all-gather back to the left, ranks named in the group (group_dst)": '''
+import torch
+import torch.distributed as dist
+
+def ring_allreduce_p2p(tensor):
+    group = dist.group.WORLD
+    rank, p = dist.get_rank(group), dist.get_world_size(group)
+    parts = [c.clone() for c in torch.tensor_split(tensor.reshape(-1), p)]
+    right, left = (rank + 1) % p, (rank - 1) % p
+    for step in range(p - 1):
+        s, r = (rank - step) % p, (rank - step - 1) % p
+        buf = torch.empty_like(parts[r])
+        req = dist.isend(parts[s], group=group, group_dst=right)
+        dist.recv(buf, group=group, group_src=left)
+        req.wait()
+        parts[r] = parts[r] + buf
+    for step in range(p - 1):       # rank now holds the sum of chunk rank + 1
+        s, r = (rank + 1 + step) % p, (rank + 2 + step) % p
+        buf = torch.empty_like(parts[r])
+        req = dist.isend(parts[s], group=group, group_dst=left)
+        dist.recv(buf, group=group, group_src=right)
+        req.wait()
+        parts[r] = buf
     return torch.cat(parts).reshape(tensor.shape)
 ''',
     },
