@@ -609,15 +609,29 @@ def _blas_counts():
     return [info["num_threads"] for info in threadpool_info() if info["user_api"] == "blas"]
 
 
-def _blas_set(counts):
-    """(in the student's process) set BLAS's thread counts ({library path: n}, or one n for every
-    library), as a plain call that lasts until the next; the counts before, by library path."""
+def _pool_counts():
+    """(in the student's process) every thread pool's count, BLAS and OpenMP, by library path."""
+    return {info["filepath"]: info["num_threads"] for info in threadpool_info()}
+
+
+def _pools_set(counts):
+    """(in the student's process) set the pools' thread counts ({library path: n}), as a plain
+    call that lasts until the next; the counts before, by library path."""
     from threadpoolctl import ThreadpoolController
-    libraries = ThreadpoolController().select(user_api="blas").lib_controllers
+    libraries = ThreadpoolController().lib_controllers
     before = {lib.filepath: lib.num_threads for lib in libraries}
     for lib in libraries:
-        lib.set_num_threads(counts if isinstance(counts, int) else counts.get(lib.filepath, lib.num_threads))
+        if lib.filepath in counts:
+            lib.set_num_threads(counts[lib.filepath])
     return before
+
+
+def _distinct_counts():
+    """(the judge) another starting count for each pool of the student's process (3 to 6 threads,
+    so that BLAS keeps worker threads): an answer that restores every pool to one pool's count
+    (`threadpool_info()[0]`) changes the others. NumPy's and SciPy's BLAS are two libraries here."""
+    paths = sorted(there(_pool_counts))
+    return dict(zip(paths, random.sample(range(3, 3 + max(4, len(paths))), len(paths))))
 
 
 def _products():
@@ -628,8 +642,8 @@ def _products():
 
 
 def _counts_around_products():
-    """(in the student's process) BLAS's thread counts as threadpoolctl reports them, then products."""
-    counts = _blas_counts()
+    """(in the student's process) every pool's thread count as threadpoolctl reports it, then products."""
+    counts = _pool_counts()
     _products()
     return counts
 
@@ -718,11 +732,10 @@ def test_run_with_blas_threads_limits_and_restores(run_with_blas_threads):
     False failure of a correct answer: 0 (random limits, exact thread counts; a worker the limit
     leaves out sleeps and gets no CPU, one it lets in gets milliseconds of products).
     """
-    outer = random.choice([3, 5])
-    original = there(_blas_set, outer)
+    original = there(_pools_set, _distinct_counts())
     try:
-        before = there(_blas_counts)
-        assert before, "no BLAS library is loaded (is NumPy installed?)"
+        before = there(_pool_counts)
+        assert there(_blas_counts), "no BLAS library is loaded (is NumPy installed?)"
         judge = _BlasWorkers()
         judge.start()
         for n_threads in (1, 2):
@@ -733,10 +746,17 @@ def test_run_with_blas_threads_limits_and_restores(run_with_blas_threads):
                 f"inside fn, BLAS ran {inside} threads instead of {n_threads}")
             judge.assert_limited(used, n_threads)
             after, used = judge.used(_counts_around_products)
-            assert after == before, f"after the call BLAS runs {after} threads instead of {before}: not restored"
+            assert after == before, (
+                f"after the call the pools run {_named(after)} threads instead of {_named(before)}: not "
+                "restored (each pool to its own count)")
             judge.assert_restored(used)
     finally:
-        there(_blas_set, original)
+        there(_pools_set, original)
+
+
+def _named(counts):
+    """{library path: n} as 'libname: n' pairs."""
+    return ", ".join(f"{path.rsplit('/', 1)[-1]}: {n}" for path, n in sorted(counts.items()))
 
 
 def _blas_case(run_with_blas_threads, n_threads):
@@ -760,9 +780,9 @@ def test_run_with_blas_threads_restores_on_error(run_with_blas_threads):
 
     False failure of a correct answer: 0 (a random limit, exact thread counts).
     """
-    original = there(_blas_set, random.choice([3, 4]))
+    original = there(_pools_set, _distinct_counts())
     try:
-        before = there(_blas_counts)
+        before = there(_pool_counts)
         judge = _BlasWorkers()
         judge.start()
         reached = there(_blas_error_case, run_with_blas_threads)
@@ -771,7 +791,7 @@ def test_run_with_blas_threads_restores_on_error(run_with_blas_threads):
         assert after == before, "after fn raised, the BLAS pools were not restored"
         judge.assert_restored(used)
     finally:
-        there(_blas_set, original)
+        there(_pools_set, original)
 
 
 def _blas_error_case(run_with_blas_threads):

@@ -638,6 +638,19 @@ def run_with_blas_threads(fn, n_threads):
     finally:
         _inside.pop()
 ''',
+        "every pool restored to the first pool's count (threadpool_info()[0])": '''
+from threadpoolctl import threadpool_info, threadpool_limits
+
+def run_with_blas_threads(fn, n_threads: int):
+    if n_threads < 1:
+        raise ValueError(f"n_threads must be at least 1, got {n_threads}")
+    before = threadpool_info()[0]["num_threads"]   # how many threads the pools run now
+    threadpool_limits(limits=n_threads)
+    try:
+        return fn()
+    finally:
+        threadpool_limits(limits=before)
+''',
     },
 }
 
