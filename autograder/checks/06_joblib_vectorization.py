@@ -279,6 +279,13 @@ def test_cdist_joblib_uses_joblib(cdist_joblib):
         else:
             assert "Threading" not in backend and "Sequential" not in backend, (
                 "prefer='processes' should run the chunks in worker processes")
+    # A few rows where chunks of ceil(m / n_jobs) rows make fewer than n_jobs chunks (12 rows in
+    # chunks of 3 for 5 jobs): the notebook asks for at least n_jobs chunks whenever X has the rows.
+    m, n_jobs = random.choice(((12, 5), (10, 6), (9, 4)))
+    _, call = there(_spied, cdist_joblib, X[:m], Y, n_jobs, "threads")
+    assert call is not None and len(call["tasks"]) >= n_jobs, (
+        f"with {m} rows and n_jobs={n_jobs} there should be at least {n_jobs} row chunks, found "
+        f"{len(call['tasks']) if call else 0} (rows shared out as evenly as np.array_split does)")
     if undecided:
         pytest.skip("; ".join(undecided))
 

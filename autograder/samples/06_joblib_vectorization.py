@@ -259,6 +259,23 @@ def cdist_joblib(X, Y, n_jobs: int, prefer: str = "processes") -> np.ndarray:
     chunks = np.array_split(X, max(1, min(len(X), 4 * n_jobs)))
     return np.vstack(Parallel(n_jobs=n_jobs, prefer=prefer)(delayed(cdist)(chunk, Y) for chunk in chunks))
 ''',
+        "chunks of ceil(m / n_jobs) rows: fewer than n_jobs chunks on a few rows": '''
+import math
+import numpy as np
+from joblib import Parallel, delayed
+from scipy.spatial.distance import cdist
+
+def cdist_joblib(X, Y, n_jobs: int, prefer: str = "processes") -> np.ndarray:
+    if n_jobs < 1:
+        raise ValueError("n_jobs must be at least 1")
+    if prefer not in ("processes", "threads"):
+        raise ValueError("prefer must be 'processes' or 'threads'")
+    X = np.asarray(X, dtype=float)
+    size = max(1, math.ceil(len(X) / n_jobs))
+    chunks = [X[start:start + size] for start in range(0, len(X), size)]
+    pieces = Parallel(n_jobs=n_jobs, prefer=prefer)(delayed(cdist)(chunk, Y) for chunk in chunks)
+    return np.vstack(pieces)
+''',
     },
     "cdist_vectorized": {
         "a Python loop over the rows of X": '''
