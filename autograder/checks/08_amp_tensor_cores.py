@@ -7,6 +7,7 @@ from contextlib import contextmanager
 import torch
 import torch.nn.functional as F
 from torch import nn
+from torch.nn.modules.linear import NonDynamicallyQuantizableLinear
 from torch.utils.data import DataLoader, TensorDataset
 
 from autograder.checks._support import exact_float, exact_int, exact_list, raises_value_error, there, timeout
@@ -100,8 +101,13 @@ def test_tensor_core_issues_linear(tensor_core_issues):
     aligned = random.choice((True, False))  # one model with a misfit batch size, one without, in either order
     for dtype, batch_ok in ((torch.float16, aligned), (torch.bfloat16, not aligned)):
         sizes = _random_dims(8, 4)
+        # The nested layer is a subclass of nn.Linear (the one nn.MultiheadAttention projects with):
+        # still a Linear layer, which an answer matching layers by exact type would miss. Its
+        # in_features are always a misfit, so that such an answer reports one message too few.
+        if sizes[1] % 8 == 0:
+            sizes[1] += random.randint(1, 7)
         model = nn.Sequential(nn.Linear(sizes[0], sizes[1]), nn.ReLU(),
-                              nn.Sequential(nn.Linear(sizes[1], sizes[2]), nn.Tanh()),
+                              nn.Sequential(NonDynamicallyQuantizableLinear(sizes[1], sizes[2]), nn.Tanh()),
                               nn.Linear(sizes[2], sizes[3]))
         batch = 8 * random.randint(1, 16) + (0 if batch_ok else random.randint(1, 7))
         dims = [sizes[0], sizes[1], sizes[1], sizes[2], sizes[2], sizes[3]]
@@ -143,8 +149,10 @@ def test_tensor_core_issues_clean_and_errors(tensor_core_issues):
     """an aligned model gives no message; any dtype but float16, bfloat16 and int8 raises ValueError"""
     model = nn.Sequential(nn.Linear(16, 64), nn.ReLU(), nn.Linear(64, 8))
     assert tensor_core_issues(model, 64, torch.bfloat16) == [], "an aligned model must give []"
-    # Not only by size: int16 has float16's 2 bytes and uint8 int8's 1, yet the notebook names its three types.
-    for dtype in (torch.float64, torch.float32, torch.int16, torch.uint8):
+    # Not only by size: int16 has float16's 2 bytes, and uint8, the 8-bit floats and the quantised
+    # qint8 int8's 1, yet the notebook names its three types.
+    others = (torch.float64, torch.float32, torch.int16, torch.uint8, torch.qint8, torch.float8_e4m3fn)
+    for dtype in others:
         with raises_value_error(f"tensor_core_issues(..., {dtype})"):
             tensor_core_issues(model, 64, dtype)
 
@@ -375,6 +383,10 @@ def test_fixed_case_2_runs(fixed_case_2):
     model, data = _result(fixed_case_2(), "fixed_case_2")
     batches = _batches(data)
     assert batches, "the loader yields no batch"
+    features = {tuple(b.shape[1:]) for b in batches}
+    assert features == {(16,)}, (
+        f"case 2's samples have 16 features each, these batches hold samples of shape {sorted(features)} "
+        "(repair the model's first layer, not the data)")
     seen = 0
     for inputs in batches:
         out = there(_forward, model, inputs)

@@ -78,6 +78,16 @@ _TRAIN_TAIL = '''            with torch.autocast(device.type, dtype=low):
     return history
 '''
 
+# Case 2 with the draft's first layer (128 inputs) kept.
+_FC2_DRAFT_LAYER = '''
+import torch
+from torch import nn
+def fixed_case_2():
+    loader = torch.utils.data.DataLoader(torch.randn(123, 16), batch_size=40, drop_last=True)
+    model = nn.Sequential(nn.Linear(128, 64), nn.ReLU(), nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 16))
+    return model, loader
+'''
+
 WRONG = {
     "pad_to_multiple": {
         "adds k even to a multiple": '''
@@ -178,6 +188,12 @@ def tensor_core_issues(model, batch_size, dtype):
             + "    return issues"), ("    issues = []\n", "    issues, has_linear = [], False\n")),
         "one batch-size message per Linear layer": variant(_TCI, _TCI_NO_BATCH, (
             _TCI_LINEAR, _TCI_LINEAR + "            if batch_size % k:\n" + _TCI_BATCH_NOTE.format(indent=" " * 16))),
+        "FP8 and qint8 taken as int8 (the notebook names three types)": variant(
+            _TCI, ("    elif dtype == torch.int8:\n",
+                   "    elif dtype in (torch.int8, torch.qint8, torch.float8_e4m3fn, torch.float8_e5m2):\n")),
+        "layers matched by exact type (subclasses of Linear missed)": variant(
+            _TCI, (_TCI_LINEAR, "        if type(m) is nn.Linear:\n"),
+            ("        elif isinstance(m, nn.Conv2d):\n", "        elif type(m) is nn.Conv2d:\n")),
         "the rule chosen by element size (int16, uint8 accepted)": variant(_TCI, ("""    if dtype in (torch.float16, torch.bfloat16):
         k = 8
     elif dtype == torch.int8:
@@ -262,14 +278,9 @@ def fixed_case_2():
     model = nn.Sequential(nn.Linear(16, 64), nn.ReLU(), nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 16))
     return model, loader
 ''',
-        "first layer still expects 128 features": '''
-import torch
-from torch import nn
-def fixed_case_2():
-    loader = torch.utils.data.DataLoader(torch.randn(123, 16), batch_size=40, drop_last=True)
-    model = nn.Sequential(nn.Linear(128, 64), nn.ReLU(), nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 16))
-    return model, loader
-''',
+        "first layer still expects 128 features": _FC2_DRAFT_LAYER,
+        "the draft's 128-input first layer kept, data of 128 features made up to fit it": variant(
+            _FC2_DRAFT_LAYER, ("torch.randn(123, 16)", "torch.randn(123, 128)")),
         "drops most of the data": '''
 import torch
 from torch import nn
