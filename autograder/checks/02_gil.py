@@ -17,12 +17,14 @@ import math
 import multiprocessing.process
 import os
 import random
+import subprocess
 import sys
 import threading
 import time
 
 import pytest
 
+from autograder.checks import _schedstat
 from autograder.checks._support import (alone, assert_worked_outside, broken_when_stalled, caller_cpu, capped,
                                         count_starts_and_joins, counted, created, exact_float, exact_list,
                                         exclusive, kernel_decides, machine_use, observe, raises_value_error,
@@ -98,6 +100,23 @@ class _TreeWatch:
         return sum(cpu[p] for p in workers) / max(span, self.interval), len(workers)
 
 
+def _start_reader(pid, interval, clock):
+    """A process that reads pid's threads (_schedstat), once it has taken its first reading; None
+    where it cannot start."""
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(_schedstat.__file__))))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")])))
+    try:
+        reader = subprocess.Popen([sys.executable, "-m", "autograder.checks._schedstat", str(pid), str(interval),
+                                   str(clock)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, text=True)
+    except OSError:
+        return None
+    if reader.stdout.readline().strip() != "ready":
+        reader.kill()
+        reader.wait()
+        return None
+    return reader
+
+
 class _BusyWatch:
     """with _BusyWatch() as busy: <a call>: the judge reads, every `interval` s, the kernel's
     scheduler statistics of every thread of the student's process (/proc/<pid>/task/<tid>/schedstat:
@@ -105,52 +124,33 @@ class _BusyWatch:
     clock (its ended threads included). A thread is busy while it runs or waits for a core, and
     not while it sleeps, joins, or waits for a lock or the GIL. Read by the kernel, not reported;
     and load does not change it: a thread that other processes keep off the cores is still busy.
-    Without a judge (the checks beside the answers) the reading thread leaves itself out.
-    busy.available is False where the kernel keeps no such statistics (the check is then undecided)."""
+    Without a judge (the checks beside the answers, in one process) a process of its own reads
+    (_schedstat): a thread of this process would wait for the GIL that the threads it watches
+    hold. busy.available is False where the kernel keeps no such statistics (the check is then
+    undecided)."""
 
     def __init__(self, interval=0.005):
         from autograder.pipeline.judge import _process_cpu_clock
         self.pid, self.interval = student_pid(), interval
         self.clock = _process_cpu_clock(self.pid)
         self.readings, self.available = [], True
-        self._stop, self._ready, self._own = threading.Event(), threading.Event(), None
+        self._stop, self._ready, self._reader = threading.Event(), threading.Event(), None
 
     def _read(self):
-        threads = {}
-        try:
-            tasks = os.listdir(f"/proc/{self.pid}/task")
-        except OSError:
-            tasks = []
-        for task in tasks:
-            if int(task) == self._own:
-                continue
-            try:
-                with open(f"/proc/{self.pid}/task/{task}/schedstat", "rb") as stat:
-                    run, wait = (int(v) / 1e9 for v in stat.read().split()[:2])
-                with open(f"/proc/{self.pid}/task/{task}/stat", "rb") as stat:
-                    text = stat.read()
-                runnable = text[text.rindex(b")") + 2:text.rindex(b")") + 3] == b"R"
-            except FileNotFoundError:
-                continue  # the thread ended meanwhile
-            except (OSError, ValueError):
-                self.available = False
-                continue
-            threads[int(task)] = (run, wait, runnable)
-        try:
-            cpu = time.clock_gettime(self.clock)
-        except OSError:  # the process is gone
-            self.available = False
-            cpu = self.readings[-1][1] if self.readings else 0.0
-        self.readings.append((time.perf_counter(), cpu, threads))
+        t, cpu, threads, ok = _schedstat.reading(self.pid, self.clock, self.readings[-1][1] if self.readings else 0.0)
+        self.available &= ok
+        self.readings.append((t, cpu, threads))
 
     def _poll(self):
-        if self.pid == os.getpid():
-            self._own = threading.get_native_id()
         self._ready.set()
         while not self._stop.wait(self.interval):
             self._read()
 
     def __enter__(self):
+        if self.pid == os.getpid():
+            self._reader = _start_reader(self.pid, self.interval, self.clock)
+            if self._reader is not None:
+                return self
         self._thread = threading.Thread(target=self._poll, name="busy-watch", daemon=True)
         self._thread.start()
         self._ready.wait()
@@ -160,6 +160,17 @@ class _BusyWatch:
         return self
 
     def __exit__(self, *exc):
+        if self._reader is not None:
+            try:
+                out, _ = self._reader.communicate(timeout=30)
+                self.readings, self.available = _schedstat.parse(out)
+            except (subprocess.TimeoutExpired, ValueError, KeyError):
+                self._reader.kill()
+                self._reader.communicate()
+                self.readings, self.available = [], False
+            if not self.readings or not self.readings[0][2]:
+                self.available = False
+            return False
         self._stop.set()
         self._thread.join()
         self._read()
@@ -627,7 +638,8 @@ def test_gil_experiment_ratios(gil_experiment):
     gil_experiment(2, 1_000)  # untimed: an answer that raises does so before the machine is taken
     with alone():
         for _ in range(most):
-            with _TreeWatch() as watch, _BusyWatch() as work_seen:
+            # The busy watch first: without a judge its reader is a child process, not one of the call's.
+            with _BusyWatch() as work_seen, _TreeWatch() as watch:
                 start = time.perf_counter()
                 out = gil_experiment(n, work)
                 wall = time.perf_counter() - start

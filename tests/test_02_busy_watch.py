@@ -1,0 +1,45 @@
+"""02's busy watch where no judge reads the student's process from outside (the checks run beside
+the answers, in one process: `pytest autograder/checks`, or a source notebook's hidden block).
+
+A reading thread of the watched process waited for the GIL that four pure-Python threads held:
+200 ms and more between readings, so the threads never looked as if they worked at once, and
+02's `gil_experiment` check stayed undecided for the reference solution (every try, on 2 cores
+here and on a 16-core machine). The reader is a process of its own now (_schedstat).
+"""
+import threading
+import time
+
+from autograder import hidden
+from helpers import gil
+
+checks = hidden.load_checks("02_gil")
+
+
+def _four_threads(draws):
+    threads = [threading.Thread(target=gil.draw_randoms, args=(draws,)) for _ in range(4)]
+    start = time.perf_counter()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return time.perf_counter() - start
+
+
+def test_pure_python_threads_are_seen_working_at_once_without_a_judge():
+    assert hidden.STUDENT is None  # the checks' own process is the student's
+    with checks._BusyWatch() as seen:
+        wall = _four_threads(3_000_000)  # about 0.5 s at once here: windows of 60 ms
+    assert seen.available, "no scheduler statistics here"
+    assert seen._reader is not None, "the readings were taken by a thread of this process"
+    # Half of one thread's share of the time: threads run one after another show at most 2 here.
+    window = 0.5 * wall / 4
+    assert seen.most_working_in_a_window(window, min(0.002, 0.1 * window)) >= 3, (
+        f"{len(seen.readings)} readings, the longest gap {seen.longest_gap():.3f} s, window {window:.3f} s")
+
+
+def test_the_reader_is_not_counted_among_the_calls_processes():
+    """The reader is started before the tree watch, so it is not a process the call started."""
+    with checks._BusyWatch() as seen, checks._TreeWatch() as watch:
+        time.sleep(0.05)
+    assert seen._reader.pid in watch.before
+    assert seen._reader.returncode == 0
