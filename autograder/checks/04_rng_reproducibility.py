@@ -1,6 +1,7 @@
 """Hidden checks of 04_rng_reproducibility (random numbers in forks, seeding)."""
 import multiprocessing
 import multiprocessing.process
+import os
 import random
 from contextlib import contextmanager
 
@@ -12,6 +13,7 @@ from autograder.checks._support import (assert_worked_outside, caller_cpu, cappe
                                         raises_value_error, read_answers, read_notes, reused_workers, there, timeout,
                                         stop_idle_joblib_workers, witnessed_processes, work_for_workers)
 from autograder.checks._support import works_under_spawn
+from helpers import workers
 
 
 def _arrays(value, n, size, what):
@@ -147,6 +149,31 @@ def test_forked_draws_uses_fork(forked_draws):
         "the children drew different numbers: they must be forked, one fresh child per array")
     other = there(_seeded_call, second_seed, forked_draws, n, 6)
     assert not np.array_equal(other[0], draws[0]), "the draws must follow the parent's current state"
+    # The same where the course's start method and the platform's default are another one: an
+    # answer that takes its context from workers.mp_context() or multiprocessing's default then
+    # starts children that do not hold the parent's state.
+    third = there(_under_another_default, first_seed, forked_draws, n, 6)
+    assert all(np.array_equal(d, draws[0]) for d in third), (
+        "with the course's start method (COURSE_START_METHOD) and multiprocessing's default set to another one, "
+        "the children drew other "
+        "numbers: use the fork context explicitly, multiprocessing.get_context('fork')")
+
+
+def _under_another_default(seed, forked_draws, *args):
+    """(in the student's process) _seeded_call with COURSE_START_METHOD and multiprocessing's default
+    start method set to one that is not fork (forkserver, else spawn), both restored afterwards."""
+    other = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
+    saved_env, saved_default = os.environ.get(workers.START_METHOD_VARIABLE), multiprocessing.get_start_method(True)
+    os.environ[workers.START_METHOD_VARIABLE] = other
+    multiprocessing.set_start_method(other, force=True)
+    try:
+        return _seeded_call(seed, forked_draws, *args)
+    finally:
+        multiprocessing.set_start_method(saved_default, force=True)
+        if saved_env is None:
+            os.environ.pop(workers.START_METHOD_VARIABLE, None)
+        else:
+            os.environ[workers.START_METHOD_VARIABLE] = saved_env
 
 
 def test_forked_draws_errors(forked_draws):
@@ -163,7 +190,8 @@ def test_independent_draws_distinct_and_reproducible(independent_draws):
     """arrays differ between workers, repeat for the same seed, change with the seed
 
     False failure of a correct answer: < 1e-40. Two independent streams give the
-    same array of >= 3 doubles with probability about 2**-159 per pair.
+    same array of >= 3 doubles with probability about 2**-159 per pair (at most 16 pairs across
+    the two seeds).
     """
     seed = random.randrange(2**31)
     for n in (random.randint(2, 4), 1):
@@ -180,6 +208,11 @@ def test_independent_draws_distinct_and_reproducible(independent_draws):
             assert np.array_equal(x, y), "the same seed gave different draws: not reproducible"
         for x, y in zip(a, c):
             assert not np.array_equal(x, y), "another seed gave the same draws"
+        # Worker i seeded with seed + i (the notebook's "half right" fix): worker 1 of this seed
+        # draws what worker 0 of the next one draws. Streams spawned from each seed share nothing.
+        assert not any(np.array_equal(x, y) for x in a for y in c), (
+            "the next seed repeats some of this seed's arrays (worker i seeded with seed + i?): spawn "
+            "each worker's seed from the one seed (SeedSequence(seed).spawn)")
 
 
 @timeout(90)

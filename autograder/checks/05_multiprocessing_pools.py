@@ -384,16 +384,23 @@ def test_monte_carlo_pi_seed_matters(monte_carlo_pi):
     each, so their hits are exactly 2 * count_inside(10_000, seed), which the judge computes;
     the check fails when all six estimates are that. A correct answer's hits hit one given value
     with a chance of at most 0.0069 (the largest binomial probability), all six about 1e-13.
+    Worker i given seed + i counts count_inside(10_000, seed) + count_inside(10_000, seed + 1)
+    exactly: the same bound, about 1e-13 more.
     """
     from helpers.pools import count_inside
     first = random.randrange(2**30)
     seeds = [first + k for k in range(6)]
     estimates = [exact_float(monte_carlo_pi(20_000, 2, seed), "monte_carlo_pi(...)") for seed in seeds]
     assert len(set(estimates)) > 1, "six different seeds gave the same estimate: is the seed used?"
-    shared = [2 * count_inside(10_000, seed) for seed in seeds]
-    assert [round(est * 20_000 / 4) for est in estimates] != shared, (
+    hits = [round(est * 20_000 / 4) for est in estimates]
+    alone = {seed: count_inside(10_000, seed) for seed in range(first, first + 7)}  # one worker's hits
+    assert hits != [2 * alone[seed] for seed in seeds], (
         "every worker drew the same points: each was given the caller's seed itself. Give each worker a "
         "seed of its own spawned from it (np.random.SeedSequence(seed).spawn(n_workers)), as the notebook says")
+    assert hits != [alone[seed] + alone[seed + 1] for seed in seeds], (
+        "worker i was given seed + i: the next seed's estimate then shares a worker's points with this one "
+        "(assignment 04's half-right seeding). Spawn each worker's seed from the one seed "
+        "(np.random.SeedSequence(seed).spawn(n_workers)), as the notebook says")
 
 
 @timeout(90)
@@ -492,6 +499,9 @@ def test_fit_serial_fraction_noiseless(fit_serial_fraction):
             w.append(4)
         got = exact_float(fit_serial_fraction(w, [_amdahl(s, n) for n in w]), "the fitted fraction")
         assert abs(got - s) < 1e-4, "the serial fraction is not recovered from exact speedups"
+    # One point with more than one worker is enough (the notebook raises only when there is none).
+    got = exact_float(fit_serial_fraction([4], [2.5]), "fit_serial_fraction([4], [2.5])")
+    assert abs(got - 0.2) < 1e-4, "one point, 4 workers and a speedup of 2.5, has the serial fraction 0.2"
 
 
 def test_fit_serial_fraction_noisy(fit_serial_fraction):
@@ -548,6 +558,13 @@ def test_generate_trajectories_equals_reference(generate_trajectories):
         _same_trajectories(generate_trajectories(n, n_workers, seed), expected)
     other = generate_trajectories(n, 2, seed + 1)
     assert not np.array_equal(other[0][0], expected[0][0]), "another seed gave the same data"
+    # Fewer trajectories than workers (a chunk size of n // n_workers is then 0, which Pool.map
+    # meets with [None, None]).
+    few = exact_list(generate_trajectories(2, 3, seed), "generate_trajectories(2, 3, seed)", 2)
+    assert all(isinstance(t, np.ndarray) for t in few), (
+        f"2 trajectories on 3 workers came back as {[type(t).__name__ for t in few]} (a chunk size of "
+        "n // n_workers is 0 there)")
+    _same_trajectories(few, expected[:2])
 
 
 @timeout(90)

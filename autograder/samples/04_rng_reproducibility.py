@@ -101,6 +101,30 @@ def forked_draws(n_procs, size):
     with multiprocessing.get_context("fork").Pool(1) as pool:
         return pool.map(legacy_draws, [size] * n_procs)
 ''',
+        "the course's mp_context() for the fork context asked for": '''
+from helpers.rng import legacy_draws
+from helpers.workers import mp_context
+
+def forked_draws(n_procs: int, size: int) -> list:
+    if n_procs < 1:
+        raise ValueError(f"n_procs must be at least 1, got {n_procs}")
+    if size < 0:
+        raise ValueError(f"size must be >= 0, got {size}")
+    with mp_context().Pool(n_procs, maxtasksperchild=1) as pool:
+        return pool.map(legacy_draws, [size] * n_procs, chunksize=1)
+''',
+        "multiprocessing's default context for the fork context asked for": '''
+import multiprocessing
+from helpers.rng import legacy_draws
+
+def forked_draws(n_procs: int, size: int) -> list:
+    if n_procs < 1:
+        raise ValueError(f"n_procs must be at least 1, got {n_procs}")
+    if size < 0:
+        raise ValueError(f"size must be >= 0, got {size}")
+    with multiprocessing.Pool(n_procs, maxtasksperchild=1) as pool:
+        return pool.map(legacy_draws, [size] * n_procs, chunksize=1)
+''',
     },
     "independent_draws": {
         "same seed in every worker": '''
@@ -183,6 +207,18 @@ def independent_draws(n_workers, seed, size):
     children = np.random.SeedSequence(seed).spawn(n_workers)
     with mp_context().Pool(n_workers) as pool:
         return pool.starmap(draw, [(c, size) for c in children])
+''',
+        "worker i seeded with seed + i (the notebook's half-right fix)": '''
+from helpers.rng import uniform_draws
+from helpers.workers import mp_context
+
+def independent_draws(n_workers: int, seed: int, size: int) -> list:
+    if n_workers < 1:
+        raise ValueError(f"n_workers must be at least 1, got {n_workers}")
+    if size < 0:
+        raise ValueError(f"size must be >= 0, got {size}")
+    with mp_context().Pool(n_workers) as pool:
+        return pool.starmap(uniform_draws, [(seed + i, size) for i in range(n_workers)])
 ''',
     },
     "set_seed": {
@@ -387,6 +423,18 @@ def forked_draws(n_procs, size):
         for p in pools:
             p.shutdown()
     return out
+''',
+        "a one-worker fork pool that replaces its worker after every task": '''
+import multiprocessing
+from helpers.rng import legacy_draws
+
+def forked_draws(n_procs: int, size: int) -> list:
+    if n_procs < 1:
+        raise ValueError(f"n_procs must be at least 1, got {n_procs}")
+    if size < 0:
+        raise ValueError(f"size must be >= 0, got {size}")
+    with multiprocessing.get_context("fork").Pool(1, maxtasksperchild=1) as pool:
+        return [pool.apply_async(legacy_draws, (size,)).get(timeout=60) for _ in range(n_procs)]
 ''',
     },
     "independent_draws": {

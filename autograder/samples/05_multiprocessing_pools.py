@@ -462,6 +462,20 @@ def monte_carlo_pi(n_samples, n_workers, seed):
         hits = sum(pool.starmap(count_inside, [(share, root)] * n_workers))
     return 4.0 * hits / (share * n_workers)
 ''',
+        "worker i given seed + i, not a seed spawned from seed": '''
+from helpers.pools import count_inside
+from helpers.workers import mp_context
+
+def monte_carlo_pi(n_samples: int, n_workers: int, seed: int) -> float:
+    if n_samples < 1:
+        raise ValueError(f"n_samples must be at least 1, got {n_samples}")
+    if n_workers < 1:
+        raise ValueError(f"n_workers must be at least 1, got {n_workers}")
+    shares = [n_samples // n_workers + (1 if i < n_samples % n_workers else 0) for i in range(n_workers)]
+    with mp_context().Pool(n_workers) as pool:
+        hits = sum(pool.starmap(count_inside, [(share, seed + i) for i, share in enumerate(shares)]))
+    return 4.0 * hits / n_samples
+''',
     },
     "amdahl_speedup": {
         "the ideal speedup n": '''
@@ -568,6 +582,21 @@ def fit_serial_fraction(workers: list, speedups: list) -> float:
     b = 1.0 - 1.0 / n
     return float(np.clip(np.dot(a, b) / np.dot(b, b), 0.0, 1.0))
 ''',
+        "one point with several workers refused": '''
+import numpy as np
+
+def fit_serial_fraction(workers: list, speedups: list) -> float:
+    n = np.asarray(workers, dtype=float)
+    s = np.asarray(speedups, dtype=float)
+    if n.ndim != 1 or n.size < 2 or n.shape != s.shape:
+        raise ValueError("need at least two points, lists of the same length")
+    if np.any(n < 1) or np.any(s <= 0):
+        raise ValueError("bad worker count or speedup")
+    if not np.any(n > 1):
+        raise ValueError("need a point with more than one worker")
+    a, b = 1 / s - 1 / n, 1 - 1 / n
+    return float(np.clip(a @ b / (b @ b), 0.0, 1.0))
+''',
     },
     "generate_trajectories": {
         "calls the serial reference": '''
@@ -627,6 +656,20 @@ def generate_trajectories(n, n_workers, seed):
     with multiprocessing.get_context("fork").Pool(n_workers) as pool:
         blocks = pool.map(_starts, [n // n_workers] * n_workers)
         return pool.map(solve, [x for b in blocks for x in b])
+''',
+        "chunksize n // n_workers: 0, and Nones, for fewer trajectories than workers": '''
+import numpy as np
+from helpers.ode import trajectory
+from helpers.workers import mp_context
+
+def generate_trajectories(n: int, n_workers: int, seed: int) -> list:
+    if n < 0:
+        raise ValueError(f"n must be >= 0, got {n}")
+    if n_workers < 1:
+        raise ValueError(f"n_workers must be at least 1, got {n_workers}")
+    children = np.random.SeedSequence(seed).spawn(n)
+    with mp_context().Pool(n_workers) as pool:
+        return pool.map(trajectory, children, chunksize=n // n_workers)
 ''',
     },
 }
