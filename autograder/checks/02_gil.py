@@ -134,14 +134,17 @@ class _BusyWatch:
         self.pid, self.interval = student_pid(), interval
         self.clock = _process_cpu_clock(self.pid)
         self.readings, self.available = [], True
-        self._stop, self._ready, self._reader = threading.Event(), threading.Event(), None
+        self._stop, self._ready, self._reader, self._own = threading.Event(), threading.Event(), None, None
 
     def _read(self):
-        t, cpu, threads, ok = _schedstat.reading(self.pid, self.clock, self.readings[-1][1] if self.readings else 0.0)
+        previous = self.readings[-1][1] if self.readings else 0.0
+        t, cpu, threads, ok = _schedstat.reading(self.pid, self.clock, previous, leave_out=self._own)
         self.available &= ok
         self.readings.append((t, cpu, threads))
 
     def _poll(self):
+        if self.pid == os.getpid():  # no reader process could start: the reading thread leaves itself out
+            self._own = threading.get_native_id()
         self._ready.set()
         while not self._stop.wait(self.interval):
             self._read()
