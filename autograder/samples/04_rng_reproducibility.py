@@ -1,4 +1,5 @@
 """Wrong and alternative answers of 04_rng_reproducibility (see autograder/samples/__init__.py)."""
+from autograder.samples import variant
 
 # The workers' context of the wrong seeded_loader answers whose fault is elsewhere: a forkserver
 # that imported torch once, as the notebook teaches (without the preload each worker imports torch
@@ -46,6 +47,20 @@ class _OneProcessLoader(DataLoader):
         finally:
             stop()
 ''' + _ONE_PROCESS_LOADER
+
+# forked_draws on the course's default context rather than the fork context the notebook asks for.
+_FORKED_COURSE_CONTEXT = '''
+from helpers.rng import legacy_draws
+from helpers.workers import mp_context
+
+def forked_draws(n_procs: int, size: int) -> list:
+    if n_procs < 1:
+        raise ValueError(f"n_procs must be at least 1, got {n_procs}")
+    if size < 0:
+        raise ValueError(f"size must be >= 0, got {size}")
+    with mp_context().Pool(n_procs, maxtasksperchild=1) as pool:
+        return pool.map(legacy_draws, [size] * n_procs, chunksize=1)
+'''
 
 WRONG = {
     "forked_draws": {
@@ -101,30 +116,10 @@ def forked_draws(n_procs, size):
     with multiprocessing.get_context("fork").Pool(1) as pool:
         return pool.map(legacy_draws, [size] * n_procs)
 ''',
-        "the course's mp_context() for the fork context asked for": '''
-from helpers.rng import legacy_draws
-from helpers.workers import mp_context
-
-def forked_draws(n_procs: int, size: int) -> list:
-    if n_procs < 1:
-        raise ValueError(f"n_procs must be at least 1, got {n_procs}")
-    if size < 0:
-        raise ValueError(f"size must be >= 0, got {size}")
-    with mp_context().Pool(n_procs, maxtasksperchild=1) as pool:
-        return pool.map(legacy_draws, [size] * n_procs, chunksize=1)
-''',
-        "multiprocessing's default context for the fork context asked for": '''
-import multiprocessing
-from helpers.rng import legacy_draws
-
-def forked_draws(n_procs: int, size: int) -> list:
-    if n_procs < 1:
-        raise ValueError(f"n_procs must be at least 1, got {n_procs}")
-    if size < 0:
-        raise ValueError(f"size must be >= 0, got {size}")
-    with multiprocessing.Pool(n_procs, maxtasksperchild=1) as pool:
-        return pool.map(legacy_draws, [size] * n_procs, chunksize=1)
-''',
+        "the course's mp_context() for the fork context asked for": _FORKED_COURSE_CONTEXT,
+        "multiprocessing's default context for the fork context asked for": variant(
+            _FORKED_COURSE_CONTEXT, ("from helpers.workers import mp_context\n", "import multiprocessing\n"),
+            ("mp_context().Pool(", "multiprocessing.Pool(")),
     },
     "independent_draws": {
         "same seed in every worker": '''
