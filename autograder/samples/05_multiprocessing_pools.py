@@ -95,6 +95,20 @@ def parallel_map(fn, items, n_workers, chunksize=None):
         return pool.map(apply_one, [(fn, x) for x in items], chunksize=chunksize)
 '''
 
+# generate_trajectories in one contiguous chunk of seeds per worker (correct).
+_TRAJECTORIES_CHUNKED = '''
+import math
+import numpy as np
+from helpers.ode import trajectory
+from helpers.workers import mp_context
+def generate_trajectories(n, n_workers, seed):
+    if n < 0 or n_workers < 1:
+        raise ValueError("n must be >= 0 and n_workers >= 1")
+    children = np.random.SeedSequence(seed).spawn(n)
+    with mp_context().Pool(n_workers) as pool:
+        return pool.map(trajectory, children, chunksize=max(1, math.ceil(n / n_workers)))
+'''
+
 WRONG = {
     "parallel_map": {
         "serial list comprehension": '''
@@ -657,20 +671,8 @@ def generate_trajectories(n, n_workers, seed):
         blocks = pool.map(_starts, [n // n_workers] * n_workers)
         return pool.map(solve, [x for b in blocks for x in b])
 ''',
-        "chunksize n // n_workers: 0, and Nones, for fewer trajectories than workers": '''
-import numpy as np
-from helpers.ode import trajectory
-from helpers.workers import mp_context
-
-def generate_trajectories(n: int, n_workers: int, seed: int) -> list:
-    if n < 0:
-        raise ValueError(f"n must be >= 0, got {n}")
-    if n_workers < 1:
-        raise ValueError(f"n_workers must be at least 1, got {n_workers}")
-    children = np.random.SeedSequence(seed).spawn(n)
-    with mp_context().Pool(n_workers) as pool:
-        return pool.map(trajectory, children, chunksize=n // n_workers)
-''',
+        "chunksize n // n_workers: 0, and Nones, for fewer trajectories than workers": variant(
+            _TRAJECTORIES_CHUNKED, ("chunksize=max(1, math.ceil(n / n_workers))", "chunksize=n // n_workers")),
     },
 }
 
@@ -892,18 +894,7 @@ def fit_serial_fraction(workers, speedups):
 ''',
     },
     "generate_trajectories": {
-        "one contiguous chunk per worker": '''
-import math
-import numpy as np
-from helpers.ode import trajectory
-from helpers.workers import mp_context
-def generate_trajectories(n, n_workers, seed):
-    if n < 0 or n_workers < 1:
-        raise ValueError("n must be >= 0 and n_workers >= 1")
-    children = np.random.SeedSequence(seed).spawn(n)
-    with mp_context().Pool(n_workers) as pool:
-        return pool.map(trajectory, children, chunksize=max(1, math.ceil(n / n_workers)))
-''',
+        "one contiguous chunk per worker": _TRAJECTORIES_CHUNKED,
         "ProcessPoolExecutor over the seeds": '''
 import numpy as np
 from concurrent.futures import ProcessPoolExecutor
