@@ -122,7 +122,8 @@ def _affinity():
 # ignored quota apart (the grading machines have 2 or more). 1.2 and 2.2 CPUs:
 # rounding to the nearest instead of up gives one fewer.
 QUOTAS = [(50_000, 100_000), (100_000, 100_000), (120_000, 100_000), (150_000, 100_000), (220_000, 100_000),
-          (250_000, 100_000), (1_000_000, 100_000), (300_000, 200_000)]
+          (250_000, 100_000), (1_000_000, 100_000), (300_000, 200_000),
+          (150_000, 200_000)]  # 0.75 of a CPU: a period taken as 100000 without reading it gives 2
 
 
 def test_cpu_info_cgroup_v2_quota(cpu_info):
@@ -249,6 +250,7 @@ def test_visible_appends_threads(visible_appends):
         got, counts = counted(visible_appends, "thread", n)
         assert exact_int(got, "the result") == n, f"with {n} threads the parent should see {n} items, got {got}"
         assert counts["thread start"] >= n, f"{n} threads should have been started, saw {counts['thread start']}"
+        assert counts["thread join"] >= n, f"every thread should be joined: {counts['thread join']} of {n} were"
     assert visible_appends("thread", 2) == 2, "a second call must start again from an empty list"
 
 
@@ -300,6 +302,10 @@ def test_creation_cost_starts_and_joins(creation_cost):
     assert counts["process start"] >= n and counts["process join"] >= n, (
         f"{n} trials should start and join {n} processes; saw {counts['process start']} starts, "
         f"{counts['process join']} joins")
+    # n is the number of trials: one trial starts one worker (and an untimed warm-up at most one more).
+    _, counts = counted(creation_cost, "thread", 1)
+    assert 1 <= counts["thread start"] <= 2, (
+        f"creation_cost('thread', 1) started {counts['thread start']} threads: n is the number of trials")
 
 
 def _own_creation_costs():

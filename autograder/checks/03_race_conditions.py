@@ -47,6 +47,9 @@ _STORES_BY_THREAD = {}  # thread ident -> stores into shared state its answer co
 _HELD = {}              # thread ident -> {id of an answer lock it holds: how many times}
 _LOCKED_STORES = {}     # thread ident -> [stores made holding one answer lock or more, holding two or more]
 _ALWAYS_HELD = {}       # thread ident -> ids of the answer locks it held at every such store of its own
+_DEPTH = {}             # thread ident -> the answer's frames on its stack, under the harness
+_INSIDE = set()         # the threads with an answer frame on their stack
+_TOGETHER = []          # _INSIDE each time a thread entered the answer's code: who ran it at once
 _STDLIB = os.path.dirname(threading.__file__)
 # The folders third-party packages are installed in, as this interpreter names them (not any path
 # that holds the words "site-packages": an answer can make such a folder of its own in /tmp).
@@ -161,10 +164,21 @@ def _switch_everywhere(frame, event, arg):
         return None
     frame.f_trace_opcodes = True
     frame.f_trace_lines = False
+    ident = threading.get_ident()
+    depth = _DEPTH[ident] = _DEPTH.get(ident, 0) + 1
+    if depth == 1:
+        _INSIDE.add(ident)
+        _TOGETHER.append(frozenset(_INSIDE))
     return _switch_local
 
 
 def _switch_local(frame, event, arg):
+    if event == "return":  # also when an exception ends the frame
+        ident = threading.get_ident()
+        depth = _DEPTH[ident] = _DEPTH.get(ident, 1) - 1
+        if depth <= 0:
+            _INSIDE.discard(ident)
+        return None
     if event == "opcode":
         code = _BYTECODE.get(frame.f_code)
         if code is None:
@@ -335,14 +349,20 @@ class _AbortableLock:
         return getattr(self._real, name)
 
 
+TOGETHER = ("the threads never ran the {what} at the same time: each was started and joined (or given its "
+            "work and waited for) before the next began, so nothing ran in parallel and no lock was put to "
+            "the test. Start all the threads, then join them all")
 UNTRACED = ("your threads switched off the grader's thread switching (sys.settrace): "
             "the result proves nothing, so the check fails")
 
 
 def _run_bounded(fn, args, seconds):
-    """fn(*args) under the harness, in the student's process; ("ok", value, stores, locked),
-    ("error", text, 0, None), ("hung", None, 0, None) or ("untraced", thread names, 0, None) when a
-    thread ended with the switches turned off. `stores`: how many times the answer's code stored
+    """fn(*args) under the harness, in the student's process; ("ok", value, stores, locked,
+    together), ("error", text, 0, None, 0), ("hung", None, 0, None, 0) or ("untraced", thread names,
+    0, None, 0) when a thread ended with the switches turned off. `together`: the most threads other
+    than the calling one that were inside the answer's code at one time (a thread waiting for one
+    of the answer's locks is: its frame is on its stack); workers started and joined one after
+    another, or given one task at a time and waited for, never make 2. `stores`: how many times the answer's code stored
     into shared state (an item, attribute, global or closure variable) in threads other than the
     one that called it; `locked`: how many of those it made holding one of its own locks or more,
     how many holding two or more, and whether one of its locks was held at every one of them
@@ -361,10 +381,8 @@ def _bounded_here(fn, args, seconds):
     the one that called it, in all)."""
     harness = _Harness()
     box = {}
-    _STORES_BY_THREAD.clear()
-    _HELD.clear()
-    _LOCKED_STORES.clear()
-    _ALWAYS_HELD.clear()
+    for record in (_STORES_BY_THREAD, _HELD, _LOCKED_STORES, _ALWAYS_HELD, _DEPTH, _INSIDE, _TOGETHER):
+        record.clear()
 
     def target():
         try:
@@ -380,17 +398,18 @@ def _bounded_here(fn, args, seconds):
             runner.join(0.05)
     if runner.is_alive() or harness.deadlocked.is_set():
         harness.release_stuck_threads()
-        return "hung", None, 0, None
+        return "hung", None, 0, None, 0
     if harness.untraced:
-        return "untraced", harness.untraced[:3], 0, None
+        return "untraced", harness.untraced[:3], 0, None, 0
     if "error" in box:
         err = box["error"]
-        return "error", f"{type(err).__name__}: {err}", 0, None
+        return "error", f"{type(err).__name__}: {err}", 0, None, 0
     in_workers = sum(n for ident, n in _STORES_BY_THREAD.items() if ident != runner.ident)
     locked = [sum(n[i] for ident, n in _LOCKED_STORES.items() if ident != runner.ident) for i in (0, 1)]
     sets = [held for ident, held in _ALWAYS_HELD.items() if ident != runner.ident]
     locked.append(bool(sets) and bool(set.intersection(*sets)))  # one lock held at every locked store
-    return "ok", box["value"], in_workers, locked
+    together = max((len(inside - {runner.ident}) for inside in _TOGETHER), default=0)
+    return "ok", box["value"], in_workers, locked, together
 
 
 def _watched(fn, *args):
@@ -452,7 +471,7 @@ def test_safe_increment_under_forced_switches(safe_increment):
     missed). A count returned beside threads that do nothing fails.
     """
     n_threads, n = random.randint(3, 4), random.randint(100, 150)
-    state, value, stores, _ = _run_bounded(safe_increment, (n_threads, n), 60)
+    state, value, stores, _, together = _run_bounded(safe_increment, (n_threads, n), 60)
     assert state != "hung", "safe_increment did not finish (a deadlock?)"
     assert state != "untraced", UNTRACED
     assert state != "error", f"with thread switches forced between instructions, safe_increment raised {value}"
@@ -463,6 +482,7 @@ def test_safe_increment_under_forced_switches(safe_increment):
     assert stores >= n_threads * n, (
         f"the threads wrote the shared counter {stores} times, not {n_threads} x {n}: each thread must "
         "add 1 n times itself (the count returned is not to be worked out)")
+    assert together >= 2, TOGETHER.format(what="increments")
 
 
 # --- bytecode_ops -------------------------------------------------------------------
@@ -536,7 +556,8 @@ def test_process_safe_counter_exact(process_safe_counter):
     """processes add to one shared Value and the count is exact
 
     False failure of a correct answer: 0 while the machine makes progress (a
-    random n, exact count and spy). That the increments ran in other processes
+    random n, exact count and spy; Process objects started and not yet joined counted exactly,
+    at least 2 at once, which workers started and joined one after another never are). That the increments ran in other processes
     is also seen from outside: the judge, reading /proc every 2 ms, must see
     n_procs new processes in the student's process tree during the call; each
     lives at least as long as its thousands of locked increments (tens of ms
@@ -550,6 +571,10 @@ def test_process_safe_counter_exact(process_safe_counter):
         (got, counts), fresh = _watched_counting(process_safe_counter, n_procs, n)
         got = exact_int(got, "the count")
         assert counts["process start"] >= n_procs, f"{n_procs} processes should have been started"
+        if counts["process objects"] >= n_procs:  # Process objects (bare forks are not followed)
+            assert counts["processes at once"] >= 2, (
+                "each process was started and joined before the next one began: nothing ran at the same "
+                "time, so no lock was put to the test. Start all the processes, then join them all")
         assert got == n_procs * n, (
             f"{n_procs} processes x {n} increments gave {got}, not {n_procs * n}: "
             "is each read-modify-write done under the Value's lock?")
@@ -609,7 +634,7 @@ def test_transfer_many_result(transfer_many):
     """
     for n_threads in (1, random.randint(3, 8)):
         balances = [random.randint(0, 500) for _ in range(random.randint(3, 6))]
-        transfers = _opposing_transfers(len(balances), 60)
+        transfers = _opposing_transfers(len(balances), 60) + [(0, 1, 1)]  # 61: no n_threads from 2 to 8 divides it
         before = list(balances)
         with created() as made:
             got, counts, after, workers = there(_transfercounting, transfer_many, balances, transfers, n_threads)
@@ -679,7 +704,7 @@ def test_transfer_many_no_deadlock(transfer_many):
     for _ in range(3):
         balances = [random.randint(0, 200) for _ in range(4)]
         transfers = _opposing_transfers(4, 160)
-        state, value, stores, locked = _run_bounded(transfer_many, (list(balances), transfers, 4), 60)
+        state, value, stores, locked, together = _run_bounded(transfer_many, (list(balances), transfers, 4), 60)
         assert state != "hung", ("transfer_many deadlocked with opposite transfers: "
                                  "are the two locks always taken in the same global order?")
         assert state != "untraced", UNTRACED
@@ -691,6 +716,7 @@ def test_transfer_many_no_deadlock(transfer_many):
         assert stores >= len(transfers), (
             f"the threads wrote the balances {stores} times for {len(transfers)} transfers: the transfers "
             "must be applied by the threads, not by the calling thread")
+        assert together >= 2, TOGETHER.format(what="transfers")
         if locked[0] >= 2 * len(transfers):  # the balances written holding the answer's own locks
             assert locked[1], (
                 "the threads wrote the balances holding one lock at a time, never two: each transfer must hold "

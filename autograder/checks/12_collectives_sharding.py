@@ -126,8 +126,8 @@ def _assert_one_neighbour_per_half(sent_to, r, p):
 def test_ring_allreduce_p2p_three_ranks(ring_allreduce_p2p):
     """3 ranks: the sum on every rank, 2(p-1) messages, about 2(p-1)/p of the tensor sent, no collective
 
-    Each half's messages go to one neighbour (either way round). False failure of a correct
-    answer: 0: the counts and destinations are exact, and float32 sums of three
+    Each half's messages go to one neighbour (either way round).
+    False failure of a correct answer: 0: the counts and destinations are exact, and float32 sums of three
     normal draws in another order differ by ~1e-7, far inside rtol=atol=1e-4.
     """
     seed = random.randint(0, 10**6)

@@ -6,6 +6,7 @@ to be equal (an `__eq__` that is always true) or the wrong type.
 import gc
 import math
 import os
+import sys
 import multiprocessing.process
 import threading
 import time
@@ -814,10 +815,17 @@ def count_starts_and_joins():
     threads whenever the calling thread is held up between two submits for longer than a task
     takes, as on a busy machine (the one cause found for a single false failure of a correct
     answer of 03, whose message was lost). For the block they start a worker per task, up to max_workers, as
-    Python did before 3.8, so that the counts depend on the answer and not on the machine."""
+    Python did before 3.8, so that the counts depend on the answer and not on the machine.
+
+    A child of os.fork that the answer's own code reaps (os.waitpid, os.wait, os.wait4) counts as
+    joined. "process objects": the Process starts among the process starts; "processes at once":
+    the most Process objects started and not yet joined at one time (1 for workers started and
+    joined one after another)."""
     from concurrent.futures import process as process_pool
     from concurrent.futures import thread as thread_pool
-    counts = {"thread start": 0, "thread join": 0, "process start": 0, "process join": 0}
+    counts = {"thread start": 0, "thread join": 0, "process start": 0, "process join": 0,
+              "process objects": 0, "processes at once": 0}
+    alive = set()  # ids of the Process objects started in the block and not yet joined
     originals = {
         (threading.Thread, "start"): threading.Thread.start,
         (threading.Thread, "join"): threading.Thread.join,
@@ -841,7 +849,10 @@ def count_starts_and_joins():
         def wrapper(self, *args, **kwargs):
             if key.endswith("join"):
                 counts[key] += 1
-                return original(self, *args, **kwargs)
+                joined = original(self, *args, **kwargs)
+                if key == "process join" and not self.is_alive():
+                    alive.discard(id(self))
+                return joined
             inside = getattr(forks["inside"], "start", False)
             forks["inside"].start = True      # its own fork, if it forks, is this start
             try:
@@ -849,9 +860,30 @@ def count_starts_and_joins():
             finally:
                 forks["inside"].start = inside
             counts[key] += 1  # a start that raised created nothing: the count stays a lower bound
+            if key == "process start":
+                counts["process objects"] += 1
+                alive.add(id(self))
+                counts["processes at once"] = max(counts["processes at once"], len(alive))
             return started
         return wrapper
 
+    def reaping(name):
+        original = originals[(os, name)]
+
+        def wrapper(*args, **kwargs):
+            reaped = original(*args, **kwargs)
+            caller = sys._getframe(1).f_globals.get("__name__", "")
+            # multiprocessing, concurrent.futures and subprocess reap their own children (a
+            # Process.join is counted as one already); only the answer's own code counts here
+            if reaped[0] > 0 and not caller.startswith(_SELF_REAPING):
+                counts["process join"] += 1
+            return reaped
+        return wrapper
+
+    for name in _REAPERS:
+        if hasattr(os, name):
+            originals[(os, name)] = getattr(os, name)
+            setattr(os, name, reaping(name))
     threading.Thread.start = spy(threading.Thread, "start", "thread start")
     threading.Thread.join = spy(threading.Thread, "join", "thread join")
     multiprocessing.process.BaseProcess.start = spy(multiprocessing.process.BaseProcess, "start", "process start")
@@ -863,6 +895,10 @@ def count_starts_and_joins():
         forks["active"] = outer
         for (cls, name), original in originals.items():
             setattr(cls, name, original)
+
+
+_REAPERS = ("waitpid", "wait", "wait4")
+_SELF_REAPING = ("multiprocessing", "concurrent", "subprocess", "joblib", "loky", "asyncio", "autograder")
 
 
 def _fork_counter():

@@ -99,6 +99,31 @@ def cpu_info(cgroup_root: str = "/sys/fs/cgroup") -> dict:
         usable = min(usable, max(1, round(quota)))
     return {"logical": logical, "physical": physical, "usable": usable}
 ''',
+        "cgroup v1's period taken as 100000 without reading it": '''
+import math
+import os
+
+import psutil
+
+def cpu_info(cgroup_root: str = "/sys/fs/cgroup") -> dict:
+    logical = os.cpu_count() or 1
+    physical = psutil.cpu_count(logical=False)
+    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else logical
+    quota = None
+    v2 = os.path.join(cgroup_root, "cpu.max")
+    v1 = os.path.join(cgroup_root, "cpu", "cpu.cfs_quota_us")
+    if os.path.exists(v2):
+        q, p = open(v2).read().split()[:2]
+        if q != "max":
+            quota = int(q) / int(p)
+    elif os.path.exists(v1):
+        q = int(open(v1).read().strip())
+        if q > 0:
+            quota = q / 100_000
+    if quota is not None:
+        usable = min(usable, max(1, math.ceil(quota)))
+    return {"logical": logical, "physical": physical, "usable": usable}
+''',
     },
     "run_in_child": {
         "runs fn in a thread": '''
@@ -226,6 +251,29 @@ def visible_appends(kind, n_workers):
     for w in ws: w.join()
     return len(SEEN)
 ''',
+        "threads never joined (t.join without the call)": '''
+import threading
+from helpers.workers import mp_context
+
+APPENDED = []
+
+def visible_appends(kind: str, n_workers: int) -> int:
+    if kind not in ("thread", "process"):
+        raise ValueError(f"kind must be 'thread' or 'process', not {kind!r}")
+    if n_workers < 0:
+        raise ValueError(f"n_workers must be >= 0, got {n_workers}")
+    APPENDED.clear()
+    make = threading.Thread if kind == "thread" else mp_context().Process
+    started = [make(target=APPENDED.append, args=(i,)) for i in range(n_workers)]
+    for worker in started:
+        worker.start()
+    for worker in started:
+        if kind == "thread":
+            worker.join      # typo: never called
+        else:
+            worker.join()
+    return len(APPENDED)
+''',
     },
     "creation_cost": {
         "creates but never starts": '''
@@ -263,6 +311,26 @@ def creation_cost(kind, n):
         for _ in range(n):
             pool.submit(noop).result()
     return (time.perf_counter() - t0) / n
+''',
+        "n ignored: always 10 trials": '''
+import threading
+import time
+from helpers.workers import mp_context, noop
+
+TRIALS = 10
+
+def creation_cost(kind: str, n: int) -> float:
+    if kind not in ("thread", "process"):
+        raise ValueError(f"kind must be 'thread' or 'process', not {kind!r}")
+    if n < 1:
+        raise ValueError(f"n must be at least 1, got {n}")
+    make = threading.Thread if kind == "thread" else mp_context().Process
+    start = time.perf_counter()
+    for _ in range(TRIALS):
+        worker = make(target=noop)
+        worker.start()
+        worker.join()
+    return (time.perf_counter() - start) / TRIALS
 ''',
     },
 }
@@ -385,6 +453,38 @@ def visible_appends(kind: str, n_workers: int) -> int:
     with pool:
         for f in [pool.submit(APPENDED.append, i) for i in range(n_workers)]:
             f.result()
+    return len(APPENDED)
+''',
+        "processes by os.fork, reaped with os.waitpid": '''
+import os
+import threading
+
+APPENDED = []
+
+def visible_appends(kind: str, n_workers: int) -> int:
+    if kind not in ("thread", "process"):
+        raise ValueError(f"kind must be 'thread' or 'process', not {kind!r}")
+    if n_workers < 0:
+        raise ValueError(f"n_workers must be >= 0, got {n_workers}")
+    APPENDED.clear()
+    if kind == "thread":
+        threads = [threading.Thread(target=APPENDED.append, args=(i,)) for i in range(n_workers)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    else:
+        pids = []
+        for i in range(n_workers):
+            pid = os.fork()
+            if pid == 0:          # the child: append to its own copy, then leave at once
+                try:
+                    APPENDED.append(i)
+                finally:
+                    os._exit(0)
+            pids.append(pid)
+        for pid in pids:
+            os.waitpid(pid, 0)    # join the child
     return len(APPENDED)
 ''',
     },

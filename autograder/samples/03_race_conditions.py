@@ -109,8 +109,31 @@ _BOTH_LOCKS = '''        with locks[min(src, dst)], locks[max(src, dst)]:
             accounts[dst] += amount
 '''
 
+_PSC_NO_LOCK = '''
+from helpers.races import add_ones
+from helpers.workers import mp_context
+def process_safe_counter(n_procs, n):
+    if n_procs < 1 or n < 0:
+        raise ValueError("bad arguments")
+    ctx = mp_context()
+    v = ctx.Value("i", 0)
+    ps = [ctx.Process(target=add_ones, args=(v, n)) for _ in range(n_procs)]
+    for p in ps: p.start()
+    for p in ps: p.join()
+    return v.value
+'''
+
 WRONG = {
     "safe_increment": {
+        "no lock, each thread joined before the next starts": _variant(
+            _NO_LOCK, ("    for t in ts: t.start()\n    for t in ts: t.join()\n",
+                       "    for t in ts:\n        t.start()\n        t.join()\n")),
+        "no lock, one task at a time on a pool (submit, then result)": _variant(
+            _NO_LOCK, ("import threading, time\n", "import time\nfrom concurrent.futures import ThreadPoolExecutor\n"),
+            ("    ts = [threading.Thread(target=work) for _ in range(n_threads)]\n"
+             "    for t in ts: t.start()\n    for t in ts: t.join()\n",
+             "    with ThreadPoolExecutor(n_threads) as pool:\n        for _ in range(n_threads):\n"
+             "            pool.submit(work).result()\n")),
         "n_threads * n returned beside threads that only sleep(0)": '''
 import threading, time
 def safe_increment(n_threads, n):
@@ -262,19 +285,11 @@ def bytecode_ops(fn):
 ''',
     },
     "process_safe_counter": {
-        "no lock (v.value += 1 style)": '''
-from helpers.races import add_ones
-from helpers.workers import mp_context
-def process_safe_counter(n_procs, n):
-    if n_procs < 1 or n < 0:
-        raise ValueError("bad arguments")
-    ctx = mp_context()
-    v = ctx.Value("i", 0)
-    ps = [ctx.Process(target=add_ones, args=(v, n)) for _ in range(n_procs)]
-    for p in ps: p.start()
-    for p in ps: p.join()
-    return v.value
-''',
+        "no lock (v.value += 1 style)": _PSC_NO_LOCK,
+        # Workers run one after another never race: the result is exact without the lock.
+        "no lock, each process joined before the next starts": _variant(
+            _PSC_NO_LOCK, ("    for p in ps: p.start()\n    for p in ps: p.join()\n",
+                           "    for p in ps:\n        p.start()\n        p.join()\n")),
         "threads instead of processes": '''
 import threading, multiprocessing
 from helpers.races import add_ones
@@ -302,6 +317,36 @@ def process_safe_counter(n_procs, n):
 ''',
     },
     "transfer_many": {
+        "no locks, one transfer at a time on a pool (submit, then result)": _variant(
+            _NO_LOCKS, ("        list(pool.map(apply, transfers))\n",
+                        "        for t in transfers:\n            pool.submit(apply, t).result()\n")),
+        "no locks, each thread's slice applied and joined before the next starts": _variant(
+            _NO_LOCKS, ("from concurrent.futures import ThreadPoolExecutor\n", "import threading\n"),
+            ("    with ThreadPoolExecutor(n_threads) as pool:\n        list(pool.map(apply, transfers))\n",
+             "    for i in range(n_threads):\n"
+             "        t = threading.Thread(target=lambda part=transfers[i::n_threads]: [apply(x) for x in part])\n"
+             "        t.start()\n        t.join()\n")),
+        "ordered locks, slices of len // n_threads transfers: the remainder dropped": '''
+import threading
+def transfer_many(balances, transfers, n_threads):
+    if n_threads < 1:
+        raise ValueError(f"n_threads must be at least 1, got {n_threads}")
+    accounts = list(balances)
+    locks = [threading.Lock() for _ in accounts]
+    def apply(part):
+        for src, dst, amount in part:
+            first, second = sorted((src, dst))
+            with locks[first], locks[second]:
+                accounts[src] -= amount
+                accounts[dst] += amount
+    size = len(transfers) // n_threads
+    threads = [threading.Thread(target=apply, args=(transfers[i * size:(i + 1) * size],)) for i in range(n_threads)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return accounts
+''',
         "transfers applied serially by the caller beside idle threads": '''
 import threading, time
 def transfer_many(balances, transfers, n_threads):
