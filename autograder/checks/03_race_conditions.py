@@ -468,7 +468,11 @@ def test_safe_increment_under_forced_switches(safe_increment):
     calling thread): a correct answer's threads each write it once per
     increment, with an assignment, as the spec's read-modify-write does (an
     answer that wrote it only through setattr or another C function would be
-    missed). A count returned beside threads that do nothing fails.
+    missed). A count returned beside threads that do nothing fails. At least two worker threads
+    must have been inside the answer's code at one time: a correct answer starts the next thread
+    while the first is still at its increments (each store waits 0.8 ms, so n of them take 80 ms
+    or more, and the starting thread needs a few instructions); threads started and joined one
+    after another, or one task at a time on a pool, never are.
     """
     n_threads, n = random.randint(3, 4), random.randint(100, 150)
     state, value, stores, _, together = _run_bounded(safe_increment, (n_threads, n), 60)
@@ -700,6 +704,9 @@ def test_transfer_many_no_deadlock(transfer_many):
     transfer, and an account's lock is held at every write only if all 80 random pairs of
     4 accounts share that account: false failure below 4 * 2**-80 per run. Locks the
     harness cannot see, bound before it ran or made by a Semaphore, leave this part out.
+    At least two worker threads must have been inside the answer's code at one time (160
+    transfers of two 0.8 ms stores each on 4 threads: a correct answer's threads overlap for
+    the whole run); transfers applied one after another never are.
     """
     for _ in range(3):
         balances = [random.randint(0, 200) for _ in range(4)]
