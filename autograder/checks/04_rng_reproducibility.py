@@ -208,10 +208,10 @@ def test_independent_draws_distinct_and_reproducible(independent_draws):
             assert np.array_equal(x, y), "the same seed gave different draws: not reproducible"
         for x, y in zip(a, c):
             assert not np.array_equal(x, y), "another seed gave the same draws"
-        # Worker i seeded with seed + i (the notebook's "half right" fix): worker 1 of this seed
-        # draws what worker 0 of the next one draws. Streams spawned from each seed share nothing.
+        # Worker i seeded with seed + i (the notebook's "half right" fix): worker 1 for this seed
+        # draws what worker 0 for the next one draws. Streams spawned from each seed share nothing.
         assert not any(np.array_equal(x, y) for x in a for y in c), (
-            "the next seed repeats some of this seed's arrays (worker i seeded with seed + i?): spawn "
+            "the call with the next seed repeats some arrays of this one (worker i seeded with seed + i?): spawn "
             "each worker's seed from the one seed (SeedSequence(seed).spawn)")
 
 

@@ -398,7 +398,7 @@ def test_monte_carlo_pi_seed_matters(monte_carlo_pi):
         "every worker drew the same points: each was given the caller's seed itself. Give each worker a "
         "seed of its own spawned from it (np.random.SeedSequence(seed).spawn(n_workers)), as the notebook says")
     assert hits != [alone[seed] + alone[seed + 1] for seed in seeds], (
-        "worker i was given seed + i: the next seed's estimate then shares a worker's points with this one "
+        "worker i was given seed + i: the estimate for the next seed then shares a worker's points with this one "
         "(assignment 04's half-right seeding). Spawn each worker's seed from the one seed "
         "(np.random.SeedSequence(seed).spawn(n_workers)), as the notebook says")
 
