@@ -561,9 +561,9 @@ def test_process_safe_counter_exact(process_safe_counter):
 
     False failure of a correct answer: 0 while the machine makes progress (a
     random n, exact count and spy; Process objects started and not yet joined counted exactly,
-    at least 2 at once, which workers started and joined one after another never are). That the increments ran in other processes
-    is also seen from outside: the judge, reading /proc every 2 ms, must see
-    n_procs new processes in the student's process tree during the call; each
+    at least 2 at once, which workers started and joined one after another never are). That the
+    increments ran in other processes is also seen from outside: the judge, reading /proc every
+    2 ms, must see n_procs new processes in the student's process tree during the call; each
     lives at least as long as its thousands of locked increments (tens of ms
     idle, longer under load). A call in which it sees fewer is tried again,
     up to 3 times, then the check is undecided (never passed; regraded alone,

@@ -154,9 +154,9 @@ def test_forked_draws_uses_fork(forked_draws):
     # starts children that do not hold the parent's state.
     third = there(_under_another_default, first_seed, forked_draws, n, 6)
     assert all(np.array_equal(d, draws[0]) for d in third), (
-        "with the course's start method (COURSE_START_METHOD) and multiprocessing's default set to another one, "
-        "the children drew other "
-        "numbers: use the fork context explicitly, multiprocessing.get_context('fork')")
+        "with the course's start method (COURSE_START_METHOD) and multiprocessing's default set to another "
+        "one, the children drew other numbers: use the fork context explicitly, "
+        "multiprocessing.get_context('fork')")
 
 
 def _under_another_default(seed, forked_draws, *args):
@@ -211,8 +211,8 @@ def test_independent_draws_distinct_and_reproducible(independent_draws):
         # Worker i seeded with seed + i (the notebook's "half right" fix): worker 1 for this seed
         # draws what worker 0 for the next one draws. Streams spawned from each seed share nothing.
         assert not any(np.array_equal(x, y) for x in a for y in c), (
-            "the call with the next seed repeats some arrays of this one (worker i seeded with seed + i?): spawn "
-            "each worker's seed from the one seed (SeedSequence(seed).spawn)")
+            "the call with the next seed repeats some arrays of this one (worker i seeded with seed + i?): "
+            "spawn each worker's seed from the one seed (SeedSequence(seed).spawn)")
 
 
 @timeout(90)

@@ -825,7 +825,7 @@ def count_starts_and_joins():
     from concurrent.futures import thread as thread_pool
     counts = {"thread start": 0, "thread join": 0, "process start": 0, "process join": 0,
               "process objects": 0, "processes at once": 0}
-    alive = set()  # ids of the Process objects started in the block and not yet joined
+    alive = set()  # the Process objects started in the block and not yet joined
     originals = {
         (threading.Thread, "start"): threading.Thread.start,
         (threading.Thread, "join"): threading.Thread.join,
@@ -851,7 +851,7 @@ def count_starts_and_joins():
                 counts[key] += 1
                 joined = original(self, *args, **kwargs)
                 if key == "process join" and not self.is_alive():
-                    alive.discard(id(self))
+                    alive.discard(self)
                 return joined
             inside = getattr(forks["inside"], "start", False)
             forks["inside"].start = True      # its own fork, if it forks, is this start
@@ -862,7 +862,7 @@ def count_starts_and_joins():
             counts[key] += 1  # a start that raised created nothing: the count stays a lower bound
             if key == "process start":
                 counts["process objects"] += 1
-                alive.add(id(self))
+                alive.add(self)
                 counts["processes at once"] = max(counts["processes at once"], len(alive))
             return started
         return wrapper
