@@ -817,8 +817,9 @@ def count_starts_and_joins():
     answer of 03, whose message was lost). For the block they start a worker per task, up to max_workers, as
     Python did before 3.8, so that the counts depend on the answer and not on the machine.
 
-    A child of os.fork that the answer's own code reaps (os.waitpid, os.wait, os.wait4) counts as
-    joined. "process objects": the Process starts among the process starts; "processes at once":
+    Children of a bare os.fork count as joined when none that started in the block is left in
+    the process, running or unreaped (read from /proc as the block ends: however the answer
+    waited for them). "process objects": the Process starts among the process starts; "processes at once":
     the most Process objects started and not yet joined at one time (1 for workers started and
     joined one after another)."""
     from concurrent.futures import process as process_pool
@@ -867,38 +868,46 @@ def count_starts_and_joins():
             return started
         return wrapper
 
-    def reaping(name):
-        original = originals[(os, name)]
-
-        def wrapper(*args, **kwargs):
-            reaped = original(*args, **kwargs)
-            caller = sys._getframe(1).f_globals.get("__name__", "")
-            # multiprocessing, concurrent.futures and subprocess reap their own children (a
-            # Process.join is counted as one already); only the answer's own code counts here
-            if reaped[0] > 0 and not caller.startswith(_SELF_REAPING):
-                counts["process join"] += 1
-            return reaped
-        return wrapper
-
-    for name in _REAPERS:
-        if hasattr(os, name):
-            originals[(os, name)] = getattr(os, name)
-            setattr(os, name, reaping(name))
     threading.Thread.start = spy(threading.Thread, "start", "thread start")
     threading.Thread.join = spy(threading.Thread, "join", "thread join")
     multiprocessing.process.BaseProcess.start = spy(multiprocessing.process.BaseProcess, "start", "process start")
     multiprocessing.process.BaseProcess.join = spy(multiprocessing.process.BaseProcess, "join", "process join")
     outer, forks["active"] = forks["active"], counts
+    children_before = _own_children()
     try:
         yield counts
     finally:
         forks["active"] = outer
         for (cls, name), original in originals.items():
             setattr(cls, name, original)
+        # Children of a bare os.fork are joined when the answer reaps them, with whichever wait
+        # function, under whichever name it imported it: none started in the block is left then.
+        bare = counts["process start"] - counts["process objects"]
+        if bare > 0 and children_before is not None:
+            children_after = _own_children()
+            if children_after is not None and not children_after - children_before:
+                counts["process join"] += bare
 
 
-_REAPERS = ("waitpid", "wait", "wait4")
-_SELF_REAPING = ("multiprocessing", "concurrent", "subprocess", "joblib", "loky", "asyncio", "autograder")
+def _own_children():
+    """The pids of this process's children, running or ended and not yet reaped (each thread's
+    /proc/self/task/<tid>/children); None where the kernel does not list them."""
+    try:
+        tasks = os.listdir("/proc/self/task")
+    except OSError:
+        return None
+    if not tasks or not os.path.exists(f"/proc/self/task/{tasks[0]}/children"):
+        return None
+    children = set()
+    for task in tasks:
+        try:
+            with open(f"/proc/self/task/{task}/children") as listed:
+                children.update(int(pid) for pid in listed.read().split())
+        except FileNotFoundError:
+            continue  # the thread ended meanwhile; its children went to another thread of the process
+        except (OSError, ValueError):
+            return None
+    return children
 
 
 def _fork_counter():

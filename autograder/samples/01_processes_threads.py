@@ -1,5 +1,39 @@
 """Wrong and alternative answers of 01_processes_threads (see autograder/samples/__init__.py)."""
-from autograder.samples import FORGE_SPY_COUNTS, WITNESS_HELPER
+from autograder.samples import FORGE_SPY_COUNTS, WITNESS_HELPER, variant
+
+# visible_appends with processes made by os.fork and waited for by the answer itself (correct).
+_VA_FORKED = '''
+import os
+import threading
+
+APPENDED = []
+
+def visible_appends(kind: str, n_workers: int) -> int:
+    if kind not in ("thread", "process"):
+        raise ValueError(f"kind must be 'thread' or 'process', not {kind!r}")
+    if n_workers < 0:
+        raise ValueError(f"n_workers must be >= 0, got {n_workers}")
+    APPENDED.clear()
+    if kind == "thread":
+        threads = [threading.Thread(target=APPENDED.append, args=(i,)) for i in range(n_workers)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    else:
+        pids = []
+        for i in range(n_workers):
+            pid = os.fork()
+            if pid == 0:          # the child: append to its own copy, then leave at once
+                try:
+                    APPENDED.append(i)
+                finally:
+                    os._exit(0)
+            pids.append(pid)
+        for pid in pids:
+            os.waitpid(pid, 0)    # join the child
+    return len(APPENDED)
+'''
 
 WRONG = {
     "cpu_info": {
@@ -191,6 +225,8 @@ def run_in_child(fn, *args):
 ''',
     },
     "visible_appends": {
+        "processes by os.fork, never reaped": variant(
+            _VA_FORKED, ("        for pid in pids:\n            os.waitpid(pid, 0)    # join the child\n", "")),
         "returns n_workers for both kinds": '''
 def visible_appends(kind, n_workers):
     if kind not in ("thread", "process") or n_workers < 0:
@@ -455,38 +491,10 @@ def visible_appends(kind: str, n_workers: int) -> int:
             f.result()
     return len(APPENDED)
 ''',
-        "processes by os.fork, reaped with os.waitpid": '''
-import os
-import threading
-
-APPENDED = []
-
-def visible_appends(kind: str, n_workers: int) -> int:
-    if kind not in ("thread", "process"):
-        raise ValueError(f"kind must be 'thread' or 'process', not {kind!r}")
-    if n_workers < 0:
-        raise ValueError(f"n_workers must be >= 0, got {n_workers}")
-    APPENDED.clear()
-    if kind == "thread":
-        threads = [threading.Thread(target=APPENDED.append, args=(i,)) for i in range(n_workers)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-    else:
-        pids = []
-        for i in range(n_workers):
-            pid = os.fork()
-            if pid == 0:          # the child: append to its own copy, then leave at once
-                try:
-                    APPENDED.append(i)
-                finally:
-                    os._exit(0)
-            pids.append(pid)
-        for pid in pids:
-            os.waitpid(pid, 0)    # join the child
-    return len(APPENDED)
-''',
+        "processes by os.fork, reaped with os.waitpid": _VA_FORKED,
+        "processes by os.fork, reaped with a waitid imported by name": variant(
+            _VA_FORKED, ("import os\n", "import os\nfrom os import P_PID, WEXITED, waitid\n"),
+            ("os.waitpid(pid, 0)    # join the child", "waitid(P_PID, pid, WEXITED)    # join the child")),
     },
     "creation_cost": {
         "timing each trial separately": '''
