@@ -890,24 +890,12 @@ def count_starts_and_joins():
 
 
 def _own_children():
-    """The pids of this process's children, running or ended and not yet reaped (each thread's
-    /proc/self/task/<tid>/children); None where the kernel does not list them."""
-    try:
-        tasks = os.listdir("/proc/self/task")
-    except OSError:
-        return None
-    if not tasks or not os.path.exists(f"/proc/self/task/{tasks[0]}/children"):
-        return None
-    children = set()
-    for task in tasks:
-        try:
-            with open(f"/proc/self/task/{task}/children") as listed:
-                children.update(int(pid) for pid in listed.read().split())
-        except FileNotFoundError:
-            continue  # the thread ended meanwhile; its children went to another thread of the process
-        except (OSError, ValueError):
-            return None
-    return children
+    """The pids of this process's descendants, running or ended and not yet reaped, as the
+    kernel lists them (judge.ProcessTree); None where /proc cannot tell."""
+    from autograder.pipeline.judge import ProcessTree
+    me = os.getpid()
+    members = ProcessTree(me).members()
+    return set(members) - {me} if me in members else None
 
 
 def _fork_counter():
