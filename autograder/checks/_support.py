@@ -837,6 +837,7 @@ def count_starts_and_joins():
         (process_pool.ProcessPoolExecutor, "_adjust_process_count"):
             process_pool.ProcessPoolExecutor._adjust_process_count,
     }
+    children_before = _own_children()  # before anything is patched: nothing here may be left patched
     thread_pool.ThreadPoolExecutor._adjust_thread_count = _workers_not_reused(
         originals[(thread_pool.ThreadPoolExecutor, "_adjust_thread_count")], "_idle_semaphore")
     process_pool.ProcessPoolExecutor._adjust_process_count = _workers_not_reused(
@@ -873,7 +874,6 @@ def count_starts_and_joins():
     multiprocessing.process.BaseProcess.start = spy(multiprocessing.process.BaseProcess, "start", "process start")
     multiprocessing.process.BaseProcess.join = spy(multiprocessing.process.BaseProcess, "join", "process join")
     outer, forks["active"] = forks["active"], counts
-    children_before = _own_children()
     try:
         yield counts
     finally:
@@ -890,12 +890,24 @@ def count_starts_and_joins():
 
 
 def _own_children():
-    """The pids of this process's descendants, running or ended and not yet reaped, as the
-    kernel lists them (judge.ProcessTree); None where /proc cannot tell."""
-    from autograder.pipeline.judge import ProcessTree
-    me = os.getpid()
-    members = ProcessTree(me).members()
-    return set(members) - {me} if me in members else None
+    """The pids of this process's children, running or ended and not yet reaped (each thread's
+    /proc/self/task/<tid>/children); None where the kernel does not list them."""
+    try:
+        tasks = os.listdir("/proc/self/task")
+    except OSError:
+        return None
+    if not tasks or not os.path.exists(f"/proc/self/task/{tasks[0]}/children"):
+        return None
+    children = set()
+    for task in tasks:
+        try:
+            with open(f"/proc/self/task/{task}/children") as listed:
+                children.update(int(pid) for pid in listed.read().split())
+        except FileNotFoundError:
+            continue  # the thread ended meanwhile; its children went to another thread of the process
+        except (OSError, ValueError):
+            return None
+    return children
 
 
 def _fork_counter():
