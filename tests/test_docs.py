@@ -233,6 +233,28 @@ def test_each_notebook_says_which_assignment_of_how_many_it_is():
     assert not wrong, f"the course has {total} assignments; first cells say: {wrong}"
 
 
+def _headings_inside(text):
+    """The section headings (## and ###) of a markdown cell that do not begin it, code fences left out."""
+    fences = [m.start() for m in re.finditer(r"^```", text, re.M)]
+    return [text[m.start():].split("\n", 1)[0] for m in re.finditer(r"^#{2,3} ", text, re.M)
+            if m.start() > 0 and sum(f < m.start() for f in fences) % 2 == 0]
+
+
+def test_every_section_of_a_notebook_begins_a_cell():
+    """Short cells, one idea each: a section or exercise heading begins its own markdown cell
+    rather than running on from the end of the idea before it (80 cells did, until they were split).
+    The first cell, the notebook's title and introduction, is left as it is."""
+    from autograder import notebooks
+
+    inside = {f"{assignment} cell {index}": _headings_inside(cell.source)
+              for assignment in course.assignments()
+              for index, cell in enumerate(notebooks.read(course.source_notebook(assignment)).cells)
+              if index > 0 and cell.cell_type == "markdown" and _headings_inside(cell.source)}
+    assert not inside, f"headings in the middle of a cell (split the cell there): {inside}"
+    assert _headings_inside("Text.\n\n## 2. Next") == ["## 2. Next"]
+    assert _headings_inside("## 1. Title\n\n```bash\n## a comment\n```") == []
+
+
 def _heading_anchors(text):
     """The anchors GitHub and MyST give a markdown file's headings ("## Beyond one machine" ->
     "beyond-one-machine")."""
