@@ -2,6 +2,9 @@
 
     python -m autograder author export source/<a>/<a>.ipynb draft.py
     python -m autograder author build draft.py source/<a>/<a>.ipynb
+    python -m autograder author new 13_<name> "<title>" <first exercise>
+
+`new` starts an assignment from the course's one notebook template (autograder/template.py).
 
 The source of truth is the .ipynb in source/. The text form is jupytext's
 `py:percent` (JupyterLab opens it with the jupytext extension, and it diffs
@@ -156,5 +159,53 @@ def main(argv):
         else:
             sys.stdout.write(text)
         return 0
+    if len(argv) == 4 and argv[0] == "new":
+        try:
+            path = new_assignment(*argv[1:])
+        except ValueError as err:
+            print(f"author new: {err}", file=sys.stderr)
+            return 2
+        print(f"wrote {path}: assignment {path.stem}, from the course's notebook template.\n" + NEXT_STEPS)
+        return 0
     print(__doc__)
     return 2
+
+
+NEXT_STEPS = """Then, as the instructor guide's "Adding an exercise to the contract" says:
+- write the teaching cells, the exercise, its reference solution and visible asserts
+  (`author export` / `author build` to edit it as text);
+- the hidden checks in autograder/checks/<assignment>.py, the catalogue in autograder/samples/<assignment>.py;
+- every notebook's first cell says "assignment N of M", and the one before this ends with a
+  "**Next:**" line: `bin/test tests/test_docs.py` lists what to change; add the syllabus row;
+- python -m autograder release <assignment>, then bin/test."""
+
+
+def new_assignment(assignment, title, exercise, source_root=None):
+    """Write source/<assignment>/<assignment>.ipynb from the template; refuse to overwrite one."""
+    import re
+    from . import course, template
+
+    if not re.fullmatch(r"(\d\d)_[a-z0-9_]+", assignment):
+        raise ValueError(f"name the assignment NN_words (as 13_gpu_kernels), not {assignment!r}")
+    source_root = Path(source_root) if source_root is not None else course.SOURCE
+    path = source_root / assignment / f"{assignment}.ipynb"
+    if path.exists():
+        raise ValueError(f"{path} exists: edit it (author export / author build) instead")
+    number = int(assignment[:2])
+    others = sorted(p.name for p in source_root.iterdir() if (p / f"{p.name}.ipynb").is_file()) \
+        if source_root.is_dir() else []
+    if any(int(a[:2]) == number for a in others):
+        raise ValueError(f"assignment {number:02d} exists already: {[a for a in others if int(a[:2]) == number][0]}")
+    total = max(number, len(others) + 1, *(int(a[:2]) for a in others))
+    following = [a for a in others if int(a[:2]) == number + 1]
+    next_title = _title(source_root / following[0] / f"{following[0]}.ipynb") if following else "title"
+    nb = from_text(template.text(number, total, title, exercise, next_title), name=assignment)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(nb, str(path))
+    return path
+
+
+def _title(path):
+    """The title of a course notebook, without its number ("Cores, processes and threads")."""
+    first = nbformat.read(str(path), as_version=4).cells[0].source.split("\n", 1)[0]
+    return first.split(" · ", 1)[-1]

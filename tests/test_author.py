@@ -59,3 +59,39 @@ def test_short_kinds_become_nbgrader_metadata():
         author.from_text('# %% test="test_double"\nassert True\n')
     with pytest.raises(ValueError, match="must be markdown"):
         author.from_text('# %% written="why" points=1\nx = 1\n')
+
+
+def test_a_new_assignment_starts_from_the_template(tmp_path):
+    """`author new` writes a notebook that the template check passes, as the next assignment of
+    the course, with the exercise asked for in an answer cell and its test cell; it builds back
+    from its text form unchanged."""
+    from autograder import template
+
+    source = tmp_path / "source"
+    shutil.copytree(course.source_notebook(course.assignments()[-1]).parent, source / course.assignments()[-1])
+    number = int(course.assignments()[-1][:2]) + 1
+    name = f"{number:02d}_gpu_kernels"
+    path = author.new_assignment(name, "GPU kernels", "vector_add", source_root=source)
+    nb = notebooks.read(path)
+    assert template.problems(nb, number, number) == []
+    assert notebooks.answer_cells(nb).keys() == {"vector_add"}
+    assert list(notebooks.test_cells(nb)) == ["test_vector_add"]
+    assert author.from_text(author.to_text(nb), nb, name=name) == nb
+    with pytest.raises(ValueError, match="exists"):
+        author.new_assignment(name, "again", "f", source_root=source)
+    with pytest.raises(ValueError, match="exists already"):
+        author.new_assignment(f"{number:02d}_other_name", "again", "f", source_root=source)
+    with pytest.raises(ValueError, match="NN_words"):
+        author.new_assignment("gpu-kernels", "GPU kernels", "f", source_root=source)
+    with pytest.raises(ValueError, match="Python name"):
+        author.new_assignment(f"{number + 1:02d}_more", "More", "vector-add", source_root=source)
+
+
+def test_a_new_assignment_before_another_points_to_it(tmp_path):
+    source = tmp_path / "source"
+    last = course.assignments()[-1]
+    shutil.copytree(course.source_notebook(last).parent, source / last)
+    number = int(last[:2]) - 1
+    path = author.new_assignment(f"{number:02d}_inserted", "Inserted", "f", source_root=source)
+    summary = notebooks.read(path).cells[-1].source
+    assert f"**Next:** *{last[:2]} · {notebooks.read(course.source_notebook(last)).cells[0].source.split(' · ', 1)[1].splitlines()[0]}*" in summary

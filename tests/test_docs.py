@@ -168,7 +168,11 @@ def test_command_refers_to_real_things(doc, number, cmd):
     for token in words[1:]:
         problem = _check_path(token)
         assert problem is None, f"{where}: {problem}"
+    new = words[5] if words[:5] == ["python", "-m", "autograder", "author", "new"] and len(words) > 5 else None
     for name in re.findall(r"\b\d\d_[a-z_]+\b", cmd):
+        if name == new:  # `author new` names an assignment the course has yet to have
+            assert name not in course.assignments(), f"{where}: {name} exists already"
+            continue
         assert name in course.contract(), f"{where}: {name} is not an assignment of the course"
 
 
@@ -233,26 +237,40 @@ def test_each_notebook_says_which_assignment_of_how_many_it_is():
     assert not wrong, f"the course has {total} assignments; first cells say: {wrong}"
 
 
-def _headings_inside(text):
-    """The section headings (## and ###) of a markdown cell that do not begin it, code fences left out."""
-    fences = [m.start() for m in re.finditer(r"^```", text, re.M)]
-    return [text[m.start():].split("\n", 1)[0] for m in re.finditer(r"^#{2,3} ", text, re.M)
-            if m.start() > 0 and sum(f < m.start() for f in fences) % 2 == 0]
+def test_every_notebook_follows_the_course_template():
+    """One template for every notebook (autograder/template.py): the title cell with "assignment N
+    of M" and what the student will learn, the set-up cell showing the machine, a heading at the
+    start of its own cell (80 cells ran on from one section into the next until they were split),
+    each answer cell after its exercise's heading and before its test cell with the hidden block,
+    and the summary with the way to the next assignment (10's had none)."""
+    from autograder import notebooks, template
+
+    total = len(course.assignments())
+    found = {assignment: template.problems(notebooks.read(course.source_notebook(assignment)), number, total)
+             for number, assignment in enumerate(course.assignments(), 1)}
+    assert not any(found.values()), f"notebooks that depart from the template: { {a: p for a, p in found.items() if p} }"
 
 
-def test_every_section_of_a_notebook_begins_a_cell():
-    """Short cells, one idea each: a section or exercise heading begins its own markdown cell
-    rather than running on from the end of the idea before it (80 cells did, until they were split).
-    The first cell, the notebook's title and introduction, is left as it is."""
-    from autograder import notebooks
+def test_the_template_check_finds_what_departs_from_it():
+    import nbformat
 
-    inside = {f"{assignment} cell {index}": _headings_inside(cell.source)
-              for assignment in course.assignments()
-              for index, cell in enumerate(notebooks.read(course.source_notebook(assignment)).cells)
-              if index > 0 and cell.cell_type == "markdown" and _headings_inside(cell.source)}
-    assert not inside, f"headings in the middle of a cell (split the cell there): {inside}"
-    assert _headings_inside("Text.\n\n## 2. Next") == ["## 2. Next"]
-    assert _headings_inside("## 1. Title\n\n```bash\n## a comment\n```") == []
+    from autograder import notebooks, template
+
+    nb = notebooks.read(course.source_notebook(course.assignments()[0]))
+    total = len(course.assignments())
+    assert template.problems(nb, 1, total) == []
+    broken = nbformat.from_dict(nb)
+    broken.cells[2].source += "\n\n## 9. Another section, run on"
+    broken.cells[-1].source = broken.cells[-1].source.split("**Next:**")[0]
+    answer = next(i for i, c in enumerate(broken.cells) if notebooks.is_answer_cell(c))
+    broken.cells[answer - 1], broken.cells[answer - 2] = broken.cells[answer - 2], broken.cells[answer - 1]
+    del broken.cells[answer + 1]
+    said = " | ".join(template.problems(broken, 1, total))
+    for expected in ("headings in the middle of a cell", "**Next:** *02 · ", "must come right after the",
+                     "must be followed by its test cell"):
+        assert expected in said, said
+    assert "assignment 2 of" in " ".join(template.problems(nb, 2, total))
+    assert template.headings_inside("## 1. Title\n\n```bash\n## a comment\n```") == []
 
 
 def _heading_anchors(text):
