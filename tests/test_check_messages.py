@@ -3,6 +3,8 @@
 09's run_ddp check once turned every error of the answer's launch into a hint about fixed
 rendezvous ports, whatever the error (a bug in the answer, the check's own error, which the
 runner must settle on the reference solutions instead)."""
+import pytest
+
 from autograder import samples
 
 A = "09_data_parallel"
@@ -24,6 +26,39 @@ def test_an_error_of_the_answers_own_is_reported_as_its_own(judge):
 
 
 def test_a_fixed_port_still_earns_the_hint(judge):
+    failure = _first_failure(judge, samples.catalogue(A).WRONG["run_ddp"]["fixed port 29500"])
+    assert not failure.undecided
+    assert "a rendezvous port fixed in advance" in failure.message, failure.message
+
+
+def test_a_fixed_port_fails_even_just_after_a_connection_to_it_closed(judge):
+    """A connection to port 29500 closed moments before (TIME_WAIT, a minute on Linux: an earlier
+    judgment, a torchrun demo) kept the check's decoy listener from binding, and the fixed-port
+    answer then passed (seen in a test run). The decoy binds with SO_REUSEADDR now."""
+    import socket
+
+    server = socket.socket()
+    server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        server.bind(("0.0.0.0", 29500))
+    except OSError:
+        server.close()
+        pytest.skip("port 29500 is in use by a listening process here")
+    server.listen(1)
+    client = socket.create_connection(("127.0.0.1", 29500))
+    accepted, _ = server.accept()
+    accepted.close()  # the side that closes first keeps the connection in TIME_WAIT
+    server.close()
+    client.close()
+    probe = socket.socket()
+    try:
+        probe.bind(("0.0.0.0", 29500))
+        probe_bound = True
+    except OSError:
+        probe_bound = False
+    finally:
+        probe.close()
+    assert not probe_bound, "the port should be in TIME_WAIT for this test to mean anything"
     failure = _first_failure(judge, samples.catalogue(A).WRONG["run_ddp"]["fixed port 29500"])
     assert not failure.undecided
     assert "a rendezvous port fixed in advance" in failure.message, failure.message

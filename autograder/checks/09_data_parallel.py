@@ -226,6 +226,9 @@ class _OccupiedPort:
 
     def __enter__(self):
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        # A connection of an earlier run to this port, closed less than a minute ago (TIME_WAIT),
+        # would otherwise keep the decoy from binding, and a fixed-port answer would then pass.
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             self.sock.bind(("0.0.0.0", 29500))
             self.sock.listen(8)
