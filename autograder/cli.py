@@ -77,6 +77,10 @@ def parser():
         sub = verbs.add_parser(verb, help=text, description=text)
         sub.add_argument("assignments", nargs="*", help="default: every assignment in source/")
         sub.set_defaults(fn=fn)
+        if verb == "report":
+            sub.add_argument("--with-samples", action="store_true",
+                             help="keep the sample students in the tables (left out once the gradebook "
+                                  "holds anyone else, so that they never reach an LMS)")
         if verb not in graded_verbs:
             continue
         sub.add_argument("--students", nargs="*", action=_Students, metavar="STUDENT",

@@ -82,19 +82,38 @@ def out_dir_for(assignments, work=None):
     return work.reports / "+".join(sorted(wanted))
 
 
-def not_graded(assignments=None, work=None):
-    """[(student, assignment)] of the submissions (within the filter) whose autograding failed."""
+def not_graded(assignments=None, work=None, with_samples=False):
+    """[(student, assignment)] of the submissions (within the filter, and of the students the
+    tables are of) whose autograding failed."""
     work = work or course.Course()
-    return [(s, a) for s, a in gradebook.roster(work)["submissions"]
-            if (not assignments or a in assignments) and gradebook.status(s, a, work) != gradebook.GRADED]
+    names = gradebook.roster(work)
+    left_out = set(left_out_samples(names["students"], with_samples))
+    return [(s, a) for s, a in names["submissions"]
+            if s not in left_out and (not assignments or a in assignments)
+            and gradebook.status(s, a, work) != gradebook.GRADED]
 
 
-def write(assignments=None, out_dir=None, work=None):
+def left_out_samples(students, with_samples=False):
+    """The sample students (samples.STUDENTS: the course's own test submissions, which `bin/main`
+    grades into the class's gradebook) that the class tables leave out: all of them once the
+    gradebook holds anyone else, so that grades_lms.csv never brings them into an LMS; none
+    when they are all there is (the main job on a fresh clone), or when asked for."""
+    from .samples import STUDENTS
+
+    samples = [s for s in students if s in STUDENTS]
+    return [] if with_samples or len(samples) == len(students) else samples
+
+
+def write(assignments=None, out_dir=None, work=None, with_samples=False):
     """The grade tables and plots of `work` (a course.Course; default: this one) into out_dir
-    (default: out_dir_for(assignments))."""
+    (default: out_dir_for(assignments)), without the sample students (left_out_samples)."""
     work = work or course.Course()
     out_dir = out_dir or out_dir_for(assignments, work)
     names = gradebook.roster(work)
+    left_out = set(left_out_samples(names["students"], with_samples))
+    names = {"assignments": names["assignments"],
+             "students": [s for s in names["students"] if s not in left_out],
+             "submissions": [(s, a) for s, a in names["submissions"] if s not in left_out]}
     within = [a for a in names["assignments"] if not assignments or a in assignments]
     submissions = [(s, a) for s, a in names["submissions"] if a in within]
     if not submissions:
@@ -154,9 +173,14 @@ def write(assignments=None, out_dir=None, work=None):
 
 def main(args):
     assignments = args.assignments or None
-    for what, path in write(assignments).items():
+    with_samples = getattr(args, "with_samples", False)
+    for what, path in write(assignments, with_samples=with_samples).items():
         print(f"report: {what}: {path}")
-    failed = not_graded(assignments)
+    left_out = left_out_samples(gradebook.roster(course.Course())["students"], with_samples)
+    if left_out:
+        print(f"report: the sample students ({', '.join(left_out)}: the course's own test submissions) are "
+              "left out of these tables; --with-samples keeps them")
+    failed = not_graded(assignments, with_samples=with_samples)
     if failed:
         print(f"report: {len(failed)} submission(s) could not be graded (grading failed; see reports/logs/; "
               f"blank in grades_lms.csv): {', '.join(f'{s}/{a}' for s, a in failed)}")

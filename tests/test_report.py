@@ -26,7 +26,7 @@ def reported(graded_course):
     pairs = [(ASSIGNMENT, student) for student in STUDENTS]
     fed = jobs.run_all("generate_feedback", pairs, work=graded.course)
     assert all(r.ok for r in fed), [r.log.read_text()[-1500:] for r in fed if not r.ok]
-    paths = report.write([ASSIGNMENT], work=graded.course)
+    paths = report.write([ASSIGNMENT], work=graded.course, with_samples=True)  # beside the serialised students
     rows = gradebook.cell_scores([ASSIGNMENT], graded.course)
     # reports/, or reports/<ASSIGNMENT>/ where the shared course holds other assignments too
     out = paths["grades for the LMS"].parent
@@ -203,3 +203,28 @@ def test_extra_credit_on_a_zero_point_cell_counts(tmp_path, course_tools):
     assert (float(row["score"]), float(row["max_score"])) == (3.0, 2.0), row
     [line] = _csv(tmp_path / "reports" / "grades_lms.csv")
     assert float(line["A1"]) == float(line["total"]) == 3.0, line
+
+
+@pytest.mark.filterwarnings("ignore::sqlalchemy.exc.SAWarning")
+def test_the_sample_students_never_reach_the_class_tables_beside_a_class(tmp_path, course_tools):
+    """bin/main grades the sample students into the class's gradebook; grades_lms.csv, grades.csv and
+    the plots listed them beside the class, so an LMS upload made three students who do not exist.
+    Alone (the main job on a fresh clone) they are the report; --with-samples keeps them."""
+    for folder in ("alone", "class"):
+        (tmp_path / folder).mkdir()
+    alone = course_tools.scratch_gradebook(tmp_path / "alone", ["A1"], list(STUDENTS),
+                                           {(s, "A1"): 1 for s in STUDENTS})
+    report.write(work=alone)
+    assert [r["student"] for r in _csv(tmp_path / "alone" / "reports" / "grades_lms.csv")] == sorted(STUDENTS)
+
+    work = course_tools.scratch_gradebook(tmp_path / "class", ["A1"], ["ann", *STUDENTS],
+                                          {("ann", "A1"): 2, **{(s, "A1"): 1 for s in STUDENTS}})
+    report.write(work=work)
+    out = tmp_path / "class" / "reports"
+    assert _csv(out / "grades_lms.csv") == [{"student": "ann", "A1": "2.0", "total": "2.0"}]
+    assert {r["student"] for r in _csv(out / "grades.csv")} == {"ann"}
+    assert {r["student"] for r in _csv(out / "scores_by_exercise.csv")} == {"ann"}
+    report.write(work=work, with_samples=True)
+    assert {r["student"] for r in _csv(out / "grades_lms.csv")} == {"ann", *STUDENTS}
+    assert report.left_out_samples(["ann", *STUDENTS]) == list(STUDENTS)
+    assert report.left_out_samples(list(STUDENTS)) == [] == report.left_out_samples(["ann"])
