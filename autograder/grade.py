@@ -116,15 +116,24 @@ def grade(assignments=None, students=None, n_jobs=None, scheduler=None):
     if not pairs:
         raise SystemExit("grade: nothing in submitted/ (run `python -m autograder samples` "
                          "or collect submissions first)")
-    return autograde(pairs, n_jobs=n_jobs, scheduler=scheduler)
+    wrong_names = jobs.misnamed(pairs)
+    for (assignment, student), names in sorted(wrong_names.items()):
+        found = f"found {', '.join(map(repr, names))}" if names else "found no notebook"
+        print(f"  {student:<20} {assignment:<28} not graded: no {assignment}.ipynb in "
+              f"submitted/{student}/{assignment}/ ({found}); rename it as the release named it, then grade again")
+    pairs = [pair for pair in pairs if pair not in wrong_names]
+    if not pairs:
+        raise SystemExit("grade: no submission to grade (see above)")
+    results, unsure = autograde(pairs, n_jobs=n_jobs, scheduler=scheduler)
+    return results, unsure, wrong_names
 
 
 def main(args):
     # args.students: None when --students was not given (every student); never [] from the
     # command line (cli.py refuses an empty --students).
     try:
-        results, unsure = grade(args.assignments or None, args.students, args.jobs,
-                                getattr(args, "scheduler", None))
+        results, unsure, wrong_names = grade(args.assignments or None, args.students, args.jobs,
+                                             getattr(args, "scheduler", None))
     except jobs.SubmissionsError as err:
         raise SystemExit(f"grade: {err}") from None
     failed = [r for r in results if not r.ok]
@@ -142,6 +151,9 @@ def main(args):
         print(f"  {student:<20} {assignment:<28} {row['score']:6.1f} / {row['max_score']:g}{late}")
     print(f"grade: {len(results) - len(failed)} of {len(results)} submissions graded in this run"
           + (f"; failed: {', '.join(f'{r.student}/{r.assignment}' for r in failed)}" if failed else ""))
+    if wrong_names:
+        print(f"grade: {len(wrong_names)} submission(s) left out, their notebook not named as the release "
+              f"named it: {', '.join(f'{s}/{a}' for a, s in sorted(wrong_names))}")
     if unsure:
         print(f"grade: {len(unsure)} submission(s) need a person (a check could not decide): "
               f"{course.Course().reports / 'manual_review.csv'}")
@@ -149,4 +161,4 @@ def main(args):
     if kept:
         print(f"grade: {len(kept)} cell(s) keep a score entered by hand over this autograde "
               f"(an earlier manual grade): {course.Course().reports / 'manual_review.csv'}")
-    return 1 if failed else 0
+    return 1 if failed or wrong_names else 0

@@ -119,7 +119,7 @@ def test_feedback_refuses_a_whitespace_folder_too(work, ran):
 def test_the_grade_summary_lists_only_this_runs_submissions(monkeypatch, capsys, tmp_path):
     log = tmp_path / "log"
     results = [JobResult("A1", "alice", True, 1.0, log), JobResult("A1", "bob", False, 1.0, log)]
-    monkeypatch.setattr(grade, "grade", lambda *args, **kwargs: (results, {}))
+    monkeypatch.setattr(grade, "grade", lambda *args, **kwargs: (results, {}, {}))
 
     def row(student, assignment, score, penalty=0.0):
         return {"student": student, "assignment": assignment, "raw_score": score, "late_penalty": penalty,
@@ -139,3 +139,26 @@ def test_the_grade_summary_lists_only_this_runs_submissions(monkeypatch, capsys,
     assert "7.0 / 10" in out and "3.0" not in out and "s000" not in out and "A2" not in out, out
     assert "not graded" in next(l for l in lines if "bob" in l)
     assert "1 of 2 submissions graded in this run; failed: bob/A1" in out, out
+
+
+# 4. A notebook not named as the release named it.
+
+def test_a_renamed_notebook_is_named_in_the_message_and_others_still_grade(work, ran, monkeypatch, capsys):
+    """`01_processes_threads (1).ipynb` (a browser's second download) failed in nbgrader with "No
+    notebooks found, did you forget to run 'nbgrader generate_assignment'?", which sends the
+    instructor the wrong way, and entered the student in the gradebook as not graded."""
+    _folders(work, "submitted/alice/A1", "submitted/bob/A1", "submitted/cy/A1")
+    (work / "submitted/alice/A1/A1.ipynb").write_text("{}")
+    (work / "submitted/bob/A1/A1 (1).ipynb").write_text("{}")
+    assert jobs.misnamed(jobs.submitted_pairs(["A1"])) == {("A1", "bob"): ["A1 (1).ipynb"], ("A1", "cy"): []}
+    graded = []
+    monkeypatch.setattr(grade, "autograde", lambda pairs, **kwargs: (graded.extend(pairs), ([], {}))[1])
+    monkeypatch.setattr(grade, "scores", lambda assignments=None, work=None: [])
+    status = grade.main(argparse.Namespace(assignments=["A1"], students=None, jobs=None, scheduler=None))
+    out = capsys.readouterr().out
+    assert graded == [("A1", "alice")], graded
+    assert "no A1.ipynb in submitted/bob/A1/ (found 'A1 (1).ipynb')" in out, out
+    assert "no A1.ipynb in submitted/cy/A1/ (found no notebook)" in out, out
+    assert "2 submission(s) left out" in out and status == 1, out
+    with pytest.raises(SystemExit, match="no submission to grade"):
+        grade.grade(["A1"], ["bob", "cy"])

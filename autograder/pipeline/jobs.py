@@ -170,6 +170,21 @@ class SubmissionsError(ValueError):
     folder name a worker cannot take): raised before anything is graded."""
 
 
+def misnamed(pairs, root=None):
+    """{(assignment, student): [the notebooks in its folder]} of the submissions in `pairs` whose
+    folder lacks <assignment>.ipynb: a notebook renamed on the way ("01_processes_threads (1).ipynb",
+    as a browser names a second download), or none at all. nbgrader would fail them with "No
+    notebooks found, did you forget to run 'nbgrader generate_assignment'?", which names the
+    wrong cause; `grade` leaves them out and says what it found instead."""
+    root = Path(root or course.Course().submitted)
+    found = {}
+    for assignment, student in pairs:
+        folder = root / student / assignment
+        if not (folder / f"{assignment}.ipynb").is_file():
+            found[(assignment, student)] = sorted(p.name for p in folder.glob("*.ipynb"))
+    return found
+
+
 def _unworkable(name):
     """Why a student's or assignment's folder name cannot go to a worker, or None. A worker
     reads "ASSIGNMENT STUDENT" per line (autograder/pipeline/worker.py): a name with whitespace
