@@ -28,8 +28,11 @@ def test_bundle_has_what_students_need(bundle):
         assert (bundle / name).is_file(), f"the student folder lacks {name}"
     for name in ("bin/lab", "bin/validate"):
         assert os.access(bundle / name, os.X_OK), f"{name} is not executable"
-    for name in ("requirements.txt", "constraints.txt", "environment.yml"):
-        assert (bundle / name).read_text() == (course.ROOT / name).read_text()
+    # The same constraints; the students' requirements and environment.yml are the course's for
+    # STUDENT_PACKAGES (test_students_install_what_their_files_import_and_not_the_instructors_tools).
+    assert (bundle / "constraints.txt").read_text() == (course.ROOT / "constraints.txt").read_text()
+    assert (bundle / "requirements.txt").read_text() == student.student_requirements()
+    assert (bundle / "environment.yml").read_text() == student.student_environment_yml()
     assert sorted(p.name for p in bundle.iterdir() if p.is_dir()) == sorted(
         [*course.assignments(), "bin", "helpers"])
 
@@ -140,12 +143,21 @@ def test_validate_skips_the_demos_as_grading_does(bundle, tmp_path):
     nbformat.write(nb, str(folder / "00_check" / "check.ipynb"))
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     env["PYTHONPATH"] = str(folder)
-    done = subprocess.run([sys.executable, "-m", "nbgrader", "validate", "00_check/check.ipynb"], cwd=folder,
+    # bin/validate from another folder, with a path relative to it (the set-up moves to the
+    # course folder, where the path meant nothing); this environment stands in for the student's.
+    env["CONDA_DEFAULT_ENV"] = "parallel-course"
+    done = subprocess.run(["bash", str(folder / "bin" / "validate"), "check.ipynb"], cwd=folder / "00_check",
                           env=env, capture_output=True, text=True, timeout=300)
     report = done.stdout + done.stderr
     assert "1729" in report, f"the failing test cell was not reported:\n{report[-3000:]}"
     assert "a demo cell ran" not in report, report[-3000:]
     assert not (folder / "00_check" / "demo-ran.txt").exists(), "the demo cell ran while validating"
+    assert done.returncode == 1, f"a failed validation exited {done.returncode}:\n{report[-2000:]}"
+    nb.cells = nb.cells[:2]  # without the failing cell: it passes, and says so with its status
+    nbformat.write(nb, str(folder / "00_check" / "check.ipynb"))
+    done = subprocess.run(["bash", str(folder / "bin" / "validate"), "00_check/check.ipynb"], cwd=folder,
+                          env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
 
 
 def test_cli_verb_builds_dist_student():
@@ -171,3 +183,87 @@ def test_students_read_nothing_about_the_courses_source_material(bundle):
                 found.append(f"{path.name}:{number}: {SOURCE_MATERIAL.search(line)[0]}")
     assert len(readable) > 20, "the bundle holds fewer files than it should: is the fixture right?"
     assert not found, f"words about the course's source material: {found[:10]}"
+
+
+# What students install: the packages their files need, not the instructor's whole set.
+
+# Imported only under a guard that says how to get it (07's TPU cells: torch_xla on a TPU machine).
+GUARDED_IMPORTS = {"torch_xla"}
+
+
+def _third_party_imports(folder):
+    """Top-level modules the notebooks and Python files of `folder` import, less the standard
+    library and the folder's own modules (helpers, a notebook's pool_tasks.py)."""
+    import ast
+
+    own = {p.stem for p in Path(folder).rglob("*.py")} | {p.name for p in Path(folder).iterdir() if p.is_dir()}
+    sources = [p.read_text() for p in Path(folder).rglob("*.py")]
+    for path in Path(folder).rglob("*.ipynb"):
+        sources += [c.source for c in notebooks.read(path).cells if c.cell_type == "code"]
+    # A module a notebook writes itself (`%%writefile defs.py`, 05's lesson on importable workers).
+    own |= {Path(s.split()[1]).stem for s in sources if s.startswith("%%writefile")}
+    found = set()
+    for source in sources:
+        lines = [line for line in source.splitlines() if not line.lstrip().startswith(("%", "!"))]
+        try:
+            tree = ast.parse("\n".join(lines))
+        except SyntaxError:  # a cell with top-level await or a shell escape inside a block
+            tree = ast.parse("\n".join(l for l in lines if "await" not in l), mode="exec")
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                found |= {a.name.split(".")[0] for a in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                found.add(node.module.split(".")[0])
+    return found - set(sys.stdlib_module_names) - own - {"__future__"}
+
+
+def _installed_closure(names):
+    """The distributions `names` install, with everything they require (markers of this machine)."""
+    from importlib import metadata
+
+    from packaging.requirements import Requirement
+
+    def norm(name):
+        return re.sub(r"[-_.]+", "-", name).lower()
+
+    seen, todo = set(), [norm(n) for n in names]
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        for line in metadata.requires(name) or ():
+            req = Requirement(line)
+            if req.marker is None or req.marker.evaluate({"extra": ""}):
+                todo.append(norm(req.name))
+    return seen
+
+
+def test_students_install_what_their_files_import_and_not_the_instructors_tools(bundle):
+    """The student folder's requirements.txt (and environment.yml) hold STUDENT_PACKAGES, pinned as
+    the course pins them: everything the notebooks, their modules and helpers import comes with them
+    (cloudpickle through joblib), and the instructor's tools do not
+    (students installed playwright, dask, sphinx, psycopg and pytest: 2.0 GB in all)."""
+    from importlib import metadata
+
+    wanted = [line.split("==")[0] for line in (bundle / "requirements.txt").read_text().splitlines()
+              if "==" in line and not line.startswith("#")]
+    assert wanted == list(student.STUDENT_PACKAGES)
+    yml = (bundle / "environment.yml").read_text()
+    assert all(f"      - {line}\n" in yml for line in (bundle / "requirements.txt").read_text().splitlines()
+               if "==" in line), yml
+    closure = _installed_closure(wanted)
+    providers = metadata.packages_distributions()
+    imports = _third_party_imports(bundle) - GUARDED_IMPORTS
+    assert {"torch", "numpy", "cloudpickle", "line_profiler"} <= imports, imports
+    missing = {m: providers.get(m) for m in imports
+               if not any(re.sub(r"[-_.]+", "-", d).lower() in closure for d in providers.get(m, []))}
+    assert not missing, f"the students' files import these, which their requirements do not bring: {missing}"
+    for tool in ("playwright", "dask", "distributed", "sphinx", "psycopg", "pytest", "jupytext"):
+        assert tool not in closure, f"students would install {tool}, an instructor's tool"
+    pins = dict(line.split("==") for line in (course.ROOT / "constraints.txt").read_text().splitlines()
+                if "==" in line and not line.startswith("#"))
+    for line in (bundle / "requirements.txt").read_text().splitlines():
+        if "==" in line and not line.startswith("#"):
+            name, version = line.split("==")
+            assert pins.get(name) == version, f"{line}: the course pins {name}=={pins.get(name)}"

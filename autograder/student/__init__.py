@@ -20,6 +20,37 @@ _IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", ".ipynb_checkpoints")
 # assignment), bin/lab, bin/validate, nbgrader_config.py.
 BUNDLE = Path(__file__).resolve().parent / "bundle"
 
+# The packages of the pinned set that students install: what the notebooks, their modules and
+# helpers import (or what brings it: joblib requires the cloudpickle that 09 and 12 import),
+# JupyterLab with nbgrader's Validate, and a kernel. The rest of requirements.txt serves the
+# instructor (tests, the website, PostgreSQL, Dask, jupytext); tests/test_student_bundle.py checks
+# that everything the students' files import comes with this set.
+STUDENT_PACKAGES = ("torch", "numpy", "numba", "scipy", "matplotlib", "joblib", "threadpoolctl", "psutil",
+                    "line_profiler", "tqdm", "nbgrader", "nbclient", "nbconvert", "ipykernel",
+                    "jupyterlab", "notebook")
+
+
+def _pins(path):
+    """{package: its pinned line} of a requirements or constraints file."""
+    return {line.split("==")[0].strip().lower(): line.strip() for line in path.read_text().splitlines()
+            if "==" in line and not line.lstrip().startswith("#")}
+
+
+def student_requirements():
+    """The students' requirements.txt: STUDENT_PACKAGES, pinned as the course pins them."""
+    course_pins = _pins(course.ROOT / "requirements.txt")
+    lines = [course_pins[name] for name in STUDENT_PACKAGES]
+    return ("# What the course's notebooks need, pinned (the course's instructors install more);\n"
+            "# constraints.txt fixes the versions of everything these pull in.\n" + "\n".join(lines) + "\n")
+
+
+def student_environment_yml():
+    """The course's environment.yml with the students' packages only."""
+    text = (course.ROOT / "environment.yml").read_text()
+    head, _, _ = text.partition("      - -c constraints.txt\n")
+    pins = student_requirements().splitlines()[2:]
+    return head + "      - -c constraints.txt\n" + "".join(f"      - {line}\n" for line in pins)
+
 
 def build(out=None, assignments=None):
     """Write the student folder; return its path. Reads release/, so release first."""
@@ -34,8 +65,9 @@ def build(out=None, assignments=None):
             raise SystemExit(f"student: {released} is missing; run `python -m autograder release` first")
         shutil.copytree(released, out / assignment, ignore=_IGNORE)  # with its figures, in img/
     shutil.copytree(course.ROOT / "helpers", out / "helpers", ignore=_IGNORE)
-    for name in ("requirements.txt", "constraints.txt", "environment.yml"):
-        shutil.copy2(course.ROOT / name, out / name)
+    shutil.copy2(course.ROOT / "constraints.txt", out / "constraints.txt")
+    (out / "requirements.txt").write_text(student_requirements())
+    (out / "environment.yml").write_text(student_environment_yml())
     shutil.copytree(BUNDLE, out, ignore=_IGNORE, dirs_exist_ok=True)
     # bin/env.sh is the course's own set-up script: the same for students.
     shutil.copy2(course.ROOT / "bin" / "env.sh", out / "bin" / "env.sh")
