@@ -383,7 +383,7 @@ def check(exercise, namespace=None):
     __tracebackhide__ = True  # IPython and pytest hide this frame from the traceback
     import os
     if os.environ.get(DEFERRED) == "1" and os.environ.get("NBGRADER_EXECUTION") == "autograde":
-        print(f"{exercise}: the hidden checks run outside this notebook; see the feedback")
+        print(f"{exercise}: the grader runs the hidden checks outside this notebook; any that fail are listed below")
         return
     if namespace is None:
         namespace = sys._getframe(1).f_globals

@@ -14,7 +14,7 @@ import pytest
 from autograder.checks._support import (alone, assert_worked_outside, caller_cpu, counted, created, exact_int, exclusive,
                                         kernel_decides, raises_value_error, student_pid, there, timeout,
                                         witnessed_in, work_for_workers)
-from autograder.checks._support import exact_list, works_under_spawn
+from autograder.checks._support import exact_list, how_many, works_under_spawn
 from helpers import workers
 
 
@@ -248,8 +248,10 @@ def test_visible_appends_threads(visible_appends):
     """
     for n in (1, 3, 2 * os.cpu_count() + 1):
         got, counts = counted(visible_appends, "thread", n)
-        assert exact_int(got, "the result") == n, f"with {n} threads the parent should see {n} items, got {got}"
-        assert counts["thread start"] >= n, f"{n} threads should have been started, saw {counts['thread start']}"
+        assert exact_int(got, "the result") == n, (
+            f"with {how_many(n, 'thread')} the parent should see {how_many(n, 'item')}, got {got}")
+        assert counts["thread start"] >= n, (
+            f"{how_many(n, 'thread')} should have been started, saw {counts['thread start']}")
         assert counts["thread join"] >= n, f"every thread should be joined: {counts['thread join']} of {n} were"
     assert visible_appends("thread", 2) == 2, "a second call must start again from an empty list"
 
@@ -259,9 +261,10 @@ def test_visible_appends_processes(visible_appends):
     """processes append to their own copy: the parent sees 0"""
     for n in (1, 3):
         got, counts = counted(visible_appends, "process", n)
-        assert exact_int(got, "the result") == 0, f"with {n} processes the parent should see 0 items, got {got}"
+        assert exact_int(got, "the result") == 0, (
+            f"with {how_many(n, 'process', 'processes')} the parent should see 0 items, got {got}")
         assert counts["process start"] >= n, (
-            f"{n} processes should have been started, saw {counts['process start']}")
+            f"{how_many(n, 'process', 'processes')} should have been started, saw {counts['process start']}")
         assert counts["process join"] >= n, "every process should be joined"
 
 
@@ -296,11 +299,12 @@ def test_creation_cost_starts_and_joins(creation_cost):
     assert seconds * n <= wall, (
         f"{n} trials of {seconds * 1e3:.3f} ms each take longer than the call itself ({wall * 1e3:.1f} ms)")
     assert counts["thread start"] >= n and counts["thread join"] >= n, (
-        f"{n} trials should start and join {n} threads; saw {counts['thread start']} starts, "
+        f"{how_many(n, 'trial')} should start and join {how_many(n, 'thread')}; saw {counts['thread start']} starts, "
         f"{counts['thread join']} joins")
     _, counts = counted(creation_cost, "process", n)
     assert counts["process start"] >= n and counts["process join"] >= n, (
-        f"{n} trials should start and join {n} processes; saw {counts['process start']} starts, "
+        f"{how_many(n, 'trial')} should start and join {how_many(n, 'process', 'processes')}; "
+        f"saw {counts['process start']} starts, "
         f"{counts['process join']} joins")
     # n is the number of trials: one trial starts one worker (and an untimed warm-up at most one more).
     _, counts = counted(creation_cost, "thread", 1)

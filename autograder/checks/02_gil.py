@@ -30,6 +30,7 @@ from autograder.checks._support import (alone, assert_worked_outside, broken_whe
                                         exclusive, kernel_decides, machine_use, observe, raises_value_error,
                                         reused_workers, student_pid, there, timeout, witnessed_in,
                                         work_for_workers, works_under_spawn)
+from autograder.checks._support import how_many
 from helpers import gil, workers
 from helpers.system import usable_cores
 
@@ -300,7 +301,7 @@ def test_run_threads_concurrent(run_threads):
                 f"with {n} calls, they did not all run at the same time (one after another, or too few threads)")
             assert all(r["pid"] == student_pid() for r in out), "threads run in this process, not in another one"
             assert len({r["thread"] for r in out}) == n, f"{n} calls should run in {n} different threads"
-            assert counts["thread start"] >= n, f"{n} threads should have been started"
+            assert counts["thread start"] >= n, f"{how_many(n, 'thread')} should have been started"
             # The stall watch's thread lives through the whole call: one more than the answer's n.
             if watch.most_own_threads() >= watch.base_threads + n + 1:
                 break

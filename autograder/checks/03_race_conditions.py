@@ -25,7 +25,7 @@ import pytest
 
 from autograder.checks._support import (capped, counted, created, count_starts_and_joins, counting, exact_float, exact_int, exact_list, observe,
                                         raises_value_error, reused_workers, student_pid, there, timeout)
-from autograder.checks._support import works_under_spawn
+from autograder.checks._support import how_many, works_under_spawn
 
 _yield = time.sleep            # the real one, even if an answer patches time.sleep
 # Pauses in answer code. time.sleep(0) hands the GIL over only when another
@@ -452,7 +452,7 @@ def test_safe_increment_exact(safe_increment):
         got, counts = counted(safe_increment, n_threads, n)
         got = exact_int(got, "the count")
         assert got == n_threads * n, f"{n_threads} threads x {n} increments gave {got}, not {n_threads * n}"
-        assert counts["thread start"] >= n_threads, f"{n_threads} threads should have been started"
+        assert counts["thread start"] >= n_threads, f"{how_many(n_threads, 'thread')} should have been started"
 
 
 @timeout(90)

@@ -708,6 +708,11 @@ def alone():
     return lease.alone()
 
 
+def how_many(n, noun, plural=None):
+    """'1 thread', '3 threads': a count for a student's message."""
+    return f"{n} {noun if n == 1 else plural or noun + 's'}"
+
+
 def exact_int(value, what):
     assert type(value) is int or isinstance(value, np.integer) and not isinstance(value, bool), (
         f"{what} must be an int, got {type(value).__name__}")
