@@ -95,3 +95,22 @@ def test_a_new_assignment_before_another_points_to_it(tmp_path):
     path = author.new_assignment(f"{number:02d}_inserted", "Inserted", "f", source_root=source)
     summary = notebooks.read(path).cells[-1].source
     assert f"**Next:** *{last[:2]} · {notebooks.read(course.source_notebook(last)).cells[0].source.split(' · ', 1)[1].splitlines()[0]}*" in summary
+
+
+def test_samples_of_an_assignment_without_a_catalogue_yet(monkeypatch, capsys, tmp_path):
+    """An assignment started with `author new` has no answer catalogue until step 4 of the guide:
+    `samples` (and so bin/main) stopped on a LookupError for the whole course. It now writes the
+    perfect and the blank student of it, and says why there is no partial one."""
+    import argparse
+
+    from autograder import samples
+
+    first = course.assignments()[0]
+    monkeypatch.setattr(samples, "has_catalogue", lambda assignment: assignment != first)
+    assert set(samples.submissions(first)) == {"sample_perfect", "sample_blank"}
+    monkeypatch.setenv("COURSE_WORKDIR", str(tmp_path))
+    assert samples.main(argparse.Namespace(assignments=[first])) == 0
+    assert "has no answer catalogue yet" in capsys.readouterr().out
+    assert sorted(p.name for p in (tmp_path / "submitted").iterdir()) == ["sample_blank", "sample_perfect"]
+    monkeypatch.undo()
+    assert samples.has_catalogue(first) and set(samples.submissions(first)) == set(samples.STUDENTS)

@@ -164,6 +164,9 @@ def submissions(assignment):
     release_nb = notebooks.read(course.release_notebook(assignment))
     source_nb = notebooks.read(course.source_notebook(assignment))
     perfect = {gid: notebooks.solution_code(src) for gid, src in notebooks.answer_cells(source_nb).items()}
+    made = {"sample_perfect": fill(release_nb, perfect), "sample_blank": fill(release_nb, {})}
+    if not has_catalogue(assignment):  # a new assignment still being written: no partial student yet
+        return made
     partial = dict(perfect)
     cat = catalogue(assignment)
     for exercise, label in cat.PARTIAL.items():
@@ -171,11 +174,12 @@ def submissions(assignment):
             partial.pop(exercise)
         else:
             partial[exercise] = cat.WRONG[exercise][label]
-    return {
-        "sample_perfect": fill(release_nb, perfect),
-        "sample_blank": fill(release_nb, {}),
-        "sample_partial": fill(release_nb, partial),
-    }
+    return {**made, "sample_partial": fill(release_nb, partial)}
+
+
+def has_catalogue(assignment):
+    """Whether autograder/samples/<assignment>.py exists (`author new` starts an assignment without one)."""
+    return (HERE / f"{assignment}.py").is_file()
 
 
 def serialised_submissions(assignments=None):
@@ -208,4 +212,8 @@ def write(assignments=None, submitted=None):
 def main(args):
     written = write(args.assignments or None)
     print(f"samples: {len(written)} submissions in {course.Course().submitted}")
+    for assignment in args.assignments or course.assignments():
+        if not has_catalogue(assignment):
+            print(f"samples: {assignment} has no answer catalogue yet (autograder/samples/{assignment}.py, "
+                  "as the instructor guide's 'Adding an exercise' says): no sample_partial for it")
     return 0
