@@ -138,8 +138,18 @@ def _new_id(name, index, used):
 
 
 def command(args):
-    """`python -m autograder author ...`"""
-    return main(args.rest)
+    """`python -m autograder author export|build|new ...` (arguments parsed by cli.py)."""
+    missing = [path for path in (getattr(args, "notebook", None) if args.step == "export" else None,
+                                 getattr(args, "text", None) if args.step == "build" else None)
+               if path and not Path(path).is_file()]
+    if missing:
+        print(f"author {args.step}: no file {missing[0]}", file=sys.stderr)
+        return 2
+    if args.step == "export":
+        return main(["export", args.notebook, *([args.text] if args.text else [])])
+    if args.step == "build":
+        return main(["build", args.text, args.notebook])
+    return main(["new", args.assignment, args.title, args.exercise])
 
 
 def main(argv):

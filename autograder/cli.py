@@ -107,8 +107,19 @@ def parser():
     web.add_argument("assignments", nargs="*", help="default: every assignment in source/")
     web.add_argument("--out", default=None, help="output folder (default: dist/site); the pages go to OUT/html")
     web.set_defaults(fn=_verb("site"))
-    auth = verbs.add_parser("author", help="notebook <-> text form (see autograder/author.py)")
-    auth.add_argument("rest", nargs=argparse.REMAINDER)
+    auth = verbs.add_parser("author", help="a notebook as text and back; a new assignment from the template",
+                            description=_docstring("author"), formatter_class=argparse.RawDescriptionHelpFormatter)
+    steps = auth.add_subparsers(dest="step", required=True)
+    export = steps.add_parser("export", help="write a notebook's text form (jupytext's percent format)")
+    export.add_argument("notebook", help="e.g. source/01_processes_threads/01_processes_threads.ipynb")
+    export.add_argument("text", nargs="?", help="the file to write (default: standard output)")
+    build = steps.add_parser("build", help="build a notebook from its text form, keeping the cell ids it had")
+    build.add_argument("text", help="the text form, e.g. draft.py")
+    build.add_argument("notebook", help="the notebook to write (its cell ids are kept)")
+    new = steps.add_parser("new", help="start an assignment from the course's notebook template")
+    new.add_argument("assignment", help="NN_words, e.g. 13_gpu_kernels")
+    new.add_argument("title", help='its title, e.g. "GPU kernels"')
+    new.add_argument("exercise", help="the function name of its first exercise")
     auth.set_defaults(fn=_verb("author", "command"))
     return top
 

@@ -114,3 +114,19 @@ def test_samples_of_an_assignment_without_a_catalogue_yet(monkeypatch, capsys, t
     assert sorted(p.name for p in (tmp_path / "submitted").iterdir()) == ["sample_blank", "sample_perfect"]
     monkeypatch.undo()
     assert samples.has_catalogue(first) and set(samples.submissions(first)) == set(samples.STUDENTS)
+
+
+def test_the_author_verb_answers_help_and_names_a_missing_file(capsys, tmp_path):
+    """`author --help` showed one argument called "rest", and `author export --help` ended in a
+    FileNotFoundError for '--help' (adoption review)."""
+    from autograder import cli
+
+    for argv in (["author", "--help"], ["author", "export", "--help"], ["author", "new", "--help"]):
+        with pytest.raises(SystemExit) as done:
+            cli.main(argv)
+        assert done.value.code == 0, argv
+    said = capsys.readouterr().out
+    assert "{export,build,new}" in said and "notebook" in said and "exercise" in said, said
+    assert cli.main(["author", "export", str(tmp_path / "nope.ipynb")]) == 2
+    assert "no file" in capsys.readouterr().err
+    assert cli.main(["author", "build", str(tmp_path / "nope.py"), str(tmp_path / "out.ipynb")]) == 2
