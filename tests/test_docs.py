@@ -310,3 +310,19 @@ def test_the_syllabus_lists_each_assignments_exercises_in_notebook_order():
     wrong = {a: re.findall(r"`(\w+)`", listed) for a, listed in rows
              if re.findall(r"`(\w+)`", listed) != contract[a]}
     assert not wrong, f"listed otherwise than the notebooks ask for them: {wrong}"
+
+
+def test_the_syllabus_gives_each_assignments_points_as_the_notebooks_do():
+    """The syllabus's "Points per assignment" line (what an adopting instructor weighs in the LMS)
+    says what the notebooks' test cells carry, and their sum."""
+    from autograder import notebooks
+
+    text = " ".join((course.ROOT / "course" / "syllabus.md").read_text().split())
+    said = re.search(r"Points per assignment: (.*?) \((\d+) in all", text)
+    assert said, "the syllabus no longer lists the points per assignment"
+    listed = dict(re.findall(r"(\d\d) (\d+)", said[1]))
+    actual = {a[:2]: sum(float(notebooks.nbgrader_meta(c).get("points", 0))
+                         for c in notebooks.read(course.source_notebook(a)).cells if notebooks.nbgrader_meta(c).get("grade"))
+              for a in course.assignments()}
+    assert {k: float(v) for k, v in listed.items()} == actual, (listed, actual)
+    assert float(said[2]) == sum(actual.values())
