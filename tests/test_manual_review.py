@@ -156,6 +156,9 @@ def test_a_score_entered_by_hand_that_outlives_an_autograde_is_listed(tmp_path, 
         gb.find_grade("test_x", "A2", "A2", "ann").manual_score = 2  # not graded in this run
         gb.db.commit()
     graded = [("A1", "ann"), ("A1", "bob")]
+    for assignment, student in graded:  # the handed-in notebooks grade() looks for
+        (work.submitted / student / assignment).mkdir(parents=True)
+        (work.submitted / student / assignment / f"{assignment}.ipynb").write_text("{}")
     monkeypatch.setattr(grade.warm, "kept", contextlib.nullcontext)
     monkeypatch.setattr(jobs, "run_all", lambda verb, pairs, **_: [
         jobs.JobResult(a, s, True, 0.1, tmp_path / f"{s}.log") for a, s in pairs])
