@@ -6,6 +6,7 @@ import sys
 from functools import lru_cache
 from pathlib import Path
 
+TITLE = "Parallel Computing in Python and PyTorch"  # the notebooks' first cells, the website
 ROOT = Path(__file__).resolve().parent.parent
 SOURCE = ROOT / "source"
 RELEASE = ROOT / "release"

@@ -29,7 +29,7 @@ from pathlib import Path
 
 from . import course, notebooks
 
-TITLE = "Parallel Computing in Python and PyTorch"
+TITLE = course.TITLE
 # Text that must never reach a page: nbgrader's solution and hidden-test markers,
 # and the hidden checks' runner.
 FORBIDDEN = ("BEGIN SOLUTION", "END SOLUTION", "BEGIN HIDDEN TESTS", "END HIDDEN TESTS",

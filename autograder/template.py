@@ -17,7 +17,7 @@ holds all of them to it), and `python -m autograder author new` starts a new ass
 """
 import re
 
-COURSE = "Parallel Computing in Python and PyTorch"
+from .course import TITLE as COURSE
 
 # The text form of a new notebook (jupytext's percent format, as `author export` writes it).
 TEXT = '''# %% [markdown]
