@@ -26,7 +26,7 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 from .. import course
-from . import jobs, lease
+from . import jobs, lease, progress
 
 # Settings a remote grader must share with this machine (read by nbgrader_config.py
 # and the sandbox); the course's work folder and gradebook travel as COURSE_WORKDIR and COURSE_DB_URL.
@@ -106,7 +106,6 @@ def run_all(verb, pairs, scheduler, desc=None, log_dir=None, work=None, on_resul
     or a distributed.Client). Returns JobResults sorted by assignment, student;
     `on_result(dict)` sees each answer as it arrives (the test uses it)."""
     from distributed import Client, as_completed
-    from tqdm.auto import tqdm
 
     work = work or course.Course()
     work = course.Course(work.workdir.resolve(), work.db_url)
@@ -127,7 +126,7 @@ def run_all(verb, pairs, scheduler, desc=None, log_dir=None, work=None, on_resul
                                  pure=False)
                    for assignment, student in pairs]
         results = []
-        with tqdm(total=len(pairs), desc=desc or verb, unit="submission") as bar:
+        with progress.bar(len(pairs), desc or verb) as bar:
             for future in as_completed(futures):
                 answer = future.result()
                 results.append(jobs.JobResult(answer["assignment"], answer["student"], answer["ok"],

@@ -19,7 +19,7 @@ from pathlib import Path
 from helpers.system import usable_cores
 
 from .. import course
-from . import lease, warm
+from . import lease, progress, warm
 
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
                     "NUMEXPR_NUM_THREADS", "VECLIB_MAXIMUM_THREADS")
@@ -122,8 +122,6 @@ def run_all(verb, pairs, n_jobs=None, desc=None, log_dir=None, work=None, schedu
         from . import cluster
         return cluster.run_all(verb, pairs, scheduler, desc=desc, log_dir=log_dir, work=work)
     from joblib import Parallel, delayed
-    from tqdm.auto import tqdm
-
     n_jobs = 1 if alone else max(1, min(n_jobs or default_jobs(), len(pairs) or 1))
     env = job_environment(n_jobs, work)
     if alone:
@@ -133,7 +131,7 @@ def run_all(verb, pairs, n_jobs=None, desc=None, log_dir=None, work=None, schedu
     todo = queue.SimpleQueue()
     for pair in pairs:
         todo.put(pair)
-    bar = tqdm(total=len(pairs), desc=desc or verb, unit="submission")
+    bar = progress.bar(len(pairs), desc or verb)
     lock = threading.Lock()
 
     def drain(worker_env):
