@@ -63,15 +63,19 @@ def add_students(students, work=None):
 
 GRADED = "graded"
 NOT_GRADED = "not graded (grading failed; see reports/logs/)"
+GONE = "not graded (gone from submitted/: an assignment or student taken out of the course?)"
 
 
 def status(student, assignment, work=None):
-    """GRADED if the submission's autograding finished, else NOT_GRADED: nbgrader makes a
-    submission's grade rows first and, when grading fails, deletes autograded/<student>/<assignment>/
-    but keeps the rows (at zero, or a resubmission's old scores)."""
+    """GRADED if the submission's autograding finished; else NOT_GRADED while it is still in
+    submitted/ (nbgrader makes a submission's grade rows first and, when grading fails, deletes
+    autograded/<student>/<assignment>/ but keeps the rows, at zero or a resubmission's old scores);
+    else GONE: its folders were deleted (a dropped draft assignment, a student who left) while
+    the gradebook still holds its rows."""
     work = work or course.Course()
-    done = work.autograded / student / assignment / f"{assignment}.ipynb"
-    return GRADED if done.is_file() else NOT_GRADED
+    if (work.autograded / student / assignment / f"{assignment}.ipynb").is_file():
+        return GRADED
+    return NOT_GRADED if (work.submitted / student / assignment).is_dir() else GONE
 
 
 def roster(work=None):
@@ -166,7 +170,7 @@ def after_penalty(raw, penalty):
 def scores(assignments=None, work=None):
     """One row per (student, assignment): the score that counts (after any late penalty), the
     cells' points before it (raw_score), the penalty, the maximum, and the status (GRADED, or
-    NOT_GRADED where autograding failed: the scores are then zeros or an older submission's)."""
+    NOT_GRADED or GONE, as status() says: the scores are then zeros or an older submission's)."""
     work = work or course.Course()
     totals = {}
     for row in cell_scores(assignments, work):

@@ -84,7 +84,7 @@ def out_dir_for(assignments, work=None):
 
 def not_graded(assignments=None, work=None, with_samples=False):
     """[(student, assignment)] of the submissions (within the filter, and of the students the
-    tables are of) whose autograding failed."""
+    tables are of) that are not graded: grading failed (NOT_GRADED) or their folders are gone (GONE)."""
     work = work or course.Course()
     names = gradebook.roster(work)
     left_out = set(left_out_samples(names["students"], with_samples))
@@ -180,11 +180,20 @@ def main(args):
     if left_out:
         print(f"report: the sample students ({', '.join(left_out)}: the course's own test submissions) are "
               "left out of these tables; --with-samples keeps them")
-    failed = not_graded(assignments, with_samples=with_samples)
+    work = course.Course()
+    unfinished = not_graded(assignments, with_samples=with_samples)
+    gone = [(s, a) for s, a in unfinished if gradebook.status(s, a, work) == gradebook.GONE]
+    failed = [key for key in unfinished if key not in gone]
     if failed:
         print(f"report: {len(failed)} submission(s) could not be graded (grading failed; see reports/logs/; "
               f"blank in grades_lms.csv): {', '.join(f'{s}/{a}' for s, a in failed)}")
-    review = course.Course().reports / "manual_review.csv"
+    if gone:
+        names = sorted({a for _, a in gone})
+        print(f"report: {len(gone)} submission(s) in the gradebook are gone from submitted/ (blank in "
+              f"grades_lms.csv): {', '.join(f'{s}/{a}' for s, a in gone)}. If the assignment was taken out "
+              "of the course, take it out of the gradebook too: "
+              + "; ".join(f"nbgrader db assignment remove {a} --force" for a in names))
+    review = work.reports / "manual_review.csv"
     if review.is_file():
         rows = list(csv.DictReader(review.open()))
         if rows:

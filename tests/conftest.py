@@ -582,8 +582,8 @@ def autograded(work, student, assignment):
 
 def scratch_gradebook(tmp_path, assignments, students, graded):
     """A scratch course: each assignment one notebook of one 2-point test cell (test_x);
-    `graded` {(student, assignment): score} of the submissions, autograded unless the score is None
-    (a failed autograde: the rows stay, at the score of an earlier submission when given)."""
+    `graded` {(student, assignment): score} of the submissions, each in submitted/, autograded unless
+    the score is None (a failed autograde: the rows stay, at the score of an earlier submission when given)."""
     from nbgrader.api import Gradebook
 
     from autograder import course, gradebook
@@ -602,6 +602,7 @@ def scratch_gradebook(tmp_path, assignments, students, graded):
             gb.find_grade("test_x", a, a, student).auto_score = 2 if score is None else score
         gb.db.commit()
     for (student, a), score in graded.items():
+        (work.submitted / student / a).mkdir(parents=True, exist_ok=True)
         if score is not None:
             autograded(work, student, a)
     return work

@@ -157,7 +157,7 @@ def test_a_score_entered_by_hand_that_outlives_an_autograde_is_listed(tmp_path, 
         gb.db.commit()
     graded = [("A1", "ann"), ("A1", "bob")]
     for assignment, student in graded:  # the handed-in notebooks grade() looks for
-        (work.submitted / student / assignment).mkdir(parents=True)
+        (work.submitted / student / assignment).mkdir(parents=True, exist_ok=True)
         (work.submitted / student / assignment / f"{assignment}.ipynb").write_text("{}")
     monkeypatch.setattr(grade.warm, "kept", contextlib.nullcontext)
     monkeypatch.setattr(jobs, "run_all", lambda verb, pairs, **_: [

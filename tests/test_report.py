@@ -6,6 +6,9 @@ feedback gives one HTML page per student.
 """
 import argparse
 import csv
+import re
+import shutil
+import subprocess
 
 import pytest
 
@@ -148,6 +151,33 @@ def test_a_submission_whose_grading_failed_is_not_graded(tmp_path, monkeypatch, 
     assert report.main(argparse.Namespace(assignments=[])) == 0
     said = capsys.readouterr().out
     assert "1 submission(s) could not be graded" in said and "bob/A1" in said and "ann/A1" not in said, said
+
+
+@pytest.mark.filterwarnings("ignore::sqlalchemy.exc.SAWarning")
+def test_a_dropped_assignment_is_not_called_a_failed_grading(tmp_path, monkeypatch, capsys, course_tools):
+    """A draft assignment graded, then dropped (its folders deleted, as the guide says) while the
+    gradebook kept it: report called its graded submissions "grading failed; see reports/logs/".
+    It says they are gone, and gives the command that takes the assignment out; that command works."""
+    work = course_tools.scratch_gradebook(tmp_path, ["A1", "draft"], ["ann"], {("ann", "A1"): 2, ("ann", "draft"): 1})
+    shutil.rmtree(work.submitted / "ann" / "draft")
+    shutil.rmtree(work.autograded / "ann" / "draft")
+    assert gradebook.status("ann", "draft", work) == gradebook.GONE
+    assert gradebook.status("ann", "A1", work) == gradebook.GRADED
+    monkeypatch.setenv("COURSE_WORKDIR", str(tmp_path))
+    monkeypatch.setenv("COURSE_DB_URL", work.db_url)
+    assert report.main(argparse.Namespace(assignments=[])) == 0
+    said = capsys.readouterr().out
+    assert "grading failed" not in said, said
+    assert "1 submission(s) in the gradebook are gone from submitted/" in said and "ann/draft" in said, said
+    remove = re.search(r"nbgrader db assignment remove draft --force", said)
+    assert remove, said
+    [row] = [r for r in _csv(tmp_path / "reports" / "grades.csv") if r["assignment"] == "draft"]
+    assert row["status"] == gradebook.GONE and row["score"] == "", row
+    subprocess.run(["nbgrader", *remove.group(0).split()[1:], f"--db={work.db_url}"], cwd=tmp_path,
+                   check=True, capture_output=True, timeout=120)
+    assert report.main(argparse.Namespace(assignments=[])) == 0
+    said = capsys.readouterr().out
+    assert "gone" not in said and "draft" not in (tmp_path / "reports" / "grades_lms.csv").read_text(), said
 
 
 @pytest.mark.filterwarnings("ignore::sqlalchemy.exc.SAWarning")
