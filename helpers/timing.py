@@ -41,10 +41,22 @@ class Comparison(dict):
 
     def table(self, baseline=None):
         baseline = next(iter(self)) if baseline is None else baseline  # a key may be 0 (workers)
-        rows = [f"{'candidate':<28}{'seconds':>10}{'speedup':>10}"]
+        unit, scale = time_unit(min(self.values(), default=1.0))
+        rows = [f"{'candidate':<28}{unit:>10}{'speedup':>10}"]
         for name, seconds in self.items():
-            rows.append(f"{name:<28}{seconds:>10.4f}{self[baseline] / max(seconds, 1e-12):>9.2f}x")
+            value = seconds * scale
+            digits = 2 if value < 10 else 1 if value < 100 else 0
+            rows.append(f"{name:<28}{value:>10.{digits}f}{self[baseline] / max(seconds, 1e-12):>9.2f}x")
         return "\n".join(rows)
+
+
+def time_unit(seconds):
+    """(column heading, factor) that shows `seconds` with a few digits before the point:
+    a table of times in microseconds printed in seconds reads 0.0000 everywhere."""
+    for unit, scale in (("seconds", 1), ("ms", 1e3), ("µs", 1e6)):
+        if seconds * scale >= 1:
+            return unit, scale
+    return "ns", 1e9
 
 
 def compare(candidates, repeat=3):

@@ -118,6 +118,15 @@ def test_a_comparison_takes_any_key_as_baseline():
     assert result.speedups(0) == {4: 4.0, 0: 1.0, 1: 2.0}
 
 
+def test_a_comparison_of_microseconds_shows_them():
+    """09's DataParallel table printed 0.0000 seconds for both rows: times print in a unit that
+    shows their digits."""
+    lines = timing.Comparison({"plain": 3.2e-5, "wrapped": 4.9e-5}).table().splitlines()
+    assert lines[0].split()[1] == "µs" and lines[1].split()[1:] == ["32.0", "1.00x"], lines
+    lines = timing.Comparison({"serial": 2.5, "pool": 1.25}).table().splitlines()
+    assert lines[0].split()[1] == "seconds" and lines[2].split()[1:] == ["1.25", "2.00x"], lines
+
+
 def test_busy_cpu_seconds_is_none_where_there_is_no_affinity(monkeypatch):
     """macOS and Windows have neither sched_getaffinity nor /proc/stat: None, as documented (it
     raised AttributeError there)."""

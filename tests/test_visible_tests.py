@@ -1,9 +1,11 @@
-"""Every approach a notebook offers passes its visible tests, not only its hidden checks.
+"""Every approach a notebook offers passes its visible tests, not only its hidden checks;
+the common mistakes the visible tests are written to catch fail them.
 
 For each assignment, one clean process replays the notebook as grading does
 (the course's non-demo cells and the reference answers, in order), then, for
-every correct ALTERNATIVE answer in the catalogue, runs it in place of the
-reference and executes the visible part of its exercise's test cells.
+every correct ALTERNATIVE answer in the catalogue, and every WRONG one named in
+CAUGHT_VISIBLY, runs it in place of the reference and executes the visible part
+of its exercise's test cells.
 """
 import json
 import os
@@ -48,25 +50,42 @@ CHILD = textwrap.dedent('''
 ''')
 
 
+# Catalogued wrong answers that a student's own run of the visible tests must already reject
+# (bin/validate, the Validate button): {assignment: {exercise: [labels]}}.
+CAUGHT_VISIBLY = {
+    "05_multiprocessing_pools": {"generate_trajectories": ["the seeds' version: global RNG in forked workers"]},
+    "07_pytorch_devices": {"to_device": ["breaks named tuples", "turns every container into a list"]},
+    "09_data_parallel": {"ring_allreduce": ["one sum copied to every rank",
+                                            "gather to rank 0 then broadcast, p - 1 additions in rank order"]},
+}
+
+
 def _spec(assignment, out):
     source = notebooks.read(course.source_notebook(assignment))
     answers = {gid: notebooks.solution_code(src) for gid, src in notebooks.answer_cells(source).items()}
     tests = notebooks.test_cells(source)
-    alternatives = []
-    for exercise, entries in samples.catalogue(assignment).ALTERNATIVE.items():
-        visible = [(gid, notebooks.visible_code(src)) for gid, src in tests.items()
-                   if gid.startswith(f"test_{exercise}")]
+    catalogue, alternatives = samples.catalogue(assignment), []
+
+    def visible(exercise):
+        return [(gid, notebooks.visible_code(src)) for gid, src in tests.items() if gid.startswith(f"test_{exercise}")]
+
+    for exercise, entries in catalogue.ALTERNATIVE.items():
         for label, code in entries.items():
-            alternatives.append((exercise, label, code, answers[exercise], visible))
+            alternatives.append((exercise, label, code, answers[exercise], visible(exercise)))
+    for exercise, labels in CAUGHT_VISIBLY.get(assignment, {}).items():
+        for label in labels:
+            alternatives.append((exercise, "wrong: " + label, catalogue.WRONG[exercise][label], answers[exercise],
+                                 visible(exercise)))
     cells = [(label, answers.get(label, code)) for label, code in verify.payload_for(source, source)["cells"]]
     return {"cells": cells, "alternatives": alternatives, "out": str(out),
             "folder": str(course.SOURCE / assignment)}
 
 
 def test_alternatives_pass_the_visible_tests(assignment, tmp_path, short_tmp):
+    """Correct alternatives pass every visible test; the wrong answers of CAUGHT_VISIBLY fail one."""
     spec = _spec(assignment, tmp_path / "results.json")
     if not spec["alternatives"]:
-        pytest.skip(f"{assignment} catalogues no alternative answer")
+        pytest.skip(f"{assignment} catalogues no alternative answer and names no wrong one")
     # Output goes to a file, not a pipe: idle joblib (loky) workers outlive the child for
     # minutes and would hold a pipe open; they are stopped with the child's session.
     log = tmp_path / "child.log"
@@ -84,7 +103,10 @@ def test_alternatives_pass_the_visible_tests(assignment, tmp_path, short_tmp):
                 pass
             child.wait()
     assert child.returncode == 0, log.read_text()[-3000:]
-    failed = [f"{label} / {grade_id}: {message}"
-              for label, grade_id, passed, message in json.loads((tmp_path / "results.json").read_text())
-              if not passed]
+    results = json.loads((tmp_path / "results.json").read_text())
+    failed = [f"{label} / {grade_id}: {message}" for label, grade_id, passed, message in results
+              if not passed and not label.startswith("wrong: ")]
     assert not failed, "correct alternatives fail a visible test:\n" + "\n".join(failed)
+    caught = {label for label, _, passed, _ in results if label.startswith("wrong: ") and not passed}
+    missed = sorted({label for label, *_ in results if label.startswith("wrong: ")} - caught)
+    assert not missed, "wrong answers pass every visible test:\n" + "\n".join(missed)
