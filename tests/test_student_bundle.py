@@ -158,6 +158,7 @@ def test_validate_skips_the_demos_as_grading_does(bundle, tmp_path):
     done = subprocess.run(["bash", str(folder / "bin" / "validate"), "00_check/check.ipynb"], cwd=folder,
                           env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "without encryption" not in done.stdout + done.stderr, "ipykernel's transport warning reaches the student"
 
 
 def test_cli_verb_builds_dist_student():
