@@ -137,7 +137,8 @@ def test_validate_skips_the_demos_as_grading_does(bundle, tmp_path):
     nb = nbformat.v4.new_notebook(cells=[
         demo,
         _graded_cell("assert 'DEMO_VALUE' not in globals(), 'a demo cell ran while validating'", "test_no_demo"),
-        _graded_cell("raise ValueError('a failing test cell 1729')", "test_fails")])
+        _graded_cell("raise ValueError('a failing test cell 1729, with a message as long as a good hint is: '"
+                     " + 'what went wrong ' * 8 + 'and what to look at END4217')", "test_fails")])
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     (folder / "00_check").mkdir()
     nbformat.write(nb, str(folder / "00_check" / "check.ipynb"))
@@ -150,6 +151,8 @@ def test_validate_skips_the_demos_as_grading_does(bundle, tmp_path):
                           env=env, capture_output=True, text=True, timeout=300)
     report = done.stdout + done.stderr
     assert "1729" in report, f"the failing test cell was not reported:\n{report[-3000:]}"
+    # nbgrader validate cuts every line of its report at 87 characters; bin/validate wraps them.
+    assert "END4217" in "".join(line.strip() for line in report.splitlines()), report[-3000:]
     assert "a demo cell ran" not in report, report[-3000:]
     assert not (folder / "00_check" / "demo-ran.txt").exists(), "the demo cell ran while validating"
     assert done.returncode == 1, f"a failed validation exited {done.returncode}:\n{report[-2000:]}"
