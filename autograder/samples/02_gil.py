@@ -362,6 +362,14 @@ def share_in_process(n):
         t.join()
     seconds["threads"] = time.perf_counter() - start
 ''')),
+        "the processes started and joined one after another": variant(
+            _GIL_EXPERIMENT, ('    seconds["processes"] = timed(mp_context().Process, draw_randoms, [(s,) for s in shares])\n', '''    start = time.perf_counter()
+    for s in shares:                               # one process at a time: never two at once
+        p = mp_context().Process(target=draw_randoms, args=(s,))
+        p.start()
+        p.join()
+    seconds["processes"] = time.perf_counter() - start
+''')),
     },
     "numpy_threads_speedup": {
         "one lock around every chunk": '''
