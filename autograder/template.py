@@ -15,6 +15,7 @@ holds all of them to it), and `python -m autograder author new` starts a new ass
   `check("name")`);
 - the last cell: `## Summary`, a list, and "**Next:** *NN+1 · Title*: ..." (but in the last assignment).
 """
+import ast
 import re
 
 from .course import TITLE as COURSE
@@ -98,6 +99,16 @@ def headings_inside(source):
             if m.start() > 0 and sum(f < m.start() for f in fences) % 2 == 0]
 
 
+def bare_asserts(code):
+    """The line numbers of `code`'s asserts that have no message. A failing one shows the student a bare
+    AssertionError, and bin/validate only its first 87 characters of the line."""
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:  # a cell magic: nothing to read here
+        return []
+    return [node.lineno for node in ast.walk(tree) if isinstance(node, ast.Assert) and node.msg is None]
+
+
 def problems(nb, number, total):
     """Where notebook `nb`, assignment `number` of `total`, departs from the template (empty: nowhere)."""
     from . import notebooks
@@ -131,6 +142,9 @@ def problems(nb, number, total):
                 found.append(f"cell {index}: the answer cell '{name}' must be followed by its test cell 'test_{name}'")
             elif HIDDEN_BLOCK.format(name=name) not in after.source:
                 found.append(f"cell {index + 1}: the test cell must end with the hidden block calling check(\"{name}\")")
+            elif bare_asserts(notebooks.visible_code(after.source)):
+                found.append(f"cell {index + 1}: visible asserts without a message saying what is wrong "
+                             f"(lines {bare_asserts(notebooks.visible_code(after.source))})")
             # Right after its exercise's heading, or after the pair before it of the same exercise
             # (an exercise may ask for several functions: 02's run_threads and run_processes).
             before = index - 1

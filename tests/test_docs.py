@@ -265,9 +265,12 @@ def test_the_template_check_finds_what_departs_from_it():
     answer = next(i for i, c in enumerate(broken.cells) if notebooks.is_answer_cell(c))
     broken.cells[answer - 1], broken.cells[answer - 2] = broken.cells[answer - 2], broken.cells[answer - 1]
     del broken.cells[answer + 1]
+    tested = next(i for i, c in enumerate(broken.cells) if notebooks.is_answer_cell(c)
+                  and notebooks.nbgrader_meta(broken.cells[i + 1]).get("grade_id", "").startswith("test_"))
+    broken.cells[tested + 1].source = "assert 1 + 1 == 2\n" + broken.cells[tested + 1].source
     said = " | ".join(template.problems(broken, 1, total))
     for expected in ("headings in the middle of a cell", "**Next:** *02 · ", "must come right after the",
-                     "must be followed by its test cell"):
+                     "must be followed by its test cell", "asserts without a message saying what is wrong (lines [1])"):
         assert expected in said, said
     assert "assignment 2 of" in " ".join(template.problems(nb, 2, total))
     assert template.headings_inside("## 1. Title\n\n```bash\n## a comment\n```") == []
