@@ -57,6 +57,11 @@ CAUGHT_VISIBLY = {
     "07_pytorch_devices": {"to_device": ["breaks named tuples", "turns every container into a list"]},
     "09_data_parallel": {"ring_allreduce": ["one sum copied to every rank",
                                             "gather to rank 0 then broadcast, p - 1 additions in rank order"]},
+    "11_profiling_scaling": {"karp_flatt": ["clipped to [0, 1]"]},
+    "12_collectives_sharding": {
+        "ring_allreduce_p2p": ["pieces cut by torch.chunk (fewer than p on short tensors)"],
+        "accumulate_gradients": ["every rank trains on the whole global batch (no rank_share)"],
+        "train_fsdp": ["returns rank 0's local shards, not the full tensors"]},
 }
 
 

@@ -1,7 +1,9 @@
 """Each rank all-reduces its rank number and says where it runs; started by torchrun.
 
-    torchrun --nnodes=2 --nproc-per-node=1 --node-rank=0 \
+    torchrun --nnodes=2 --nproc-per-node=1 \
              --rdzv-backend=c10d --rdzv-endpoint=HOST:PORT --rdzv-id=job two_nodes.py
+
+(the same command on every node: with the c10d rendezvous the nodes take their ranks as they join)
 
 torchrun gives each process its place through environment variables (RANK,
 LOCAL_RANK, WORLD_SIZE, GROUP_RANK = the node's rank, MASTER_ADDR, MASTER_PORT);
