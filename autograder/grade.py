@@ -15,7 +15,7 @@ import shutil
 from pathlib import Path
 
 from . import course
-from .gradebook import hand_overrides, scores
+from .gradebook import hand_overrides, roster, scores
 from .pipeline import jobs, warm
 from .pipeline.verify import UNDECIDED
 
@@ -124,6 +124,12 @@ def grade(assignments=None, students=None, n_jobs=None, scheduler=None):
     pairs = [pair for pair in pairs if pair not in wrong_names]
     if not pairs:
         raise SystemExit("grade: no submission to grade (see above)")
+    # nbgrader grades only an assignment its gradebook knows, which `release` records; without it
+    # every submission failed with a log line about the database.
+    unknown = sorted({assignment for assignment, _ in pairs} - set(roster()["assignments"]))
+    if unknown:
+        raise SystemExit(f"grade: {', '.join(unknown)} not in the gradebook yet: run `python -m autograder "
+                         f"release {' '.join(unknown)}` first (it records each assignment and its graded cells)")
     results, unsure = autograde(pairs, n_jobs=n_jobs, scheduler=scheduler)
     return results, unsure, wrong_names
 

@@ -154,6 +154,7 @@ def test_a_renamed_notebook_is_named_in_the_message_and_others_still_grade(work,
     graded = []
     monkeypatch.setattr(grade, "autograde", lambda pairs, **kwargs: (graded.extend(pairs), ([], {}))[1])
     monkeypatch.setattr(grade, "scores", lambda assignments=None, work=None: [])
+    monkeypatch.setattr(grade, "roster", lambda work=None: {"assignments": ["A1"]})
     status = grade.main(argparse.Namespace(assignments=["A1"], students=None, jobs=None, scheduler=None))
     out = capsys.readouterr().out
     assert graded == [("A1", "alice")], graded
@@ -162,3 +163,16 @@ def test_a_renamed_notebook_is_named_in_the_message_and_others_still_grade(work,
     assert "2 submission(s) left out" in out and status == 1, out
     with pytest.raises(SystemExit, match="no submission to grade"):
         grade.grade(["A1"], ["bob", "cy"])
+
+
+# 5. An assignment the gradebook does not know yet (never released here).
+
+def test_an_assignment_not_released_is_named_before_anything_runs(work, ran):
+    """On a fresh clone, grading before `release` failed every submission with only "not graded:
+    see reports/logs/...", whose log spoke of the database: now the command says what to run."""
+    _folders(work, "submitted/alice/A1", "submitted/alice/A2")
+    (work / "submitted/alice/A1/A1.ipynb").write_text("{}")
+    (work / "submitted/alice/A2/A2.ipynb").write_text("{}")
+    with pytest.raises(SystemExit, match=r"A1, A2 not in the gradebook yet: run `python -m autograder release A1 A2` first"):
+        grade.grade(None, None)
+    assert ran == []
