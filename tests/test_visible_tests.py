@@ -53,15 +53,31 @@ CHILD = textwrap.dedent('''
 # Catalogued wrong answers that a student's own run of the visible tests must already reject
 # (bin/validate, the Validate button): {assignment: {exercise: [labels]}}.
 CAUGHT_VISIBLY = {
-    "05_multiprocessing_pools": {"generate_trajectories": ["the seeds' version: global RNG in forked workers"]},
-    "07_pytorch_devices": {"to_device": ["breaks named tuples", "turns every container into a list"]},
+    "02_gil": {"run_threads": ["results in completion order"]},
+    "03_race_conditions": {"transfer_many": ["changes the list passed in"]},
+    "04_rng_reproducibility": {"independent_draws": ["no argument checks",
+                                                     "worker i seeded with seed + i (the notebook's half-right fix)"]},
+    "05_multiprocessing_pools": {
+        "amdahl_speedup": ["no argument checks"],
+        "generate_trajectories": ["the seeds' version: global RNG in forked workers",
+                                  "chunksize n // n_workers: 0, and Nones, for fewer trajectories than workers"]},
+    "06_joblib_vectorization": {"run_with_blas_threads": ["swallows fn's exception"]},
+    "07_pytorch_devices": {
+        "to_device": ["breaks named tuples", "turns every container into a list"],
+        "gpu_env": ["no validation"],
+        "make_loader": ["shuffled once, when made: every epoch in one order"],
+        "layer_flops": ["padding='same' taken as kernel // 2 on each side (wrong for an even kernel or a dilation)"]},
+    "08_amp_tensor_cores": {"pad_to_multiple": ["no validation"]},
     "09_data_parallel": {"ring_allreduce": ["one sum copied to every rank",
                                             "gather to rank 0 then broadcast, p - 1 additions in rank order"]},
+    "10_model_pipeline_parallel": {"bubble_fraction": ["no ValueError"], "gpipe_schedule": ["no ValueError", "not sorted"],
+                                   "pipeline_forward": ["no ValueError"]},
     "11_profiling_scaling": {"karp_flatt": ["clipped to [0, 1]"]},
     "12_collectives_sharding": {
         "ring_allreduce_p2p": ["pieces cut by torch.chunk (fewer than p on short tensors)"],
-        "accumulate_gradients": ["every rank trains on the whole global batch (no rank_share)"],
-        "train_fsdp": ["returns rank 0's local shards, not the full tensors"]},
+        "accumulate_gradients": ["every rank trains on the whole global batch (no rank_share)", "no ValueError"],
+        "train_fsdp": ["returns rank 0's local shards, not the full tensors", "no ValueError"],
+        "zero_memory": ["no ValueError"]},
 }
 
 
