@@ -105,3 +105,16 @@ def test_a_record_naming_processes_that_never_ran_fails_decided(judge):
     failure = _first_failure(judge, code)
     assert not failure.undecided, failure.message
     assert "did not see" not in failure.message, failure.message
+
+
+def test_an_alpha_not_halved_is_not_blamed_on_the_seeds(judge):
+    """06's bootstrap_ci with the percentiles 100 * alpha and 100 * (1 - alpha): the reproducibility
+    check asked for alpha=0.5, where both bounds fell on the median, and told the student to look
+    at the seeds (a student's walk-through). Only the interval check fails it now, saying why."""
+    code = samples.catalogue("06_joblib_vectorization").WRONG["bootstrap_ci"][
+        "alpha not halved: the percentiles 100 * alpha and 100 * (1 - alpha)"]
+    outcomes = judge("06_joblib_vectorization", "bootstrap_ci", code)
+    failed = [o for o in outcomes if not o.passed]
+    assert failed and not any(o.undecided for o in failed), outcomes
+    assert not any("seed" in o.message for o in failed), [o.message for o in failed]
+    assert any("percentiles" in o.message for o in failed), [o.message for o in failed]

@@ -521,7 +521,9 @@ def test_bootstrap_ci_reproducible(bootstrap_ci):
     assert one != other, "another seed should give another interval"
     more = _interval(bootstrap_ci(data, 3000, 3, seed), "bootstrap_ci")
     assert one != more, "3000 resamples gave exactly the interval of 1000: are the batches all the same?"
-    low, high = _interval(bootstrap_ci(data, 2, 2, seed, alpha=0.5), "bootstrap_ci with n_boot=2")
+    # The default alpha: at alpha=0.5 an alpha not halved put both bounds at the median, and this
+    # message then blamed the seeds for what the interval check reports (a student's walk-through).
+    low, high = _interval(bootstrap_ci(data, 2, 2, seed), "bootstrap_ci with n_boot=2")
     assert low < high, ("with n_boot=2 the two resamples had the same mean: do the batches all draw "
                         "with the same seed?")
 
