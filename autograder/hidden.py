@@ -105,8 +105,12 @@ def checks_for(assignment, exercise):
 
 
 def describe(fn):
+    """What check `fn` looks at, as the student reads it: its docstring's first paragraph, its lines
+    joined (a summary wrapped onto a second line was cut mid-sentence), or its name."""
     doc = inspect.getdoc(fn)
-    return doc.splitlines()[0].rstrip(".") if doc else fn.__name__.removeprefix("test_").replace("_", " ")
+    if not doc:
+        return fn.__name__.removeprefix("test_").replace("_", " ")
+    return " ".join(line.strip() for line in doc.split("\n\n")[0].splitlines()).rstrip(".")
 
 
 class MissingDefinition(NameError):

@@ -368,3 +368,17 @@ def test_counted_executors_start_a_worker_per_task(kind):
         _one_task_at_a_time(executor, 4)
     assert counts[f"{kind} start"] == 4
     assert getattr(cls, adjust) is stock, "the executor's own behaviour is back after the block"
+
+
+def test_a_checks_summary_wrapped_onto_two_lines_reaches_the_student_whole():
+    """The feedback named each check by its docstring's first line, so a summary wrapped onto a
+    second line stopped mid-sentence ("restored afterwards: as: ..."): the first paragraph now."""
+    def check():
+        """the pools are restored afterwards: as threadpoolctl reports them,
+        and as the judge sees the threads work
+
+        False failure of a correct answer: 0.
+        """
+
+    assert hidden.describe(check) == ("the pools are restored afterwards: as threadpoolctl reports them, "
+                                      "and as the judge sees the threads work")
