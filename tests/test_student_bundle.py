@@ -153,6 +153,7 @@ def test_validate_skips_the_demos_as_grading_does(bundle, tmp_path):
     assert "1729" in report, f"the failing test cell was not reported:\n{report[-3000:]}"
     # nbgrader validate cuts every line of its report at 87 characters; bin/validate wraps them.
     assert "END4217" in "".join(line.strip() for line in report.splitlines()), report[-3000:]
+    assert any("END4217" in line for line in report.splitlines()), "a word was split where the line wrapped"
     assert "a demo cell ran" not in report, report[-3000:]
     assert not (folder / "00_check" / "demo-ran.txt").exists(), "the demo cell ran while validating"
     assert done.returncode == 1, f"a failed validation exited {done.returncode}:\n{report[-2000:]}"
