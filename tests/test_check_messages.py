@@ -118,3 +118,15 @@ def test_an_alpha_not_halved_is_not_blamed_on_the_seeds(judge):
     assert failed and not any(o.undecided for o in failed), outcomes
     assert not any("seed" in o.message for o in failed), [o.message for o in failed]
     assert any("percentiles" in o.message for o in failed), [o.message for o in failed]
+
+
+@pytest.mark.parametrize("label,expected", [
+    ("one task for the whole matrix", "row chunks"),
+    ("prefer ignored: always threads", "prefer='processes' should run the chunks in worker processes")])
+def test_cdist_joblib_mistakes_are_named(judge, label, expected):
+    """One task, or prefer ignored, were told what the judge saw of the workers ("a task lost,
+    repeated, changed or out of order?", "the tasks ran in the calling thread"), not the mistake."""
+    code = samples.catalogue("06_joblib_vectorization").WRONG["cdist_joblib"][label]
+    failed = [o for o in judge("06_joblib_vectorization", "cdist_joblib", code) if not o.passed]
+    assert failed and not any(o.undecided for o in failed), failed
+    assert any(expected in o.message for o in failed), [o.message for o in failed]
