@@ -71,7 +71,8 @@ CAUGHT_VISIBLY = {
     "09_data_parallel": {"ring_allreduce": ["one sum copied to every rank",
                                             "gather to rank 0 then broadcast, p - 1 additions in rank order"]},
     "10_model_pipeline_parallel": {"bubble_fraction": ["no ValueError"], "gpipe_schedule": ["no ValueError", "not sorted"],
-                                   "pipeline_forward": ["no ValueError"]},
+                                   "pipeline_forward": ["no ValueError"],
+                                   "split_sequential": ["equal numbers of layers per stage"]},
     "11_profiling_scaling": {"karp_flatt": ["clipped to [0, 1]"]},
     "12_collectives_sharding": {
         "ring_allreduce_p2p": ["pieces cut by torch.chunk (fewer than p on short tensors)"],
