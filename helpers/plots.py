@@ -1,19 +1,21 @@
 """The course's plots: speedup curves, worker timelines, bar charts."""
 import matplotlib.pyplot as plt
 import numpy as np
+from matplotlib.ticker import MaxNLocator
 
 
 def speedup_plot(workers, speedups, *, usable=None, label="measured",
-                 title="Speedup against one worker", ax=None):
-    """Measured speedup vs workers, with the ideal line (Amdahl's curve is yours to draw: it is
-    an exercise of assignment 05)."""
+                 title="Speedup against one worker", ax=None, xlabel="workers"):
+    """Measured speedup vs workers (or threads: `xlabel`), with the ideal line (Amdahl's curve is
+    yours to draw: it is an exercise of assignment 05)."""
     ax = ax or plt.subplots(figsize=(6, 4))[1]
     workers = np.asarray(workers, dtype=float)
     ax.plot(workers, speedups, "o-", label=label)
-    ax.plot(workers, workers, "--", color="grey", label="ideal (speedup = workers)")
+    ax.plot(workers, workers, "--", color="grey", label=f"ideal (speedup = {xlabel})")
     if usable:
         ax.axvline(usable, color="tab:green", alpha=0.4, label=f"usable cores ({usable})")
-    ax.set_xlabel("workers")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # no 1.5 workers
+    ax.set_xlabel(xlabel)
     ax.set_ylabel("speedup")
     ax.set_title(title)
     ax.legend()
@@ -26,6 +28,7 @@ def times_plot(workers, seconds, *, title="Time against workers", ax=None):
     workers = np.asarray(workers, dtype=float)
     ax.plot(workers, seconds, "o-", label="measured")
     ax.plot(workers, seconds[0] * workers[0] / workers, "--", color="grey", label="ideal (1/x)")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel("workers")
     ax.set_ylabel("seconds")
     ax.set_title(title)

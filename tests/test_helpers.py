@@ -207,3 +207,14 @@ def test_start_all_says_so_when_the_pool_has_fewer_workers():
     with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("fork")) as pool:
         with pytest.raises(RuntimeError, match="only 1 of the 2 workers"):
             workers.start_all(pool, 2, wait=0.0)
+
+
+def test_speedup_plots_count_workers_in_whole_numbers():
+    """A plot of 1 and 2 threads had ticks at 1.2, 1.4, ... on an axis of workers."""
+    import matplotlib
+    matplotlib.use("Agg")
+    ax = plots.speedup_plot([1, 2], [1.0, 1.9], xlabel="threads")
+    ax.figure.canvas.draw()
+    ticks = [t for t in ax.get_xticks() if ax.get_xlim()[0] <= t <= ax.get_xlim()[1]]
+    assert ticks and all(float(t).is_integer() for t in ticks), ticks
+    assert ax.get_xlabel() == "threads"
