@@ -489,7 +489,8 @@ def test_gil_experiment_measures(gil_experiment):
     assert set(out) == KEYS, f"the keys must be exactly {sorted(KEYS)}"
     for key in KEYS:
         assert exact_float(out[key], key) > 0, f"{key} must be a positive number of seconds"
-        assert out[key] <= wall, f"{key} ({out[key]:.3f} s) is longer than the whole call took ({wall:.3f} s)"
+        assert out[key] <= wall, (f"{key} ({out[key]:.3f} s) is longer than the whole call took ({wall:.3f} s): "
+                                  "are the values in seconds (time.perf_counter differences), not milliseconds?")
     assert counts["process start"] >= n, f"with n_workers={n}, the CPU task should run in {n} processes"
     assert counts["thread start"] >= 2 * n, f"with n_workers={n}, both tasks should run in {n} threads each"
     assert out["io_serial"] >= 0.8 * n * 0.05, "io_serial is shorter than the waits it should contain"
@@ -665,7 +666,8 @@ def test_gil_experiment_ratios(gil_experiment):
                 f"gil_experiment must return a dict with keys {sorted(KEYS)}")
             for key in KEYS:
                 assert 0 < exact_float(out[key], key) <= wall, (
-                    f"{key} ({out[key]:.3f} s) is not a time measured within the call ({wall:.3f} s)")
+                    f"{key} ({out[key]:.3f} s) is not a time measured within the call ({wall:.3f} s): "
+                    "are the values in seconds (time.perf_counter differences)?")
             if not _cpu_work_seen(work_seen, out, n):
                 continue  # the times may be made up: this try shows nothing either way
             busy, _ = watch.children_busy_cores()
@@ -1070,4 +1072,6 @@ def test_WORKLOAD_KIND_keys(WORKLOAD_KIND):
 def test_WORKLOAD_KIND_correct(WORKLOAD_KIND):
     """every task is classified correctly"""
     wrong = [task for task, kind in EXPECTED_KIND.items() if WORKLOAD_KIND.get(task) != kind]
-    assert not wrong, f"{len(wrong)} of {len(EXPECTED_KIND)} tasks are misclassified"
+    assert not wrong, (f"{how_many(len(wrong), 'task')} of {len(EXPECTED_KIND)} misclassified: classify "
+                       "by what limits a task's time; waiting (network, disk, a database, a GPU) is io, even "
+                       "where a core looks busy meanwhile")
