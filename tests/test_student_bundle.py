@@ -157,6 +157,13 @@ def test_validate_skips_the_demos_as_grading_does(bundle, tmp_path):
     assert "a demo cell ran" not in report, report[-3000:]
     assert not (folder / "00_check" / "demo-ran.txt").exists(), "the demo cell ran while validating"
     assert done.returncode == 1, f"a failed validation exited {done.returncode}:\n{report[-2000:]}"
+    assert "only a demo cell defines" not in report, "the demo hint without a NameError"
+    # An answer that uses a name only a demo defines: a NameError, and the hint about demos.
+    nb.cells[2] = _graded_cell("print(DEMO_VALUE)", "test_uses_demo")
+    nbformat.write(nb, str(folder / "00_check" / "check.ipynb"))
+    done = subprocess.run(["bash", str(folder / "bin" / "validate"), "check.ipynb"], cwd=folder / "00_check",
+                          env=env, capture_output=True, text=True, timeout=300)
+    assert "NameError" in done.stdout and "only a demo cell defines" in done.stdout, done.stdout[-2000:]
     nb.cells = nb.cells[:2]  # without the failing cell: it passes, and says so with its status
     nbformat.write(nb, str(folder / "00_check" / "check.ipynb"))
     done = subprocess.run(["bash", str(folder / "bin" / "validate"), "00_check/check.ipynb"], cwd=folder,
