@@ -287,7 +287,7 @@ def test_creation_cost_errors(creation_cost):
 
 @timeout(120)
 def test_creation_cost_starts_and_joins(creation_cost):
-    """every trial creates, starts and joins a worker of the requested kind
+    """every trial creates, starts and joins a worker of the requested kind, one trial after another
 
     False failure of a correct answer: 0 (a random n, exact spy counts).
     """
@@ -306,6 +306,12 @@ def test_creation_cost_starts_and_joins(creation_cost):
         f"{how_many(n, 'trial')} should start and join {how_many(n, 'process', 'processes')}; "
         f"saw {counts['process start']} starts, "
         f"{counts['process join']} joins")
+    # One worker per trial, joined before the next starts: all started, the clock stopped, then all
+    # joined, left the joins out of the time (a student's walk-through). Exact: the spy holds each
+    # Process object from its start to a join that saw it end.
+    assert counts["processes at once"] <= 1, (
+        f"{counts['processes at once']} of the call's processes were alive at once: each trial creates, "
+        "starts and joins its worker, and its time includes the join, before the next trial starts")
     # n is the number of trials: one trial starts one worker (and an untimed warm-up at most one more).
     _, counts = counted(creation_cost, "thread", 1)
     assert 1 <= counts["thread start"] <= 2, (

@@ -348,6 +348,28 @@ def creation_cost(kind, n):
             pool.submit(noop).result()
     return (time.perf_counter() - t0) / n
 ''',
+        # A student's walk-through: every check passed; the spy's "processes at once" catches it.
+        "all started, the clock stopped, then all joined (the joins never timed)": '''
+import time
+import threading
+from helpers.workers import mp_context, noop
+
+
+def creation_cost(kind: str, n: int) -> float:
+    if kind not in ("thread", "process"):
+        raise ValueError(f"kind must be 'thread' or 'process', not {kind!r}")
+    if n < 1:
+        raise ValueError(f"n must be at least 1, got {n}")
+    make = threading.Thread if kind == "thread" else mp_context().Process
+    start = time.perf_counter()
+    started = [make(target=noop) for _ in range(n)]
+    for worker in started:
+        worker.start()
+    seconds = (time.perf_counter() - start) / n
+    for worker in started:
+        worker.join()
+    return seconds
+''',
         "n ignored: always 10 trials": '''
 import threading
 import time
