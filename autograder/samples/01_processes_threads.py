@@ -35,6 +35,23 @@ def visible_appends(kind: str, n_workers: int) -> int:
     return len(APPENDED)
 '''
 
+# The argument checks and the clock's start of a creation_cost, for the answers that differ after them.
+_CREATION_HEAD = '''
+import threading
+import time
+from helpers.workers import mp_context, noop
+
+TRIALS = 10
+
+def creation_cost(kind: str, n: int) -> float:
+    if kind not in ("thread", "process"):
+        raise ValueError(f"kind must be 'thread' or 'process', not {kind!r}")
+    if n < 1:
+        raise ValueError(f"n must be at least 1, got {n}")
+    make = threading.Thread if kind == "thread" else mp_context().Process
+    start = time.perf_counter()
+'''.lstrip("\n")
+
 WRONG = {
     "cpu_info": {
         "usable is just the logical count": '''
@@ -348,20 +365,15 @@ def creation_cost(kind, n):
             pool.submit(noop).result()
     return (time.perf_counter() - t0) / n
 ''',
+        "n ignored: always 10 trials": _CREATION_HEAD + '''
+    for _ in range(TRIALS):
+        worker = make(target=noop)
+        worker.start()
+        worker.join()
+    return (time.perf_counter() - start) / TRIALS
+''',
         # A student's walk-through: every check passed; the spy's "processes at once" catches it.
-        "all started, the clock stopped, then all joined (the joins never timed)": '''
-import time
-import threading
-from helpers.workers import mp_context, noop
-
-
-def creation_cost(kind: str, n: int) -> float:
-    if kind not in ("thread", "process"):
-        raise ValueError(f"kind must be 'thread' or 'process', not {kind!r}")
-    if n < 1:
-        raise ValueError(f"n must be at least 1, got {n}")
-    make = threading.Thread if kind == "thread" else mp_context().Process
-    start = time.perf_counter()
+        "all started, the clock stopped, then all joined (the joins never timed)": _CREATION_HEAD + '''
     started = [make(target=noop) for _ in range(n)]
     for worker in started:
         worker.start()
@@ -369,26 +381,6 @@ def creation_cost(kind: str, n: int) -> float:
     for worker in started:
         worker.join()
     return seconds
-''',
-        "n ignored: always 10 trials": '''
-import threading
-import time
-from helpers.workers import mp_context, noop
-
-TRIALS = 10
-
-def creation_cost(kind: str, n: int) -> float:
-    if kind not in ("thread", "process"):
-        raise ValueError(f"kind must be 'thread' or 'process', not {kind!r}")
-    if n < 1:
-        raise ValueError(f"n must be at least 1, got {n}")
-    make = threading.Thread if kind == "thread" else mp_context().Process
-    start = time.perf_counter()
-    for _ in range(TRIALS):
-        worker = make(target=noop)
-        worker.start()
-        worker.join()
-    return (time.perf_counter() - start) / TRIALS
 ''',
     },
 }
