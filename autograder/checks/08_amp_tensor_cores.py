@@ -1,5 +1,4 @@
 """Hidden checks of 08_amp_tensor_cores (Tensor Core shapes, autocast, GradScaler)."""
-import contextlib
 import math
 import random
 import re
@@ -630,36 +629,14 @@ def test_train_amp_backward_outside(train_amp):
     assert not any(states), "backward() must be called after leaving the autocast block"
 
 
-def _step_norms(train_amp, draw, epochs, lr, device="cpu", scaler_on=False, **kwargs):
+def _step_norms(train_amp, draw, epochs, lr, device="cpu", **kwargs):
     """(in the student's process) the gradient norm _NormSGD saw at every optimizer step, and the
-    number of batches of an epoch. With scaler_on, every GradScaler the answer makes scales on the
-    CPU, by 1024, whatever device and `enabled` it was given (_scaling_on_the_cpu)."""
+    number of batches of an epoch."""
     model, loader = _problem(**draw)
     optimizer = _NormSGD(model.parameters(), lr=lr)
-    with _one_thread(), (_scaling_on_the_cpu() if scaler_on else contextlib.nullcontext()):
+    with _one_thread():
         train_amp(model, loader, optimizer, nn.MSELoss(), epochs, device, **kwargs)
     return [float(n) for n in optimizer.norms], len(loader)
-
-
-@contextmanager
-def _scaling_on_the_cpu():
-    """GradScaler.__init__ replaced, for the class and so for every name it goes by (torch.amp's,
-    torch.cuda.amp's subclass, a name imported before the call): the scaler a training loop makes
-    for CUDA, disabled on a CPU-only machine, scales here. Where it scales, gradients clipped
-    before unscale_ reach the optimizer 1024 times too small, as they would on a GPU."""
-    scaler_class = torch.amp.GradScaler
-    original = scaler_class.__init__
-
-    def scaling(self, device="cuda", init_scale=2.0 ** 16, growth_factor=2.0, backoff_factor=0.5,
-                growth_interval=2000, enabled=True):
-        original(self, "cpu", init_scale=2.0 ** 10, growth_factor=growth_factor, backoff_factor=backoff_factor,
-                 growth_interval=growth_interval, enabled=True)
-
-    scaler_class.__init__ = scaling
-    try:
-        yield
-    finally:
-        scaler_class.__init__ = original
 
 
 def test_train_amp_clips_unscaled(train_amp):
@@ -669,18 +646,10 @@ def test_train_amp_clips_unscaled(train_amp):
     max_norm * g / (g + 1e-6) for a gradient norm g >= 0.95 * max_norm (<= 0.005);
     measured over 400 random problems, g had a minimum of 4.1 and a log-spread
     putting 0.005 more than 20 standard deviations below its mean.
-    A GradScaler the answer makes scales here (by 1024, on the CPU), whatever it was
-    told: on a CPU-only machine the scaler a loop makes for CUDA is disabled, and
-    clipping before unscale_ would go unseen (found by a student's walk-through).
-    A correct answer unscales before clipping, so its norms are as without a scaler;
-    one with no scaler on the CPU, as the notebook allows, is not touched. Scaled by
-    1024, these small problems' gradients stay far below float32's overflow
-    (3.4e38), so the scaler skips no step.
     """
     max_norm = random.choice([1e-3, 2e-3, 5e-3])
     # The device as a torch.device here (the notebook: a string or a torch.device).
-    norms, batches = there(_step_norms, train_amp, _draw(), 2, 0.01, device=torch.device("cpu"), scaler_on=True,
-                           max_norm=max_norm)
+    norms, batches = there(_step_norms, train_amp, _draw(), 2, 0.01, device=torch.device("cpu"), max_norm=max_norm)
     assert norms, "optimizer.step() was never called"
     assert len(norms) == 2 * batches, (
         f"the optimizer stepped {len(norms)} times in 2 epochs of {batches} batches: once per batch "

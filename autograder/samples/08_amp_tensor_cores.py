@@ -455,10 +455,6 @@ def autocast_dtype(device) -> torch.dtype:
             ("low = torch.float16 if device.type == \"cuda\"", "low = torch.float16 if device == \"cuda\""),
             ("enabled=device.type == \"cuda\"", "enabled=device == \"cuda\""),
             ("torch.autocast(device.type, dtype=low)", "torch.autocast(device, dtype=low)")),
-        # A student's walk-through: with the scaler built for CUDA, disabled on a CPU-only machine,
-        # clipping before unscale_ went unseen until the check made every scaler scale.
-        "clips before unscale_, its scaler made for CUDA (disabled on the CPU)": variant(
-            _TRAIN_SCALED, ("                scaler.unscale_(optimizer)\n", "")),
         "optimizer.step() after scaler.step(optimizer): two steps a batch": variant(
             _TRAIN_SCALED, ("            scaler.step(optimizer)\n", "            scaler.step(optimizer)\n            optimizer.step()\n")),
     },
