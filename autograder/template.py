@@ -11,8 +11,9 @@ holds all of them to it), and `python -m autograder author new` starts a new ass
   (measurements and plots that grade nothing) are tagged `demo`;
 - each exercise: a markdown cell `### ✏️ Exercise K: `name``, the answer cell (grade_id `name`,
   the solution between `### BEGIN SOLUTION` and `### END SOLUTION`), then right after it the
-  test cell (grade_id `test_name`: visible asserts, then the hidden block calling
-  `check("name")`);
+  test cell (grade_id `test_name`: visible asserts, the line that says they passed
+  (PASSED_LINE: a student's test cell that raises nothing otherwise prints nothing), then the
+  hidden block calling `check("name")`);
 - the last cell: `## Summary`, a list, and "**Next:** *NN+1 · Title*: ..." (but in the last assignment).
 """
 import ast
@@ -66,6 +67,7 @@ def {exercise}(n: int) -> int:
 result = {exercise}(3)
 print(result)
 assert isinstance(result, int), "return an int"
+print("✓ {exercise}: the visible checks passed (the grader runs more)")
 ### BEGIN HIDDEN TESTS
 from autograder.hidden import check
 check("{exercise}")
@@ -80,6 +82,9 @@ check("{exercise}")
 TITLE_LINE = re.compile(r"\A# (\d\d) · \S")
 HIDDEN_BLOCK = ('### BEGIN HIDDEN TESTS\nfrom autograder.hidden import check\ncheck("{name}")\n'
                 '### END HIDDEN TESTS')
+# Before the hidden block, so that while grading it speaks only of what the kernel decided: the
+# hidden block's line and any failing hidden check follow it in the feedback.
+PASSED_LINE = 'print("✓ {name}: the visible checks passed (the grader runs more)")'
 
 
 def text(number, total, title, exercise, next_title=None):
@@ -140,8 +145,11 @@ def problems(nb, number, total):
             after = cells[index + 1] if index + 1 < len(cells) else None
             if after is None or notebooks.nbgrader_meta(after).get("grade_id") != f"test_{name}":
                 found.append(f"cell {index}: the answer cell '{name}' must be followed by its test cell 'test_{name}'")
-            elif HIDDEN_BLOCK.format(name=name) not in after.source:
+            elif not after.source.rstrip().endswith(HIDDEN_BLOCK.format(name=name)):
                 found.append(f"cell {index + 1}: the test cell must end with the hidden block calling check(\"{name}\")")
+            elif not after.source.rstrip().endswith(PASSED_LINE.format(name=name) + "\n" + HIDDEN_BLOCK.format(name=name)):
+                found.append(f"cell {index + 1}: the visible asserts must end with the line that says they passed, "
+                             f"right before the hidden block: {PASSED_LINE.format(name=name)}")
             elif bare_asserts(notebooks.visible_code(after.source)):
                 found.append(f"cell {index + 1}: visible asserts without a message saying what is wrong "
                              f"(lines {bare_asserts(notebooks.visible_code(after.source))})")

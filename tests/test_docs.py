@@ -241,7 +241,8 @@ def test_every_notebook_follows_the_course_template():
     """One template for every notebook (autograder/template.py): the title cell with "assignment N
     of M" and what the student will learn, the set-up cell showing the machine, a heading at the
     start of its own cell (80 cells ran on from one section into the next until they were split),
-    each answer cell after its exercise's heading and before its test cell with the hidden block,
+    each answer cell after its exercise's heading and before its test cell (the visible asserts,
+    a line saying they passed, the hidden block),
     and the summary with the way to the next assignment (10's had none)."""
     from autograder import notebooks, template
 
@@ -268,9 +269,13 @@ def test_the_template_check_finds_what_departs_from_it():
     tested = next(i for i, c in enumerate(broken.cells) if notebooks.is_answer_cell(c)
                   and notebooks.nbgrader_meta(broken.cells[i + 1]).get("grade_id", "").startswith("test_"))
     broken.cells[tested + 1].source = "assert 1 + 1 == 2\n" + broken.cells[tested + 1].source
+    last_test = max(i for i, c in enumerate(broken.cells) if notebooks.is_test_cell(c))
+    silent = broken.cells[last_test].source.split("\n")
+    broken.cells[last_test].source = "\n".join(line for line in silent if not line.startswith('print("✓ '))
     said = " | ".join(template.problems(broken, 1, total))
     for expected in ("headings in the middle of a cell", "**Next:** *02 · ", "must come right after the",
-                     "must be followed by its test cell", "asserts without a message saying what is wrong (lines [1])"):
+                     "must be followed by its test cell", "asserts without a message saying what is wrong (lines [1])",
+                     "must end with the line that says they passed"):
         assert expected in said, said
     assert "assignment 2 of" in " ".join(template.problems(nb, 2, total))
     assert template.headings_inside("## 1. Title\n\n```bash\n## a comment\n```") == []
