@@ -71,9 +71,19 @@ def _check_messages(issues, offending, what):
     issues = exact_list(issues, "the result")
     assert all(isinstance(m, str) for m in issues), "every issue must be a message (str)"
     assert len(issues) == len(offending), (
-        f"{what}: expected one message per offending dimension ({len(offending)}), got {len(issues)}")
+        f"{what}: expected one message per offending dimension ({len(offending)}), got {len(issues)}"
+        + (_FEWER if len(issues) < len(offending) else _MORE))
     names = [[j for j, m in enumerate(issues) if re.search(rf"(?<!\d){n}(?!\d)", m)] for n in offending]
     assert _pairs_off(names, len(issues)), f"{what}: a message must name each offending size (one is missing)"
+
+
+# Where to look, by which way the count is off: the catalogued mistakes that give too few
+# messages miss nested layers, subclasses, the batch size or a size shared by two layers; those
+# that give too many count other layers, or the batch size once per layer.
+_FEWER = (" (too few: is every Linear and Conv2d found, nested ones and subclasses too, as model.modules() "
+          "and isinstance find them; is a size two layers share reported for each; is the batch size judged?)")
+_MORE = (" (too many: only Linear and Conv2d sizes count, each once per layer that has it, "
+         "and the batch size once)")
 
 
 def _pairs_off(names, n_messages):
