@@ -83,9 +83,11 @@ c.Autograde.autograde_preprocessors = [
 from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor  # noqa: E402
 from nbgrader.preprocessors import ClearHiddenTests, GetGrades  # noqa: E402
 
+from autograder.pipeline.feedback_page import FeedbackSummary  # noqa: E402
 from autograder.pipeline.preprocessors import HideHiddenTraceback  # noqa: E402
 
 c.GenerateFeedback.preprocessors = [GetGrades, ClearHiddenTests, HideHiddenTraceback,
+                                    FeedbackSummary,  # each exercise's points and what happened, on top
                                     CSSHTMLHeaderPreprocessor]
 
 # Late submissions (the exchange stamps each one; the due date is the assignment's in

@@ -365,14 +365,30 @@ def run(assignment, exercise, namespace, session=None, hold=None, until_failure=
     return outcomes
 
 
+REPORT_WIDTH = 90  # a feedback page shows an output's lines unwrapped: a longer one runs off its edge
+
+
 def report(exercise, outcomes):
+    """What the student reads of `exercise`'s failed checks: a count, then for each failed check what
+    it looks at (its description) and, on the lines below, what it found, wrapped to REPORT_WIDTH."""
+    import textwrap
     failed = [o for o in outcomes if not o.passed]
     lines = [f"{exercise}: {len(failed)} of {len(outcomes)} hidden checks failed"]
-    lines += [f"  - {o.description}: {o.message}" for o in failed]
+    for o in failed:
+        lines += textwrap.wrap(f"✗ {o.description}", REPORT_WIDTH, initial_indent="  ", subsequent_indent="    ",
+                               break_on_hyphens=False, break_long_words=False)
+        lines += textwrap.wrap(o.message or "(no message)", REPORT_WIDTH, initial_indent="    ",
+                               subsequent_indent="    ", break_on_hyphens=False, break_long_words=False)
     return "\n".join(lines)
 
 
+def passed_report(exercise, outcomes):
+    return f"{exercise}: all {len(outcomes)} hidden checks passed"
+
+
 DEFERRED = "COURSE_CHECKS_OUTSIDE"  # set by the grader: the judge gives the verdict
+# The kernel's line for a hidden block while grading; the grader puts the judge's verdict in its place.
+PENDING = "{exercise}: the grader runs the hidden checks outside this notebook; any that fail are listed below"
 
 
 def check(exercise, namespace=None):
@@ -387,11 +403,11 @@ def check(exercise, namespace=None):
     __tracebackhide__ = True  # IPython and pytest hide this frame from the traceback
     import os
     if os.environ.get(DEFERRED) == "1" and os.environ.get("NBGRADER_EXECUTION") == "autograde":
-        print(f"{exercise}: the grader runs the hidden checks outside this notebook; any that fail are listed below")
+        print(PENDING.format(exercise=exercise))
         return
     if namespace is None:
         namespace = sys._getframe(1).f_globals
     outcomes = run(assignment_of(exercise), exercise, namespace)
     if not all(o.passed for o in outcomes):
         raise AssertionError(report(exercise, outcomes)) from None
-    print(f"{exercise}: all {len(outcomes)} hidden checks passed")
+    print(passed_report(exercise, outcomes))

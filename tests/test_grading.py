@@ -74,6 +74,10 @@ def test_feedback_explains_without_revealing_hidden_tests(graded):
         html = (work / "feedback" / "sample_partial" / assignment / f"{assignment}.html").read_text()
         assert "HIDDEN TESTS" not in html and "autograder" not in html
         assert "Score:" in html
+        # The results table on top (autograder/pipeline/feedback_page.py) names every exercise.
+        table = html[html.index("Your results, exercise by exercise"):html.index("</table>")]
+        missing = [e for e in course.contract()[assignment] if f">{e}</a>" not in table]
+        assert not missing, f"{assignment}: the results table leaves out {missing}"
 
 
 def test_only_undecided_cells_skip(tmp_path, course_tools):
@@ -95,3 +99,49 @@ def test_undecided_cells_read_the_review_list(tmp_path, course_tools):
     (tmp_path / "reports" / "manual_review.csv").write_text(
         "student,assignment,cell,why\nalice,01_processes_threads,test_creation_cost,\"a hidden check could not decide, twice\"\n")
     assert course_tools.undecided_cells(tmp_path) == {("alice", "01_processes_threads", "test_creation_cost")}
+
+
+def _graded_test_cells(graded, student):
+    """(assignment, cell) of every graded test cell of `student`'s autograded notebooks."""
+    from autograder import notebooks
+    for assignment in graded["assignments"]:
+        path = graded["work"].path / "autograded" / student / assignment / f"{assignment}.ipynb"
+        if not path.exists():  # samples.GRADED_ALONE: graded in part 3
+            continue
+        for cell in notebooks.read(path).cells:
+            if notebooks.is_test_cell(cell):
+                yield assignment, cell
+
+
+def _text(cell):
+    return "".join(o.get("text", "") for o in cell.get("outputs", []) if o.get("output_type") == "stream")
+
+
+def test_each_hidden_block_says_its_verdict_in_the_feedback(graded):
+    """The kernel's line for a hidden block ("any that fail are listed below") gives way to the
+    judge's verdict: with nothing below it, a pass could not be told from a lost list. No C++ log line
+    of torch's stands under it either (the sandbox's gloo ranks logged one per connection)."""
+    from autograder import hidden
+    pending = hidden.PENDING.format(exercise="\0").split("\0")[1]
+    passing = 0
+    for student in ("sample_perfect", "sample_partial"):
+        for assignment, cell in _graded_test_cells(graded, student):
+            text = _text(cell)
+            assert pending not in text, f"{student}/{assignment}: a hidden block's line kept no verdict:\n{text}"
+            assert "[c10d]" not in text, f"{student}/{assignment}: torch's C++ log in the feedback:\n{text}"
+            if student == "sample_perfect" and not any(o.get("output_type") == "error" for o in cell.outputs):
+                passing += 1
+                assert "hidden checks passed" in text, f"{assignment}: a passing test cell says no verdict:\n{text}"
+    assert passing, "no passing test cell of sample_perfect was looked at"
+
+
+def test_hidden_findings_are_shown_where_a_visible_assert_failed_first(graded):
+    """Where a visible assert fails, the hidden checks' findings follow it: they often say why (an
+    unbalanced partition's loads against the best possible, cumulative times summing past the call)."""
+    both = [(a, c) for a, c in _graded_test_cells(graded, "sample_partial")
+            if [o.get("ename") for o in c.get("outputs", []) if o.get("output_type") == "error"][:1] == ["AssertionError"]
+            and any(o.get("ename") == "HiddenCheckFailed" for o in c.get("outputs", []))]
+    assert both, "no test cell of sample_partial shows the hidden checks' findings below a failed visible assert"
+    unanswered = [a for a, c in _graded_test_cells(graded, "sample_blank")
+                  if any(o.get("ename") == "HiddenCheckFailed" for o in c.get("outputs", []))]
+    assert not unanswered, f"an unanswered exercise's cell lists the hidden checks too: {unanswered}"

@@ -88,8 +88,19 @@ def test_failure_message_is_plain_and_hides_inputs(fake_assignment):
         hidden.check("double", {"double": lambda x: x + x + 1 if x > 0 else 2 * x})
     text = str(err.value)
     assert "1 of 3 hidden checks failed" in text
-    assert "double doubles its input: double(x) should be 2*x" in text
+    assert "  ✗ double doubles its input\n    double(x) should be 2*x" in text
     assert "12345" not in text and "SECRET_INPUT" not in text
+
+
+def test_a_long_message_is_wrapped_to_the_width_a_feedback_page_shows():
+    """A feedback page shows an output's lines unwrapped: a 200-character message ran off the page
+    before its advice (03's transfer_many, at 1200 pixels)."""
+    message = " ".join(["word"] * 60) + " the-advice-at-the-end"
+    text = hidden.report("x", [hidden.Outcome("test_x", "x does a thing " * 10, False, message)])
+    lines = text.split("\n")
+    assert lines[0] == "x: 1 of 1 hidden checks failed" and lines[1].startswith("  ✗ x does a thing")
+    assert all(len(line) <= hidden.REPORT_WIDTH for line in lines), lines
+    assert " ".join(line.strip() for line in lines[1:]).endswith("the-advice-at-the-end")
 
 
 def test_hang_fails_one_check_in_bounded_time(fake_assignment):

@@ -6,6 +6,8 @@
   traitlets in nbgrader_config.py): the sandboxed kernel, dead-kernel
   handling, the judge's verdicts, timings, and hidden lines cut out of the
   feedback's tracebacks;
+- `feedback_page`: what a feedback page adds to nbgrader's: the results table on
+  top (each exercise's points and what happened) and outputs that fit the page;
 - `confine`: the grader's side of a submission's sandbox (cgroups, uid, what
   the submission may see); the other side is autograder/sandbox/;
 - `verify`: what the student's process replays, and starting judges until

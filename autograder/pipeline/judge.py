@@ -667,7 +667,7 @@ def main():
             passed = all(o.passed for o in outcomes)
             if all(o.passed or o.undecided for o in outcomes):
                 undecided = [o.description for o in outcomes if o.undecided]
-            text = "" if passed else hidden.report(exercise, outcomes)
+            text = hidden.passed_report(exercise, outcomes) if passed else hidden.report(exercise, outcomes)
         except Exception as err:  # noqa: BLE001 (the runner's own fault: never the student's)
             passed, text = False, f"{exercise}: the grader itself failed ({type(err).__name__}: {err})"
             undecided = [text]

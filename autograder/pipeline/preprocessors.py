@@ -68,6 +68,13 @@ class SandboxedKernelManager(AsyncKernelManager):
         return cmd
 
 
+# What the grading kernel, and every process it starts, inherits besides the sandbox's settings
+# (an instructor's own value wins). In the sandbox, which has no network, every gloo connection of
+# 09's and 12's ranks logged "[c10d] The hostname of the client socket cannot be retrieved" from
+# C++: nine such lines stood in a perfect submission's feedback, read as failures.
+GRADING_KERNEL_ENV = {"TORCH_CPP_LOG_LEVEL": "ERROR"}
+
+
 class ResilientExecute(Execute):
     """Execute that survives a dead or unresponsive kernel and bounds the whole notebook.
 
@@ -100,6 +107,8 @@ class ResilientExecute(Execute):
             os.environ[ENV] = box.limits.to_env()  # the kernel inherits it
         if VerifyHiddenChecks(parent=self).enabled:
             os.environ[hidden.DEFERRED] = "1"  # hidden checks: once, outside the kernel
+        quieted = {name: value for name, value in GRADING_KERNEL_ENV.items() if name not in os.environ}
+        os.environ.update(quieted)
         try:
             return super().preprocess(nb, resources, km)
         except (DeadKernelError, RuntimeError) as err:
@@ -112,6 +121,8 @@ class ResilientExecute(Execute):
         finally:
             os.environ.pop(ENV, None)
             os.environ.pop(hidden.DEFERRED, None)
+            for name in quieted:
+                os.environ.pop(name, None)
             if box is not None:
                 box.close()  # whatever the submission left running goes too
             for path in confine.remove_links(own_folder):  # before the grader writes there
@@ -313,21 +324,56 @@ class VerifyHiddenChecks(NbGraderPreprocessor):
                 # No verdict at all is a failure too: a check that did not run never passes.
                 passed, report, unsure = verdicts.get(
                     exercise, (False, f"{exercise}: the hidden checks gave no verdict", False))
+                _say_verdict(cell, exercise, _verdict_line(exercise, passed, report, unsure))
                 if not passed:
                     failed.append(report)
                     undecided |= unsure
             if not failed:
                 continue
             self.log.warning("hidden checks failed outside the kernel: %s", "; ".join(failed))
+            kernel_error = next((o for o in cell.get("outputs", []) if o.output_type == "error"), None)
             if undecided:  # regraded alone after the batch; still undecided -> a person looks
                 cell.outputs.append(_error_output(
                     UNDECIDED, "a hidden check could not decide at grading time (a machine too busy to "
                     "measure a speedup, or an error of the check's own); it will be looked at by a person:\n"
                     + "\n".join(failed)))
-            elif not any(o.output_type == "error" for o in cell.get("outputs", [])):
+            elif kernel_error is None:
+                cell.outputs.append(_error_output("HiddenCheckFailed", ALL_OR_NOTHING + "\n" + "\n".join(failed)))
+            elif not _unanswered(exercise_errors=failed, kernel_error=kernel_error):
+                # The visible asserts failed first: what the hidden checks found says more, often why.
                 cell.outputs.append(_error_output(
-                    "HiddenCheckFailed", "checked by the judge, outside your notebook:\n" + "\n".join(failed)))
+                    "HiddenCheckFailed", "the hidden checks of this exercise found too:\n" + "\n".join(failed)))
         return nb, resources
+
+
+ALL_OR_NOTHING = "a test cell earns its points only when every check in it passes:"
+
+
+def _unanswered(exercise_errors, kernel_error):
+    """Whether a failed test cell is one of an exercise not answered yet (its answer cell still
+    raises NotImplementedError): then the hidden checks have nothing to add."""
+    return kernel_error.get("ename") == "NotImplementedError" or all(
+        re.match(r"\S+: the answer cell raised NotImplementedError", report) for report in exercise_errors)
+
+
+def _verdict_line(exercise, passed, report, undecided):
+    """One line for the test cell's output: the count of the report's first line, or what follows below."""
+    first = report.split("\n", 1)[0]
+    if passed:
+        return first or f"{exercise}: the hidden checks passed"
+    if undecided:
+        return f"{exercise}: a hidden check could not decide (below)"
+    return f"{first} (below)"
+
+
+def _say_verdict(cell, exercise, verdict):
+    """Put the judge's verdict in place of the kernel's line for the hidden block (hidden.PENDING),
+    which promised the failures below: with none below, it could not be told from a lost list."""
+    from .. import hidden
+    pending = hidden.PENDING.format(exercise=exercise)
+    for output in cell.get("outputs", []):
+        if output.get("output_type") == "stream" and pending in output.get("text", ""):
+            output["text"] = output["text"].replace(pending, verdict)
 
 
 def _disown_undecided(nb):

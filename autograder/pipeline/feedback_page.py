@@ -1,0 +1,105 @@
+"""What a feedback page shows beyond nbgrader's own: a results table on top, outputs that fit the page.
+
+nbgrader's feedback page lists its test cells as "Test cell (Score: 0.0 / 3.0)", with no name and
+no reason, and shows a failed cell like a passed one: a student had to scroll through every cell
+to find where the points went. `FeedbackSummary` (a feedback preprocessor, after GetGrades) puts a
+table in a new cell below the title, read from the graded cells' outputs, and says what grading
+does not run (the teaching demos) and whose machine the set-up cell describes. The cell also holds
+the page's own style (PAGE_CSS): an output's long lines wrap instead of running off the page (an
+assert's message, with its advice at the end, was cut at 1200 pixels), and errors are marked in
+red. (A preprocessor cannot add it to the page's header: the template's own CSS preprocessor runs
+after the configured ones and replaces what they put there.)
+
+Every text taken from an output (an exception's name and message can be the student's own) is
+written as character references: nothing in it can become markup or math on the page.
+"""
+import re
+
+from nbformat.v4 import new_markdown_cell
+from nbgrader.preprocessors import NbGraderPreprocessor
+from nbgrader.utils import is_grade, is_solution
+
+from .verify import UNDECIDED
+
+PAGE_CSS = ("<style>div.output_area pre { white-space: pre-wrap; word-break: normal; overflow-wrap: anywhere; } "
+            "div.output_error pre { border-left: 4px solid #c9302c; padding-left: 0.6em; } "
+            "table.course-results th, table.course-results td { padding: 3px 14px 3px 0; vertical-align: top; }"
+            "</style>")
+SHOWN = 160  # characters of a failure's first line in the table (the cell below has all of it)
+_COUNT = re.compile(r"^\S+: (\d+ of \d+) hidden checks failed", re.M)
+
+
+def escaped(text):
+    """`text` with every character but letters, digits, spaces and _ as a character reference (the
+    table is one HTML block: markdown does not read inside it, so _ makes no emphasis)."""
+    return "".join(c if c.isalnum() and c.isascii() or c in " _" else f"&#{ord(c)};" for c in text)
+
+
+def _errors(cell):
+    return [o for o in (cell.get("outputs", []) if cell is not None else []) if o.get("output_type") == "error"]
+
+
+def status(cell, answer=None):
+    """What happened in a graded test cell, in a few words (plain text); `answer`: its answer cell."""
+    errors = _errors(cell)
+    if not errors:
+        return "✓ passed"
+    first = errors[0]
+    name, value = str(first.get("ename", "")), str(first.get("evalue", ""))
+    if name == UNDECIDED or any(o.get("ename") == UNDECIDED for o in errors):
+        return "⏳ a hidden check could not decide: a person will look at it (score to follow)"
+    if name == "NotImplementedError" or any(o.get("ename") == "NotImplementedError" for o in _errors(answer)):
+        return "not answered: the answer cell still raises NotImplementedError"
+    if name == "HiddenCheckFailed":
+        counts = _COUNT.findall(value)
+        return "✗ hidden checks failed" + (f" ({', '.join(counts)})" if counts else "")
+    line = next((part.strip() for part in value.split("\n") if part.strip()), "")
+    if len(line) > SHOWN:
+        line = line[:SHOWN - 1] + "…"
+    found = " (the hidden checks found more: see the cell)" if any(
+        o.get("ename") == "HiddenCheckFailed" for o in errors[1:]) else ""
+    return f"✗ {name}{': ' + line if line else ''}{found}"
+
+
+def rows(nb):
+    """[(grade_id, score, points, status)] of the notebook's graded test cells, in order."""
+    found, answers = [], {}
+    for cell in nb.cells:
+        if cell.cell_type == "code" and is_solution(cell):
+            answers[cell.metadata.nbgrader.get("grade_id")] = cell
+        if cell.cell_type != "code" or not is_grade(cell) or is_solution(cell):
+            continue
+        meta = cell.metadata.nbgrader
+        grade_id = str(meta.get("grade_id", ""))
+        found.append((grade_id, float(meta.get("score") or 0), float(meta.get("points") or 0),
+                      status(cell, answers.get(grade_id.removeprefix("test_")))))
+    return found
+
+
+def table(found):
+    """The summary's markdown (an HTML table), every text from the notebook escaped."""
+    lines = ["### Your results, exercise by exercise", "", PAGE_CSS, "",
+             "<table class=\"course-results\"><tr><th>exercise</th><th>points</th><th>what happened</th></tr>"]
+    for grade_id, score, points, said in found:
+        name = grade_id.removeprefix("test_")
+        # The anchor nbgrader's page gives a graded cell is its grade_id (a course name, checked).
+        link = (f'<a href="#{grade_id}">{escaped(name)}</a>' if re.fullmatch(r"\w+", grade_id)
+                else escaped(name))
+        lines.append(f"<tr><td>{link}</td><td>{score:g} / {points:g}</td><td>{escaped(said)}</td></tr>")
+    lines += ["</table>", "",
+              "A test cell earns its points only when every check in it passes, visible and hidden. "
+              "Grading skips the teaching demos (cells tagged `demo`), so they show no output below, "
+              "and what the set-up cell prints describes the grading machine, not yours."]
+    return "\n".join(lines)
+
+
+class FeedbackSummary(NbGraderPreprocessor):
+    """Put the results table in a new cell right after the notebook's title cell."""
+
+    def preprocess(self, nb, resources):
+        found = rows(nb)
+        if found:
+            at = 1 if nb.cells and nb.cells[0].cell_type == "markdown" else 0
+            nb.cells.insert(at, new_markdown_cell(table(found)))
+        return nb, resources
+
