@@ -55,14 +55,18 @@ if "COURSE_MAX_FILE_MB" in os.environ:
     c.GradingLimits.max_file_mb = int(os.environ["COURSE_MAX_FILE_MB"])
 
 from autograder.pipeline.preprocessors import (  # noqa: E402
-    KeepExpectedFiles, RecordTimings, ResilientExecute, SanitizeStudentHTML, StartJudge, StderrToStdout,
-    VerifyHiddenChecks,
+    KeepExpectedFiles, OverwriteCellsAsReleased, RecordTimings, ResilientExecute, SanitizeStudentHTML,
+    StartJudge, StderrToStdout, VerifyHiddenChecks,
 )
 from nbconvert.preprocessors import ClearMetadataPreprocessor  # noqa: E402
 from nbgrader.preprocessors import (  # noqa: E402
-    AssignLatePenalties, CheckCellMetadata, LimitOutput, SaveAutoGrades,
+    AssignLatePenalties, CheckCellMetadata, ClearOutput, DeduplicateIds, LimitOutput, OverwriteKernelspec,
+    SaveAutoGrades,
 )
 
+# nbgrader's own, but for OverwriteCells: its checksum alarm went off for every test cell with hidden tests.
+c.Autograde.sanitize_preprocessors = [ClearOutput, DeduplicateIds, OverwriteKernelspec,
+                                      OverwriteCellsAsReleased, CheckCellMetadata]
 c.Autograde.autograde_preprocessors = [
     KeepExpectedFiles,  # nothing handed in beside the notebook but what the release has
     StartJudge,         # the hidden checks' judge starts now and runs beside the kernel

@@ -491,6 +491,18 @@ def test_exploit_or_crash_is_scored_as_expected(trust, student):
         assert got == want, f"{student}: {exercise} scored {got}/{top}, expected {want}"
 
 
+def test_only_an_edited_test_cell_raises_the_checksum_alarm(trust):
+    """nbgrader warned "Attribute 'checksum' ... has changed!" for every test cell with hidden
+    tests, edited or not (jupyter/nbgrader#1961): 192 false alarms per student would bury a real
+    one. The course's OverwriteCellsAsReleased keeps the alarm for test cells that differ from
+    the release only."""
+    _, _, results = trust
+    logs = {r.student: r.log.read_text() for r in results if r.student in ("edited_tests", "always_equal")}
+    alarm = "Attribute 'checksum' for cell test_"
+    assert logs["edited_tests"].count(alarm) == len(EXERCISES), logs["edited_tests"][-3000:]
+    assert alarm not in logs["always_equal"], logs["always_equal"][-3000:]
+
+
 def test_a_notebook_cannot_mark_itself_undecided(trust):
     """Its own ManualReviewNeeded error is not the grader's mark: not graded again, no person asked."""
     work, _, _ = trust

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from nbformat.notebooknode import NotebookNode
-from nbgrader.preprocessors import Execute, NbGraderPreprocessor
+from nbgrader.preprocessors import Execute, NbGraderPreprocessor, OverwriteCells
 from nbgrader.utils import is_grade, is_solution
 from jupyter_client.manager import AsyncKernelManager
 from traitlets import Bool, Integer, List
@@ -188,6 +188,47 @@ class ResilientExecute(Execute):
         cell.outputs = list(cell.get("outputs", [])) + [
             _error_output("KernelStopped", self._stopped_because)]
         return cell, resources
+
+
+class OverwriteCellsAsReleased(OverwriteCells):
+    """nbgrader's OverwriteCells, without its false alarm on every test cell with hidden tests.
+
+    The gradebook keeps a test cell's checksum from before its hidden tests were cut, the release
+    one from after, so nbgrader warned "Attribute 'checksum' ... has changed!" for every such cell
+    of every submission (jupyter/nbgrader#1961): 192 lines per student for the course, which
+    would bury the one line of a student who did edit a test cell. Here a cell that is just what
+    the release handed out (the gradebook's source with its hidden tests cut, as the release
+    cuts them) raises no alarm; an edited one still does, and both are overwritten as before.
+    """
+
+    def preprocess_cell(self, cell, resources, cell_index):
+        self._as_released = self._unchanged_from_release(cell)
+        return super().preprocess_cell(cell, resources, cell_index)
+
+    def report_change(self, name, attr, old, new):
+        if attr == "checksum" and self._as_released:
+            return
+        super().report_change(name, attr, old, new)
+
+    def _unchanged_from_release(self, cell):
+        import copy
+
+        from nbgrader import utils
+        from nbgrader.api import MissingEntry
+        from nbgrader.preprocessors import ClearHiddenTests
+
+        grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
+        if grade_id is None or not utils.is_locked(cell):
+            return False
+        try:
+            source_cell = self.gradebook.find_source_cell(grade_id, self.notebook_id, self.assignment_id)
+            released = copy.deepcopy(cell)
+            released.source = source_cell.source
+            if not ClearHiddenTests(parent=self)._remove_hidden_test_region(released):
+                return False
+            return utils.compute_checksum(cell) == utils.compute_checksum(released)
+        except (MissingEntry, KeyError, ValueError, RuntimeError):
+            return False
 
 
 class KeepExpectedFiles(NbGraderPreprocessor):
