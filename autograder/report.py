@@ -23,13 +23,20 @@ def exercise_table(rows):
     return table
 
 
+def course_order(assignment, exercise):
+    """Sort key: assignments in order, and an assignment's exercises as its notebook asks for them
+    (the contract's order), not alphabetically (an instructor reads the table beside the notebook)."""
+    order = course.contract().get(assignment, [])
+    return assignment, order.index(exercise) if exercise in order else len(order), exercise
+
+
 def plot_points(table, path):
     """Heat map: points per exercise (columns) and student (rows), as a fraction of the maximum."""
     import matplotlib.pyplot as plt
     import numpy as np
 
     students = sorted({k[0] for k in table})
-    exercises = sorted({(k[1], k[2]) for k in table})
+    exercises = sorted({(k[1], k[2]) for k in table}, key=lambda k: course_order(*k))
     grid = np.full((len(students), len(exercises)), np.nan)
     for (student, assignment, exercise), (score, top) in table.items():
         grid[students.index(student), exercises.index((assignment, exercise))] = score / top if top else np.nan
@@ -52,7 +59,7 @@ def plot_summary(table, totals, path):
     by_exercise = defaultdict(list)
     for (student, assignment, exercise), (score, top) in table.items():
         by_exercise[(assignment, exercise)].append(score >= top > 0)
-    keys = sorted(by_exercise)
+    keys = sorted(by_exercise, key=lambda k: course_order(*k))
     rates = [100 * sum(v) / len(v) for v in (by_exercise[k] for k in keys)]
     fig, (left, right) = plt.subplots(1, 2, figsize=(max(8, 0.3 * len(keys) + 4), 4),
                                       gridspec_kw={"width_ratios": [3, 1]})
@@ -132,7 +139,7 @@ def write(assignments=None, out_dir=None, work=None, with_samples=False):
     # its points are no one's, so only grades.csv lists it, with its status.
     table = exercise_table([r for r in rows if status.get((r["student"], r["assignment"])) == gradebook.GRADED])
     exercise_rows = [{"student": s, "assignment": a, "exercise": e, "score": v[0], "max_score": v[1]}
-                     for (s, a, e), v in sorted(table.items())]
+                     for (s, a, e), v in sorted(table.items(), key=lambda kv: (kv[0][0], course_order(*kv[0][1:])))]
     totals = {key: {"raw_score": 0.0, "max_score": maxima[key]} for key in submissions
               if status[key] == gradebook.GRADED}
     for row in exercise_rows:
