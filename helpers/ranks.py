@@ -605,6 +605,7 @@ def launch(fn, world_size, *args, timeout=60.0, init_group=True, threads_per_ran
     init_group=False leaves init_process_group to fn (RANK, WORLD_SIZE,
     MASTER_ADDR and MASTER_PORT are set, so init_process_group("gloo") works).
     """
+    __tracebackhide__ = True  # a rank's error shows the student's code and the rank's traceback, not this
     if isinstance(world_size, bool) or not isinstance(world_size, int) or not 1 <= world_size <= MAX_RANKS:
         raise ValueError(f"world_size must be an int from 1 to {MAX_RANKS}, got {world_size!r}")
     if not timeout > 0:
@@ -713,6 +714,7 @@ def _load(path):
 
 def _raise_first_error(records, processes):
     """Raise the error that happened first: the others are usually its echo (a peer closed)."""
+    __tracebackhide__ = True
     failed = [(record.get("when", float("inf")), rank, record)
               for rank, record in enumerate(records) if record is not None and not record["ok"]]
     for _, rank, record in sorted(failed, key=lambda f: f[:2]):

@@ -82,6 +82,20 @@ def test_an_error_on_a_rank_is_raised_in_the_caller():
     assert any("raised on rank 1 of 2" in note for note in err.value.__notes__)
 
 
+def test_a_ranks_error_in_a_notebook_shows_no_launcher_internals():
+    """In a notebook's traceback (IPython's, as a kernel and the feedback show it), a rank's error
+    skips the launcher's frame (its code names the records' witness, proof and weights: noise
+    between the student's cell and the rank's own traceback)."""
+    from IPython.core.ultratb import AutoFormattedTB
+
+    try:
+        ranks.launch(_fail_on_rank_one, 2)
+    except KeyError:
+        text = AutoFormattedTB(mode="Context", theme_name="nocolor").text(*sys.exc_info())
+    assert "skipping hidden" in text and "witness" not in text and "in launch" not in text, text
+    assert "rank one says no" in text and "raised on rank 1 of 2" in text, text
+
+
 def test_a_hang_is_bounded_and_leaves_no_rank():
     start = time.perf_counter()
     with pytest.raises(TimeoutError, match="did not finish within 3 s"):
