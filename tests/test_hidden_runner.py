@@ -386,10 +386,10 @@ def test_a_checks_summary_wrapped_onto_two_lines_reaches_the_student_whole():
     second line stopped mid-sentence ("restored afterwards: as: ..."): the first paragraph now."""
     def check():
         """the pools are restored afterwards: as threadpoolctl reports them,
-        and as the judge sees the threads work
+        and as the BLAS threads' work shows
 
         False failure of a correct answer: 0.
         """
 
     assert hidden.describe(check) == ("the pools are restored afterwards: as threadpoolctl reports them, "
-                                      "and as the judge sees the threads work")
+                                      "and as the BLAS threads' work shows")

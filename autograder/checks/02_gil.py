@@ -705,7 +705,7 @@ def test_gil_experiment_ratios(gil_experiment):
     if not passed["io"] and against["io"] >= needed:
         raise AssertionError("io_threads is not much shorter than io_serial: do the waits overlap in threads?")
     if not passed["threads"] and against["threads"] >= needed and in_turn > needed // 2:
-        raise AssertionError(f"the {n} CPU threads never worked at once (the judge read each thread's CPU "
+        raise AssertionError(f"the {n} CPU threads never worked at once (the grader read each thread's CPU "
                              "time every 5 ms): one thread per share, all at once: start them all, then "
                              "join them all")
     if not passed["threads"] and against["threads"] >= needed and slow_threads > needed // 2:

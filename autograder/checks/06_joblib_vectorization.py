@@ -738,7 +738,7 @@ class _BlasWorkers:
 
 def test_run_with_blas_threads_limits_and_restores(run_with_blas_threads):
     """BLAS runs n_threads threads inside fn, and the pools are restored afterwards: as
-    threadpoolctl reports it in the student's process, and as the judge sees the threads work
+    threadpoolctl reports them, and as the BLAS threads' work shows
 
     False failure of a correct answer: 0 (random limits, exact thread counts; a worker the limit
     leaves out sleeps and gets no CPU, one it lets in gets milliseconds of products).
@@ -794,7 +794,7 @@ def _blas_case(run_with_blas_threads, n_threads):
 
 def test_run_with_blas_threads_restores_on_error(run_with_blas_threads):
     """when fn raises, the exception reaches the caller and the pools are still restored (as
-    threadpoolctl reports them, and as the judge sees the threads work)
+    threadpoolctl reports them, and as the BLAS threads' work shows)
 
     False failure of a correct answer: 0 (a random limit, exact thread counts).
     """
