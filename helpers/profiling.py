@@ -1,4 +1,5 @@
-"""Profiling plumbing for 11_profiling_scaling: quiet torch.profiler, a toy sampling profiler.
+"""Profiling plumbing for 11_profiling_scaling: quiet torch.profiler, steady torch threads, a toy
+sampling profiler.
 
 Nothing here ranks functions or operators: that is what the notebook's
 exercises do.
@@ -37,6 +38,21 @@ def native_stderr_filtered(drop=("USDT:", "ERROR: External init callback must ru
                     if not line.startswith(drop)]
             if kept:
                 sys.stderr.write("".join(kept))
+
+
+@contextmanager
+def torch_threads(n):
+    """torch's intra-op thread count set to `n` inside the block, and back to what it was after it,
+    even when the block raises. (A with block rather than try/finally in a cell: a Jupyter kernel's
+    traceback of an error raised inside try/finally points at the finally line.)"""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 def sample_stacks(fn, *args, interval=0.001):

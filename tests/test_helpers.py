@@ -218,3 +218,20 @@ def test_speedup_plots_count_workers_in_whole_numbers():
     ticks = [t for t in ax.get_xticks() if ax.get_xlim()[0] <= t <= ax.get_xlim()[1]]
     assert ticks and all(float(t).is_integer() for t in ticks), ticks
     assert ax.get_xlabel() == "threads"
+
+
+def test_torch_threads_sets_the_count_inside_and_restores_it_even_on_error():
+    import torch
+
+    from helpers import profiling
+
+    before = torch.get_num_threads()
+    with profiling.torch_threads(1):
+        assert torch.get_num_threads() == 1
+    assert torch.get_num_threads() == before
+    try:
+        with profiling.torch_threads(1):
+            raise KeyError("inside")
+    except KeyError:
+        pass
+    assert torch.get_num_threads() == before
