@@ -150,6 +150,9 @@ def problems(nb, number, total):
             elif not after.source.rstrip().endswith(PASSED_LINE.format(name=name) + "\n" + HIDDEN_BLOCK.format(name=name)):
                 found.append(f"cell {index + 1}: the visible asserts must end with the line that says they passed, "
                              f"right before the hidden block: {PASSED_LINE.format(name=name)}")
+            elif re.search(r"^finally:", notebooks.visible_code(after.source), re.M):
+                found.append(f"cell {index + 1}: a top-level try/finally in a test cell (a kernel's traceback "
+                             "then points at the finally line, not at the failing call): use a with block")
             elif bare_asserts(notebooks.visible_code(after.source)):
                 found.append(f"cell {index + 1}: visible asserts without a message saying what is wrong "
                              f"(lines {bare_asserts(notebooks.visible_code(after.source))})")

@@ -272,10 +272,12 @@ def test_the_template_check_finds_what_departs_from_it():
     last_test = max(i for i, c in enumerate(broken.cells) if notebooks.is_test_cell(c))
     silent = broken.cells[last_test].source.split("\n")
     broken.cells[last_test].source = "\n".join(line for line in silent if not line.startswith('print("✓ '))
+    second_test = [i for i, c in enumerate(broken.cells) if notebooks.is_test_cell(c)][1]
+    broken.cells[second_test].source = "try:\n    pass\nfinally:\n    pass\n" + broken.cells[second_test].source
     said = " | ".join(template.problems(broken, 1, total))
     for expected in ("headings in the middle of a cell", "**Next:** *02 · ", "must come right after the",
                      "must be followed by its test cell", "asserts without a message saying what is wrong (lines [1])",
-                     "must end with the line that says they passed"):
+                     "must end with the line that says they passed", "top-level try/finally in a test cell"):
         assert expected in said, said
     assert "assignment 2 of" in " ".join(template.problems(nb, 2, total))
     assert template.headings_inside("## 1. Title\n\n```bash\n## a comment\n```") == []
