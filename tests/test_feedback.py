@@ -76,17 +76,17 @@ def test_the_results_table_says_what_happened_to_each_exercise():
         _graded_cell("test_CONSTANT", 1, 0, ("NameError", "name 'CONSTANT' is not defined")),
     ])
     nb, _ = feedback_page.FeedbackSummary().preprocess(nb, {})
-    assert nb.cells[0].source == "# 03 · Title" and "Your results" in nb.cells[1].source
+    assert "Your results" in nb.cells[0].source and nb.cells[1].source == "# 03 · Title"
     said = {g.removeprefix("test_"): (s, p, status) for g, s, p, status in feedback_page.rows(nb)}
     assert list(said) == ["done", "blank", "hidden", "visible", "unsure", "CONSTANT"]
     assert said["CONSTANT"][2].startswith("not answered")
     assert said["done"] == (2, 2, "✓ passed")
     assert said["blank"][2].startswith("not answered")
-    assert said["hidden"][2] == "✗ hidden checks failed (1 of 3)"
+    assert said["hidden"][2] == "✗ hidden checks failed (1 of 3): x"
     assert said["visible"][2] == ("✗ AssertionError: every index exactly once "
-                                  "(the hidden checks found more: see the cell)")
+                                  "(and hidden checks failed: the cell says what they found)")
     assert "person" in said["unsure"][2]
-    assert '<a href="#test_visible">visible</a>' in nb.cells[1].source
+    assert '<a href="#test_visible">visible</a>' in nb.cells[0].source
 
 
 def test_a_students_exception_cannot_put_markup_or_math_in_the_results_table():
@@ -104,11 +104,11 @@ def test_a_students_exception_cannot_put_markup_or_math_in_the_results_table():
         _graded_cell('test_y"><script>alert(4)</script>', 1, 0, ("ValueError", "plain")),
     ])
     nb, _ = feedback_page.FeedbackSummary().preprocess(nb, {})
-    table = nb.cells[1].source
+    table = nb.cells[0].source
     for piece in ("<img", "<script", "javascript:", "](", "$", "**", 'href="#test_y'):
         assert piece not in table, piece
     html, _ = nbconvert.HTMLExporter(template_name="classic").from_notebook_node(
-        nbformat.v4.new_notebook(cells=[nb.cells[1]]))
+        nbformat.v4.new_notebook(cells=[nb.cells[0]]))
     assert "<img" not in html and "<script>alert" not in html and 'href="javascript' not in html
     assert "onerror=alert(1)" in html.replace("&#61;", "=").replace("&#40;", "(").replace("&#41;", ")")
 
@@ -155,3 +155,25 @@ def test_the_graded_cells_say_the_judges_verdict_and_keep_its_findings():
     assert [o.ename for o in visible_first.outputs] == ["AssertionError", "HiddenCheckFailed"]
     assert "what it found" in visible_first.outputs[1].evalue
     assert [o.ename for o in unanswered.outputs] == ["NameError"]
+
+
+def test_feedback_tracebacks_name_no_path_of_the_grading_machine():
+    """A traceback through the course's helpers, the standard library and the installed packages
+    shows them as helpers/..., <python>/... and <site-packages>/...: shorter lines, and nothing of
+    where the grader keeps its files. IPython's note on a frame the helpers hide cannot be read as
+    a hidden check."""
+    import sysconfig
+
+    from autograder import course
+
+    tb = [f"File {course.ROOT}/helpers/workers.py:63, in fail_on(x)",
+          f"File {sysconfig.get_paths()['stdlib']}/multiprocessing/pool.py:125, in worker",
+          f"File {sysconfig.get_paths()['purelib']}/torch/nn/modules/module.py:1, in _call_impl",
+          "    [... skipping hidden 1 frame]"]
+    cell = nbformat.v4.new_code_cell("x")
+    cell.outputs = [nbformat.v4.new_output("error", ename="ValueError", evalue="cannot process 3", traceback=tb)]
+    cell, _ = HideHiddenTraceback().preprocess_cell(cell, {}, 0)
+    assert cell.outputs[0].traceback == [
+        "File helpers/workers.py:63, in fail_on(x)", "File <python>/multiprocessing/pool.py:125, in worker",
+        "File <site-packages>/torch/nn/modules/module.py:1, in _call_impl",
+        "    [... 1 frame of the course's helpers left out]"]

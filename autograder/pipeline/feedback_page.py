@@ -3,7 +3,7 @@
 nbgrader's feedback page lists its test cells as "Test cell (Score: 0.0 / 3.0)", with no name and
 no reason, and shows a failed cell like a passed one: a student had to scroll through every cell
 to find where the points went. `FeedbackSummary` (a feedback preprocessor, after GetGrades) puts a
-table in a new cell below the title, read from the graded cells' outputs, and says what grading
+table in a new first cell, read from the graded cells' outputs, and says what grading
 does not run (the teaching demos) and whose machine the set-up cell describes. The cell also holds
 the page's own style (PAGE_CSS): an output's long lines wrap instead of running off the page (an
 assert's message, with its advice at the end, was cut at 1200 pixels), and errors are marked in
@@ -51,14 +51,23 @@ def status(cell, answer=None):
     if name == "NotImplementedError" or any(o.get("ename") == "NotImplementedError" for o in _errors(answer)):
         return "not answered: the answer cell still raises NotImplementedError"
     if name == "HiddenCheckFailed":
-        counts = _COUNT.findall(value)
-        return "✗ hidden checks failed" + (f" ({', '.join(counts)})" if counts else "")
-    line = next((part.strip() for part in value.split("\n") if part.strip()), "")
-    if len(line) > SHOWN:
-        line = line[:SHOWN - 1] + "…"
-    found = " (the hidden checks found more: see the cell)" if any(
+        counts = _COUNT.findall(value) or _COUNT.findall(_text(cell))
+        first = next((line.strip()[2:] for line in value.split("\n") if line.strip().startswith("✗ ")), "")
+        return ("✗ hidden checks failed" + (f" ({', '.join(counts)})" if counts else "")
+                + (f": {_cut(first)}" if first else ""))
+    line = _cut(next((part.strip() for part in value.split("\n") if part.strip()), ""))
+    found = " (and hidden checks failed: the cell says what they found)" if any(
         o.get("ename") == "HiddenCheckFailed" for o in errors[1:]) else ""
     return f"✗ {name}{': ' + line if line else ''}{found}"
+
+
+def _cut(line):
+    return line if len(line) <= SHOWN else line[:SHOWN - 1] + "…"
+
+
+def _text(cell):
+    """The cell's printed output (its verdict line for the hidden block among it)."""
+    return "".join(o.get("text", "") for o in cell.get("outputs", []) if o.get("output_type") == "stream")
 
 
 def rows(nb):
@@ -79,7 +88,8 @@ def rows(nb):
 def table(found):
     """The summary's markdown (an HTML table), every text from the notebook escaped."""
     lines = ["### Your results, exercise by exercise", "", PAGE_CSS, "",
-             "<table class=\"course-results\"><tr><th>exercise</th><th>points</th><th>what happened</th></tr>"]
+             # tex2jax_ignore: MathJax leaves the table alone (a $ in a student's message is no math).
+             "<table class=\"course-results tex2jax_ignore\"><tr><th>exercise</th><th>points</th><th>what happened</th></tr>"]
     for grade_id, score, points, said in found:
         name = grade_id.removeprefix("test_")
         # The anchor nbgrader's page gives a graded cell is its grade_id (a course name, checked).
@@ -94,12 +104,12 @@ def table(found):
 
 
 class FeedbackSummary(NbGraderPreprocessor):
-    """Put the results table in a new cell right after the notebook's title cell."""
+    """Put the results table in a new first cell: right under nbgrader's list of cells, above the
+    notebook's title and introduction (below them, it began past a laptop's first screen)."""
 
     def preprocess(self, nb, resources):
         found = rows(nb)
         if found:
-            at = 1 if nb.cells and nb.cells[0].cell_type == "markdown" else 0
-            nb.cells.insert(at, new_markdown_cell(table(found)))
+            nb.cells.insert(0, new_markdown_cell(table(found)))
         return nb, resources
 

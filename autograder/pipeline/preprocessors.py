@@ -360,15 +360,17 @@ class VerifyHiddenChecks(NbGraderPreprocessor):
         for cell in nb.cells:
             if cell.cell_type != "code" or not is_grade(cell):
                 continue
-            failed, undecided = [], False
+            failed, undecided, details = [], False, []
             for _, exercise in verify.hidden_exercises(cell.source):
                 # No verdict at all is a failure too: a check that did not run never passes.
                 passed, report, unsure = verdicts.get(
                     exercise, (False, f"{exercise}: the hidden checks gave no verdict", False))
-                _say_verdict(cell, exercise, _verdict_line(exercise, passed, report, unsure))
+                said = _say_verdict(cell, exercise, _verdict_line(exercise, passed, report, unsure))
                 if not passed:
                     failed.append(report)
                     undecided |= unsure
+                    # The count is in the verdict line above: below it, what each check found.
+                    details.append(report.split("\n", 1)[1] if said and "\n" in report else report)
             if not failed:
                 continue
             self.log.warning("hidden checks failed outside the kernel: %s", "; ".join(failed))
@@ -379,11 +381,11 @@ class VerifyHiddenChecks(NbGraderPreprocessor):
                     "measure a speedup, or an error of the check's own); it will be looked at by a person:\n"
                     + "\n".join(failed)))
             elif kernel_error is None:
-                cell.outputs.append(_error_output("HiddenCheckFailed", ALL_OR_NOTHING + "\n" + "\n".join(failed)))
+                cell.outputs.append(_error_output("HiddenCheckFailed", ALL_OR_NOTHING + "\n" + "\n".join(details)))
             elif not _unanswered(exercise_errors=failed, kernel_error=kernel_error):
                 # The visible asserts failed first: what the hidden checks found says more, often why.
                 cell.outputs.append(_error_output(
-                    "HiddenCheckFailed", "the hidden checks of this exercise found too:\n" + "\n".join(failed)))
+                    "HiddenCheckFailed", "the hidden checks of this exercise also found:\n" + "\n".join(failed)))
         return nb, resources
 
 
@@ -409,12 +411,15 @@ def _verdict_line(exercise, passed, report, undecided):
 
 def _say_verdict(cell, exercise, verdict):
     """Put the judge's verdict in place of the kernel's line for the hidden block (hidden.PENDING),
-    which promised the failures below: with none below, it could not be told from a lost list."""
+    which promised the failures below: with none below, it could not be told from a lost list.
+    Whether the line was there (the kernel ran the hidden block)."""
     from .. import hidden
-    pending = hidden.PENDING.format(exercise=exercise)
+    pending, said = hidden.PENDING.format(exercise=exercise), False
     for output in cell.get("outputs", []):
         if output.get("output_type") == "stream" and pending in output.get("text", ""):
             output["text"] = output["text"].replace(pending, verdict)
+            said = True
+    return said
 
 
 def _disown_undecided(nb):
@@ -622,15 +627,28 @@ class HideHiddenTraceback(NbGraderPreprocessor):
     nbgrader's ClearHiddenTests removes the hidden block from a cell's source,
     but IPython's traceback of a failing test cell quotes the lines around the
     failure, hidden ones included. The failure message itself stays.
+
+    Paths of the grading machine are shortened too ("helpers/workers.py",
+    "<python>/multiprocessing/pool.py", "<site-packages>/torch/..."): shorter lines,
+    and nothing of where the grader keeps its files. IPython's "[... skipping hidden 1
+    frame]" (a frame of the course's helpers marked __tracebackhide__) is said in
+    words that cannot be read as a hidden check.
     """
 
     def preprocess_cell(self, cell, resources, index):
         if cell.cell_type == "code":
             for output in cell.get("outputs", []):
                 if output.output_type == "error":
-                    output.traceback = [self._scrub(frame) for frame in output.traceback
+                    output.traceback = [self._plain_paths(self._scrub(frame)) for frame in output.traceback
                                         if not self._is_grader_frame(frame)]
         return cell, resources
+
+    @staticmethod
+    def _plain_paths(frame):
+        for long, short in _path_prefixes():
+            frame = frame.replace(long, short)
+        return _SKIPPED_FRAMES.sub(lambda m: f"[... {m.group(1)} frame{'s' if m.group(1) != '1' else ''} "
+                                             "of the course's helpers left out]", frame)
 
     @staticmethod
     def _is_grader_frame(frame):
@@ -650,3 +668,20 @@ class HideHiddenTraceback(NbGraderPreprocessor):
             if "### END HIDDEN TESTS" in plain:
                 hiding = False
         return "\n".join(kept)
+
+
+_SKIPPED_FRAMES = re.compile(r"\[\.\.\. skipping hidden (\d+) frames?\]")
+
+
+def _path_prefixes():
+    """(prefix, short name) of the grading machine's paths in a traceback, longest first: the
+    installed packages, the standard library, the course folder."""
+    import site
+    import sysconfig
+
+    from .. import course
+
+    pairs = [(path, "<site-packages>") for path in {*site.getsitepackages(), sysconfig.get_paths()["purelib"]}]
+    pairs += [(sysconfig.get_paths()["stdlib"], "<python>"), (str(course.ROOT), "")]
+    pairs = [(f"{path.rstrip(os.sep)}{os.sep}", f"{short}{os.sep}" if short else "") for path, short in pairs if path]
+    return sorted(pairs, key=lambda pair: -len(pair[0]))
