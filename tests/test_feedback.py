@@ -75,8 +75,10 @@ def test_the_results_table_says_what_happened_to_each_exercise():
         _answer_cell("CONSTANT", ("NotImplementedError", "")),  # the test cell then meets a NameError
         _graded_cell("test_CONSTANT", 1, 0, ("NameError", "name 'CONSTANT' is not defined")),
     ])
+    nb.cells[6].metadata.nbgrader["comment"] = "No response."  # nbgrader's, on an answer left as released
     nb, _ = feedback_page.FeedbackSummary().preprocess(nb, {})
     assert "Your results" in nb.cells[0].source and nb.cells[1].source == "# 03 · Title"
+    assert nb.cells[7].metadata.nbgrader["comment"] == feedback_page.UNANSWERED
     said = {g.removeprefix("test_"): (s, p, status) for g, s, p, status in feedback_page.rows(nb)}
     assert list(said) == ["done", "blank", "hidden", "visible", "unsure", "CONSTANT"]
     assert said["CONSTANT"][2].startswith("not answered")

@@ -109,7 +109,15 @@ class FeedbackSummary(NbGraderPreprocessor):
 
     def preprocess(self, nb, resources):
         found = rows(nb)
+        for cell in nb.cells:
+            # nbgrader's own comment on an answer left as released, which read as the teacher's silence.
+            meta = cell.get("metadata", {}).get("nbgrader", {})
+            if is_solution(cell) and meta.get("comment") == "No response.":
+                meta["comment"] = UNANSWERED
         if found:
             nb.cells.insert(0, new_markdown_cell(table(found)))
         return nb, resources
+
+
+UNANSWERED = "Not answered: this cell is as it was handed out."
 
