@@ -7,8 +7,10 @@ table in a new first cell, read from the graded cells' outputs, and says what gr
 does not run (the teaching demos) and whose machine the set-up cell describes. The cell also holds
 the page's own style (PAGE_CSS): an output's long lines wrap instead of running off the page (an
 assert's message, with its advice at the end, was cut at 1200 pixels), and errors are marked in
-red. (A preprocessor cannot add it to the page's header: the template's own CSS preprocessor runs
-after the configured ones and replaces what they put there.)
+red, and nbgrader's list of unnamed test cells above the notebook is hidden (the table says the same
+with names and reasons; a late penalty's line stays). (A preprocessor cannot add the style to the
+page's header: the template's own CSS preprocessor runs after the configured ones and replaces
+what they put there.)
 
 Every text taken from an output (an exception's name and message can be the student's own) is
 written as character references: nothing in it can become markup or math on the page.
@@ -23,7 +25,10 @@ from .verify import UNDECIDED
 
 PAGE_CSS = ("<style>div.output_area pre { white-space: pre-wrap; word-break: normal; overflow-wrap: anywhere; } "
             "div.output_error pre { border-left: 4px solid #c9302c; padding-left: 0.6em; } "
-            "table.course-results th, table.course-results td { padding: 3px 14px 3px 0; vertical-align: top; }"
+            "table.course-results th, table.course-results td { padding: 3px 14px 3px 0; vertical-align: top; } "
+            # nbgrader's list of unnamed "Test cell (Score: ...)" entries: the table says it with names
+            # and reasons; a late penalty stays.
+            "#toc li:not(.late-penalty) { display: none; }"
             "</style>")
 SHOWN = 160  # characters of a failure's first line in the table (the cell below has all of it)
 _COUNT = re.compile(r"^\S+: (\d+ of \d+) hidden checks failed", re.M)
