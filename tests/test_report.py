@@ -73,10 +73,11 @@ def test_exercise_csv_has_every_graded_exercise(reported, course_tools):
         assert exercises == course.contract()[ASSIGNMENT], (student, exercises)
     for r in rows:
         full = float(r["score"]) == float(r["max_score"]) > 0
+        # What happened, as the feedback's results table says it: an instructor sees why points went.
         if r["student"] == "sample_perfect":
-            assert full, r
+            assert full and r["what_happened"] == "✓ passed", r
         elif r["student"] == "sample_blank":
-            assert float(r["score"]) == 0, r
+            assert float(r["score"]) == 0 and r["what_happened"].startswith("not answered"), r
 
 
 def test_grade_csvs_agree_with_the_gradebook(reported, course_tools):
