@@ -3,6 +3,7 @@ import os
 import re
 import shutil
 import time
+from functools import lru_cache
 from pathlib import Path
 
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
@@ -673,6 +674,7 @@ class HideHiddenTraceback(NbGraderPreprocessor):
 _SKIPPED_FRAMES = re.compile(r"\[\.\.\. skipping hidden (\d+) frames?\]")
 
 
+@lru_cache(maxsize=1)
 def _path_prefixes():
     """(prefix, short name) of the grading machine's paths in a traceback, longest first: the
     installed packages, the standard library, the course folder."""
