@@ -1,4 +1,6 @@
 """Feedback tracebacks keep the student's failure message, not the grader's code."""
+import re
+
 import nbformat
 
 from autograder.pipeline.preprocessors import HideHiddenTraceback
@@ -112,6 +114,8 @@ def test_a_students_exception_cannot_put_markup_or_math_in_the_results_table():
     html, _ = nbconvert.HTMLExporter(template_name="classic").from_notebook_node(
         nbformat.v4.new_notebook(cells=[nb.cells[0]]))
     assert "<img" not in html and "<script>alert" not in html and 'href="javascript' not in html
+    # The page decodes the references before MathJax reads the text: the table must be one it skips.
+    assert re.search(r'<table class="[^"]*\btex2jax_ignore\b', html), "MathJax would typeset the student's $...$"
     assert "onerror=alert(1)" in html.replace("&#61;", "=").replace("&#40;", "(").replace("&#41;", ")")
 
 

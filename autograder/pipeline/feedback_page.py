@@ -13,7 +13,9 @@ page's header: the template's own CSS preprocessor runs after the configured one
 what they put there.)
 
 Every text taken from an output (an exception's name and message can be the student's own) is
-written as character references: nothing in it can become markup or math on the page.
+written as character references, so nothing in it can become markup, and the table carries
+MathJax's tex2jax_ignore class, so nothing in it is typeset as math (the page decodes the
+references before MathJax reads the text).
 """
 import re
 
@@ -26,6 +28,7 @@ from .verify import UNDECIDED
 PAGE_CSS = ("<style>div.output_area pre { white-space: pre-wrap; word-break: normal; overflow-wrap: anywhere; } "
             "div.output_error pre { border-left: 4px solid #c9302c; padding-left: 0.6em; } "
             "table.course-results th, table.course-results td { padding: 3px 14px 3px 0; vertical-align: top; } "
+            "tr.course-failed td:last-child { color: #a94442; } tr.course-passed td:last-child { color: #3c763d; } "
             # nbgrader's list of unnamed "Test cell (Score: ...)" entries: the table says it with names
             # and reasons; a late penalty stays.
             "#toc li:not(.late-penalty) { display: none; }"
@@ -100,7 +103,9 @@ def table(found):
         # The anchor nbgrader's page gives a graded cell is its grade_id (a course name, checked).
         link = (f'<a href="#{grade_id}">{escaped(name)}</a>' if re.fullmatch(r"\w+", grade_id)
                 else escaped(name))
-        lines.append(f"<tr><td>{link}</td><td>{score:g} / {points:g}</td><td>{escaped(said)}</td></tr>")
+        kind = "passed" if said.startswith("✓") else "failed" if said.startswith("✗") else "other"
+        lines.append(f'<tr class="course-{kind}"><td>{link}</td><td>{score:g} / {points:g}</td>'
+                     f"<td>{escaped(said)}</td></tr>")
     lines += ["</table>", "",
               "A test cell earns its points only when every check in it passes, visible and hidden. "
               "Grading skips the teaching demos (cells tagged `demo`), so they show no output below, "
