@@ -45,7 +45,8 @@ def what_happened(student, assignment, work):
     except (OSError, ValueError, AttributeError, KeyError, TypeError):  # not a notebook we can read: say nothing
         return {}
     for grade_id, _, _, status in found:
-        said[_exercise_of(grade_id, exercises)].append(status)
+        # Without the page's symbols (✓ ✗ ⏳): a spreadsheet that guesses the file's encoding garbles them.
+        said[_exercise_of(grade_id, exercises)].append(status.removeprefix("✓ ").removeprefix("✗ ").removeprefix("⏳ "))
     return {exercise: "; ".join(statuses) for exercise, statuses in said.items()}
 
 
