@@ -490,7 +490,8 @@ def test_gil_experiment_measures(gil_experiment):
     for key in KEYS:
         assert exact_float(out[key], key) > 0, f"{key} must be a positive number of seconds"
         assert out[key] <= wall, (f"{key} ({out[key]:.3f} s) is longer than the whole call took ({wall:.3f} s): "
-                                  "are the values in seconds (time.perf_counter differences), not milliseconds?")
+                                  "are the values measured in this call, in seconds (time.perf_counter "
+                                  "differences), not milliseconds?")
     assert counts["process start"] >= n, f"with n_workers={n}, the CPU task should run in {n} processes"
     assert counts["thread start"] >= 2 * n, f"with n_workers={n}, both tasks should run in {n} threads each"
     assert out["io_serial"] >= 0.8 * n * 0.05, "io_serial is shorter than the waits it should contain"

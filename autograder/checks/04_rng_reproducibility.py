@@ -46,8 +46,9 @@ def test_forked_draws_identical_children(forked_draws):
         draws = _arrays(draws, n, size, "forked_draws(...)")
         for d in draws:
             assert np.array_equal(d, expected), (
-                "a child's draws differ from what the parent's generator holds: "
-                "children should start from the parent's state without any seeding")
+                "a child's draws differ from what the parent's generator holds: each child should be "
+                "forked afresh (not spawned, not a reused worker) and draw without seeding, from the "
+                "parent's state")
         assert counts["process start"] >= n, f"{n} child processes should have been started, saw {counts['process start']}"
         assert unmoved, "the parent's global generator moved: the draws must be made in the children"
 
@@ -354,7 +355,7 @@ def _workers_started(made, num_workers, readers):
     in_workers = witnessed_processes(made, readers)
     assert len(in_workers) >= num_workers, (
         f"with num_workers={num_workers} the items must be read in {num_workers} worker processes; "
-        f"the kernel saw them read in {len(in_workers)}")
+        f"the operating system saw them read in {len(in_workers)}")
 
 
 @timeout(150)

@@ -116,9 +116,9 @@ def _assert_not_computed_in_caller(spent, serial, n_workers, what):
                     "as much as waiting for the workers may cost there, so the grader cannot tell whether "
                     "the work ran in the calling process")
     assert own < limit, (
-        f"{what}: the calling process itself spent {own:.2f} s of CPU during the call, where the whole "
-        f"computation done serially takes {serial:.2f} s: the work ran in the calling process, not in "
-        f"the worker processes ({spent.detail or 'user time'})")
+        f"{what}: the work ran in the calling process, not in the worker processes: hand it to the pool "
+        f"(the calling process spent {own:.2f} s of CPU during the call, where the whole computation done "
+        f"serially takes {serial:.2f} s; {spent.detail or 'user time'})")
     if serial < 1.5 * allowance:
         pytest.skip(f"{what}: the serial work took only {serial:.2f} s of CPU here, too little to tell "
                     f"from a correct answer's fixed cost ({allowance:.2f} s)")

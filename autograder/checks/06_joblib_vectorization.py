@@ -520,7 +520,8 @@ def test_bootstrap_ci_reproducible(bootstrap_ci):
     assert np.allclose(one, three, rtol=0, atol=1e-12) and np.allclose(one, again, rtol=0, atol=1e-12), (
         "the same seed gave different intervals for n_jobs=1, 2 and 3")
     other = _interval(bootstrap_ci(data, 1000, 3, seed + 1), "bootstrap_ci")
-    assert one != other, "another seed should give another interval"
+    assert one != other, ("another seed should give another interval: is the interval made of the means "
+                          "of resamples drawn with the seed, rather than of the data alone?")
     more = _interval(bootstrap_ci(data, 3000, 3, seed), "bootstrap_ci")
     assert one != more, "3000 resamples gave exactly the interval of 1000: are the batches all the same?"
     # The default alpha: at alpha=0.5 an alpha not halved put both bounds at the median, and this

@@ -134,7 +134,9 @@ def _ranking_problem(found, expected, runs, wall, cpu):
     assert all(":" not in n and "/" not in n and "(" not in n for n in names), (
         "give the function's own name as cProfile records it, not file:line(name)")
     seconds = [s for _, s in pairs]
-    assert seconds == sorted(seconds, reverse=True), "the entries are not sorted largest first"
+    assert seconds == sorted(seconds, reverse=True), (
+        "the entries are not sorted by their seconds, largest first: are they ranked by own time (tottime), "
+        "not by call count?")
     assert seconds[0] <= wall and sum(seconds) <= 1.05 * wall + 0.005, (
         "the seconds add up to more than the call took: are they cumulative times or whole-call times?")
     if [_digest(name) for name in names] != expected:

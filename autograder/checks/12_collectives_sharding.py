@@ -159,7 +159,7 @@ def test_zero_memory_paper_figures(zero_memory):
         got = exact_float(zero_memory(7_500_000_000, 64, stage), f"zero_memory(7.5e9, 64, {stage})")
         assert abs(got / 1e9 - gb) < 0.05, (
             f"stage {stage}: 7.5 B parameters on 64 ranks need {gb} GB per rank (the paper), got {got / 1e9:.2f} GB "
-            "(bytes, not GB; 2 + 2 + 12 bytes per parameter)")
+            "(return bytes, not GB; 2 + 2 + 12 bytes per parameter)")
 
 
 def test_zero_memory_formula(zero_memory):
@@ -370,8 +370,8 @@ def _the_launch(runs, world_size, name, watched, work):
         ran = {pair[0] for pair in witnesses if type(pair) in (tuple, list) and len(pair) == 2
                and witnessed_in(watched.made, *pair)}  # distinct pids: one rank named twice counts once
         assert len(ran) == world_size, (
-            f"{name}: the launcher's record names {world_size} ranks, but the kernel saw {len(ran)} of them "
-            "run as processes of this launch")
+            f"{name}: {world_size} ranks should run as processes started by this launch; the operating "
+            f"system saw {len(ran)} of them do so")
     puzzles, spent, allowance = work
     assert_worked_outside(puzzles, list(proofs)[:world_size], spent, allowance, name)
     return counts

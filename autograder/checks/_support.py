@@ -254,9 +254,9 @@ def assert_worked_outside(puzzles, answers, spent, allowance, what):
                     f"took {spent.wall:.1f} s on this machine: as much as waiting for the workers may cost "
                     f"there, so the grader cannot tell whether the work ran in the calling process{_told(spent)}")
     assert own < allowance, (
-        f"{what}: the calling process itself spent {own:.2f} s of CPU while the calls ran, "
-        f"where the calls' own work took {sum(p.seconds for p in puzzles):.2f} s: the work ran in the "
-        f"calling process (threads, or direct calls), not in worker processes{_told(spent)}")
+        f"{what}: the work ran in the calling process (in threads, or as direct calls), not in worker "
+        f"processes: start the calls in processes (the calling process spent {own:.2f} s of CPU while "
+        f"they ran; their own work takes {sum(p.seconds for p in puzzles):.2f} s){_told(spent)}")
     if spent.seconds >= allowance:
         pytest.skip(f"{what}: the calling process's own code spent {own:.2f} s of CPU, but the operating system "
                     f"worked {spent.seconds - own:.2f} s for it during a call of {spent.wall:.1f} s, "
