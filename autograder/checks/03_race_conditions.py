@@ -533,7 +533,10 @@ def test_bytecode_ops_matches_dis(bytecode_ops):
         got = exact_list(bytecode_ops(fn), "the result")
         assert all(type(op) is str for op in got), "every element must be an opname string"
         got = [op for op in got if op != "CACHE"]   # cache entries are not instructions
-        assert got == _expected(fn), "the opnames differ from what dis reports for the same function"
+        assert got == _expected(fn), (
+            f"the opnames differ from what dis reports for the same function: {len(got)} given, "
+            f"{len(_expected(fn))} expected, the first difference at position "
+            f"{next((i for i, (a, b) in enumerate(zip(got, _expected(fn))) if a != b), min(len(got), len(_expected(fn))))}")
 
 
 def test_bytecode_ops_read_modify_write(bytecode_ops):
@@ -644,7 +647,9 @@ def test_transfer_many_result(transfer_many):
             got, counts, after, workers = there(_transfercounting, transfer_many, balances, transfers, n_threads)
         counts = capped(counts, made)
         got = exact_list(got, "the result", len(balances))
-        assert got == _serial_transfers(before, transfers), "the final balances are wrong"
+        assert got == _serial_transfers(before, transfers), (
+            f"the final balances are wrong: {got}, where applying every transfer once gives "
+            f"{_serial_transfers(before, transfers)} (is every transfer applied, the last ones too?)")
         assert sum(got) == sum(before), "money was created or destroyed"
         assert after == before, "the balances passed in must not be changed: return a new list"
         if n_threads > 1:
@@ -768,7 +773,7 @@ def test_parallel_sum_value(parallel_sum):
                 (got, counts), fresh = _watched_counting(parallel_sum, chunks, n_workers)
             got = exact_float(got, "the sum")
             assert abs(got - expected) <= 1e-9 * max(1.0, sum(abs(float(x)) for c in chunks for x in c)), (
-                "the sum is wrong")
+                f"the sum is wrong: {got!r}, expected {expected!r} (is every chunk summed, once?)")
             assert counts["process start"] >= wanted or len(woken.pids) >= wanted, (
                 f"with n_workers={n_workers}, the partial sums should be computed in worker processes")
             if len(fresh) >= wanted or len(woken.pids) >= wanted:

@@ -464,7 +464,9 @@ def test_amdahl_speedup_values(amdahl_speedup):
     for _ in range(50):
         p, n = random.random(), random.randint(1, 128)
         got = exact_float(amdahl_speedup(p, n), "the speedup")
-        assert math.isclose(got, 1 / ((1 - p) + p / n), rel_tol=1e-9), "the speedup does not follow Amdahl's law"
+        assert math.isclose(got, 1 / ((1 - p) + p / n), rel_tol=1e-9), (
+            f"the speedup does not follow Amdahl's law: amdahl_speedup({p:.3f}, {n}) gave {got:.4g}, "
+            f"expected 1 / ((1 - p) + p / n) = {1 / ((1 - p) + p / n):.4g}")
     n = random.randint(2, 64)
     assert math.isclose(amdahl_speedup(1.0, n), n), "a fully parallel program speeds up n times"
     assert math.isclose(amdahl_speedup(0.0, n), 1.0), "a fully serial program does not speed up"
@@ -498,7 +500,9 @@ def test_fit_serial_fraction_noiseless(fit_serial_fraction):
         if max(w) == 1:
             w.append(4)
         got = exact_float(fit_serial_fraction(w, [_amdahl(s, n) for n in w]), "the fitted fraction")
-        assert abs(got - s) < 1e-4, "the serial fraction is not recovered from exact speedups"
+        assert abs(got - s) < 1e-4, (
+            f"the serial fraction is not recovered from exact speedups: {got:.4g} where it is {s:.4g} "
+            "(the serial fraction, not the parallel one?)")
     # One point with more than one worker is enough (the notebook raises only when there is none).
     got = exact_float(fit_serial_fraction([4], [2.5]), "fit_serial_fraction([4], [2.5])")
     assert abs(got - 0.2) < 1e-4, "one point, 4 workers and a speedup of 2.5, has the serial fraction 0.2"

@@ -422,7 +422,9 @@ def test_count_parameters_values(count_parameters):
         trainable = total - sum(p.numel() for p in layers[frozen].parameters())
         got = count_parameters(model)
         assert type(got) is tuple and len(got) == 2, "count_parameters must return a tuple (total, trainable)"
-        assert exact_int(got[0], "total") == total, "the total number of parameters is wrong"
+        assert exact_int(got[0], "total") == total, (
+            f"the total number of parameters is wrong: {got[0]}, expected {total} (every parameter "
+            "of every layer, frozen ones too?)")
         assert exact_int(got[1], "trainable") == trainable, "the number of trainable parameters is wrong"
 
 
