@@ -382,8 +382,9 @@ def test_run_ddp_processes_shards_and_weights(run_ddp):
                     "(a busy machine?)")
     assert len(trained) >= world_size, (
         f"with world_size={world_size}, {world_size} processes should train one model together, all-reducing "
-        f"its gradients at every optimiser step ({steps} in {epochs} epochs); {len(trained)} did: does each "
-        "rank wrap its model in DistributedDataParallel and train on its share, GLOBAL_BATCH // world_size "
+        f"its gradients at every optimiser step ({steps} in {epochs} epochs); {len(trained)} did (the most "
+        f"all-reduces by one process: {max((n for n in syncs.values() if type(n) is int), default=0)}): "
+        "does each rank wrap its model in DistributedDataParallel and take GLOBAL_BATCH // world_size "
         "samples a step?")
     assert type(weights) is dict or isinstance(weights, dict), "run_ddp must return a state dict (a dict)"
     expected = _single_process(seed, epochs)

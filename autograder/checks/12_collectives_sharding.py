@@ -393,8 +393,8 @@ def _check_accumulate(accumulate_gradients, world_size, micro_batches):
     for rank, trained in enumerate(runs[-1][4][:world_size] if len(runs[-1]) > 4 else [None]):
         assert isinstance(trained, dict), f"rank {rank} trained no DistributedDataParallel model"
         _same_weights(_named_as(trained, expected), expected,
-                      f"the DistributedDataParallel model of rank {rank}, not the weights returned: "
-                      "is each micro-batch loss divided by micro_batches?")
+                      f"checked in the DistributedDataParallel model rank {rank} trained, as well as in "
+                      "the weights returned: is each micro-batch loss divided by micro_batches?")
     share = sharding.GLOBAL_BATCH // (world_size * micro_batches)  # rows of one micro-batch of one rank
     for rank, counts in enumerate(launched):
         forwards = counts.get("ddp_forward", {}).get("calls", 0)
@@ -459,9 +459,9 @@ def _check_fsdp(train_fsdp, world_size, steps):
         if isinstance(assembled, str):
             unjoined = assembled  # undecided, once everything else has passed
         else:
-            _same_weights(_named_as(assembled, expected), expected, "the FSDP model the ranks trained, put "
-                          "together from their shards, not the weights returned: each rank on its share of "
-                          "the global batch?")
+            _same_weights(_named_as(assembled, expected), expected, "checked in the FSDP model the ranks "
+                          "trained, put together from their shards, as well as in the weights returned: each "
+                          "rank on its share of the global batch?")
     launched = _the_launch(runs, world_size, "train_fsdp", watched, (puzzles, spent, allowance))
     _same_weights(weights, expected, "each rank on its share of the global batch? SGD with sharding.LR?")
     layers = _linear_bytes(sharding.make_model(0))
