@@ -57,6 +57,19 @@ def _ring_on_rank(ring, cases):
     return out
 
 
+def _ring_hint(y, expected, p):
+    """Where a ring's result went wrong, as a question: the sum held in about one piece of p (the
+    all-gather phase missing), or all but the end (a length that p does not divide)."""
+    right = torch.isclose(y.double().flatten(), expected.flatten(), rtol=1e-4, atol=1e-4)
+    share = float(right.double().mean()) if right.numel() else 0.0
+    if 0 < share <= 1.5 / p:
+        return (f" ({share:.0%} of the elements hold it, about one piece of {p}: after the reduce-scatter, "
+                "does an all-gather, p - 1 more steps, pass the summed pieces round?)")
+    if right.numel() % p and bool(right[: right.numel() - right.numel() % p].all()):
+        return " (all but the last elements: a length not divisible by the number of ranks?)"
+    return ""
+
+
 def _launch_ring(ring, world_size, cases):
     """(in the student's process) the ranks' results of _ring_on_rank, as plain data.
 
@@ -88,7 +101,7 @@ def _check_ring(ring, world_size, cases):
                 f"the result has shape {tuple(y.shape)}, the input {tuple(shape)}")
             assert torch.allclose(y.double(), expected, rtol=1e-4, atol=1e-4), (
                 f"with {p} ranks and {n} elements rank {r} does not hold the element-wise sum over ranks"
-                + (" (a length not divisible by the number of ranks?)" if n % p else ""))
+                + _ring_hint(y, expected, p))
             collectives = sorted(name for name in used
                                  if name in ranks.COLLECTIVES or name in ranks.DIRECT_COLLECTIVES)
             assert not collectives, f"the ring must use point-to-point messages only; it called {collectives}"
