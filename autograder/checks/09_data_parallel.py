@@ -360,8 +360,8 @@ def test_run_ddp_processes_shards_and_weights(run_ddp):
     if decided:
         unwitnessed = sorted(pid for pid in reads if not witnessed_in(made, pid, witnesses.get(pid)))
         assert not unwitnessed, (
-            f"the record says process(es) {unwitnessed} read the data, but the reads did not happen there "
-            "(the witness thread each reading process starts was not created in it)")
+            f"the data was not read inside the processes said to read it ({len(unwitnessed)} of them): "
+            "each rank must load its own share itself")
     total = Counter()
     for counts in reads.values():
         total.update(Counter(counts))
