@@ -278,6 +278,8 @@ def _settled_on_reference(fn, err, assignment, exercise, reference, hold):
             finally:
                 STUDENT = answers_session
     if why is None:
+        if _raised_on_a_rank_in(err, exercise):
+            return Outcome(fn.__name__, describe(fn), False, f"your code raised {raised} on a rank, in {exercise}")
         return Outcome(fn.__name__, describe(fn), False,
                        f"the check could not use what your code returned or did ({raised}); "
                        "does it return what the exercise asks for?")
@@ -285,6 +287,18 @@ def _settled_on_reference(fn, err, assignment, exercise, reference, hold):
     return Outcome(fn.__name__, describe(fn), False,
                    f"could not be decided: the check itself raised {raised} ({where}) on your answer, "
                    f"and {why}; this check goes to a person", undecided=True)
+
+
+def _raised_on_a_rank_in(err, exercise):
+    """Whether `err` came from a rank (helpers.ranks re-raises a rank's error in the launching
+    process, with the rank's traceback as a note) inside the exercise's own function. Its last
+    frames then are the launcher's, so whose code raised reads as the check's; the message says
+    where it was raised. Only the wording: the verdict is settled on the reference as before."""
+    trace = getattr(err, "student_traceback", None)
+    if not isinstance(trace, str) or "\nraised on rank " not in trace:
+        return False
+    in_rank = trace.split("\nraised on rank ", 1)[1]
+    return re.search(rf'^\s*File "[^"]*", line \d+, in {re.escape(exercise)}$', in_rank, re.M) is not None
 
 
 # The student's process the checks are judging (autograder/pipeline/judge.py), or None when

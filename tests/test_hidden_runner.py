@@ -53,6 +53,10 @@ def fake_assignment(tmp_path, monkeypatch):
             """tally is called on a large buffer"""
             tally(bytearray(1 << 62))  # a machine out of memory
 
+        def test_ring_sums(ring):
+            """ring sums on every rank"""
+            ring()
+
         def test_shout_upper_cases(shout):
             """shout upper-cases its input"""
             assert shout("hi").uppercase() == "HI"  # a bug of the check's own: str has no .uppercase
@@ -153,6 +157,33 @@ def test_an_error_the_answers_value_causes_in_the_check_fails_and_says_so(fake_a
     assert not outcome.passed and not outcome.undecided
     assert "your code raised" not in outcome.message
     assert "could not use what your code returned or did (TypeError" in outcome.message
+
+
+def test_an_error_raised_on_a_rank_inside_the_exercise_is_said_to_be_the_answers(fake_assignment):
+    """helpers.ranks re-raises a rank's error in the launching process, the rank's traceback in a
+    note: its last frames are the launcher's and the check's, so it is settled on the reference as
+    the check's. Failing only on the answer, it was told "the check could not use what your code
+    returned" (12's ring with pieces cut by torch.chunk); raised inside the exercise's own function
+    on a rank, it now says so. The verdict is the same."""
+    rank_trace = ('Traceback (most recent call last):\n  File "/course/helpers/ranks.py", line 725, in '
+                  '_raise_first_error\n    raise error\nIndexError: list index out of range\nraised on rank 0 of 3:\n'
+                  'Traceback (most recent call last):\n  File "<dynamic-code>", line 48, in _ring_on_rank\n'
+                  '  File "<dynamic-code>", line 14, in {name}\nIndexError: list index out of range\n')
+
+    def raising(name):
+        def ring():
+            err = IndexError("list index out of range")
+            err.student_traceback = rank_trace.format(name=name)
+            raise err
+        return ring
+
+    [outcome] = hidden.run(fake_assignment, "ring", {"ring": raising("ring")}, reference=_reference({"ring": lambda: None}))
+    assert not outcome.passed and not outcome.undecided
+    assert outcome.message == "your code raised IndexError: list index out of range on a rank, in ring", outcome.message
+    # Raised on a rank but in the check's own code there: the wording stays.
+    [outcome] = hidden.run(fake_assignment, "ring", {"ring": raising("_helper_of_the_check")},
+                           reference=_reference({"ring": lambda: None}))
+    assert not outcome.passed and "could not use what your code returned or did" in outcome.message
 
 
 def test_an_error_of_the_checks_own_never_costs_a_correct_answer_its_marks(fake_assignment):
