@@ -130,3 +130,13 @@ def test_cdist_joblib_mistakes_are_named(judge, label, expected):
     failed = [o for o in judge("06_joblib_vectorization", "cdist_joblib", code) if not o.passed]
     assert failed and not any(o.undecided for o in failed), failed
     assert any(expected in o.message for o in failed), [o.message for o in failed]
+
+
+def test_a_message_quotes_an_answers_values_only_when_they_are_plain_numbers(judge):
+    """A message that quotes what the answer returned must not carry out of the student's process
+    what its code could read there (the checks' helpers run there): 03's transfer_many quotes the
+    balances only when they are ints. An answer returning long strings gets no string back."""
+    code = "def transfer_many(balances, transfers, n_threads):\n    return ['secret' * 800 for _ in balances]\n"
+    failed = [o for o in judge("03_race_conditions", "transfer_many", code) if not o.passed]
+    assert failed and not any("secret" in o.message for o in failed), [o.message[:200] for o in failed]
+    assert any("not a list of ints" in o.message for o in failed), [o.message[:200] for o in failed]

@@ -647,8 +647,11 @@ def test_transfer_many_result(transfer_many):
             got, counts, after, workers = there(_transfercounting, transfer_many, balances, transfers, n_threads)
         counts = capped(counts, made)
         got = exact_list(got, "the result", len(balances))
+        # Quoted only when plain ints: what the answer returns is the student's, and a message must not
+        # carry out of the student's process what its code could read there (hidden._error_text).
+        shown = got if all(type(x) is int for x in got) else "not a list of ints"
         assert got == _serial_transfers(before, transfers), (
-            f"the final balances are wrong: {got}, where applying every transfer once gives "
+            f"the final balances are wrong: {shown}, where applying every transfer once gives "
             f"{_serial_transfers(before, transfers)} (is every transfer applied, the last ones too?)")
         assert sum(got) == sum(before), "money was created or destroyed"
         assert after == before, "the balances passed in must not be changed: return a new list"
