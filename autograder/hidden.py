@@ -178,7 +178,31 @@ def _failure_message(err):
         return text or "the result is not what the exercise asks for"
     if _worded_by_us(err):
         return str(err)  # our own wording, or pytest.fail()/pytest.raises()
-    return f"your code raised {_error_text(err)}"
+    return f"your code raised {_error_text(err)}{_where_in_the_answer(err)}"
+
+
+# A frame of the student's own cells, as the student's process names them: an answer cell by its
+# exercise (grading: "<run_threads>"; the course's tests: "<answer cell run_threads>"), or a cell
+# the student added. Only such names, and a line number, reach the message: what a forged trace
+# could carry out through it is no more than the error's own text already can.
+_STUDENT_CELL = re.compile(r"<(?:answer cell )?([A-Za-z_]\w{0,60})>|<(added cell) [\w-]{1,64}>")
+_FRAME_IN = re.compile(r'^\s*File "(.*)", line (\d{1,5}), in ([A-Za-z_<][\w<>]{0,60})$', re.M)
+
+
+def _where_in_the_answer(err):
+    """ " (line 7 of your run_threads cell)": the innermost frame of the student's own cells that the
+    error went through, where its process wrote a trace (the judge's); "" where it has none."""
+    trace = getattr(err, "student_traceback", None)
+    if not isinstance(trace, str):
+        return ""
+    for name, line, function in reversed(_FRAME_IN.findall(trace)):
+        cell = _STUDENT_CELL.fullmatch(name)
+        if cell is None:
+            continue
+        where = "a cell you added" if cell.group(2) else f"your {cell.group(1)} cell"
+        inside = "" if function in ("<module>", cell.group(1)) else f", in {function}"
+        return f" (line {line} of {where}{inside})"
+    return ""
 
 
 ERROR_TEXT_LIMIT = 300  # characters of an error raised by the student's code, as its feedback shows it

@@ -96,6 +96,54 @@ def test_failure_message_is_plain_and_hides_inputs(fake_assignment):
     assert "12345" not in text and "SECRET_INPUT" not in text
 
 
+def _raised_in_the_students_process(trace):
+    err = ValueError("max_workers must be greater than 0")
+    err.student_traceback = trace
+    return err
+
+
+_POOL_TRACE = ('Traceback (most recent call last):\n  File "<dynamic-code>", line 12, in _call\n'
+               '  File "{file}", line 7, in {function}\n'
+               '  File "/usr/lib/python3.11/concurrent/futures/thread.py", line 144, in __init__\n'
+               '    raise ValueError("max_workers must be greater than 0")\nValueError: max_workers must be greater than 0\n')
+
+
+def test_an_error_of_the_answer_says_where_in_the_students_cells_it_was_raised():
+    """"your code raised ValueError: max_workers must be greater than 0" left a student to guess
+    which line of which call (02's run_threads, given an empty list, makes a pool of 0 threads):
+    the message now names the innermost line of the student's own cells the error went through."""
+    message = hidden._failure_message(_raised_in_the_students_process(
+        _POOL_TRACE.format(file="<run_threads>", function="run_threads")))
+    assert message == ("your code raised ValueError: max_workers must be greater than 0 "
+                       "(line 7 of your run_threads cell)"), message
+    # The course's tests name an answer cell "<answer cell x>"; a helper of the cell is named.
+    message = hidden._failure_message(_raised_in_the_students_process(
+        _POOL_TRACE.format(file="<answer cell run_threads>", function="_pool_for")))
+    assert message.endswith("(line 7 of your run_threads cell, in _pool_for)"), message
+    message = hidden._failure_message(_raised_in_the_students_process(
+        _POOL_TRACE.format(file="<added cell 3f2a-b>", function="pool_for")))
+    assert message.endswith("(line 7 of a cell you added, in pool_for)"), message
+    # Not the student's cells (a course file, the check's code, the judge's own error): no place.
+    for file in ("/course/helpers/workers.py", "<dynamic-code>", "<course cell ab12>"):
+        message = hidden._failure_message(_raised_in_the_students_process(
+            _POOL_TRACE.format(file=file, function="run_threads")))
+        assert message == "your code raised ValueError: max_workers must be greater than 0", message
+    assert hidden._failure_message(ValueError("x")) == "your code raised ValueError: x"
+
+
+def test_a_forged_trace_carries_nothing_out_through_the_place_it_names():
+    """The student's process writes the trace: a file or function name holding text of its choice
+    does not reach the message: only a cell's name as the student's process names its cells, a
+    function name that is an identifier, and a line number do (less than the error's own text,
+    already cut at hidden.ERROR_TEXT_LIMIT characters, can carry)."""
+    secret = "the hidden inputs were 12345 and 678"
+    for file, function in ((f"<{secret}>", "run_threads"), ("<run_threads>", secret.replace(" ", "_") + "!"),
+                           (f"<added cell {secret}>", "f"), ("<run_threads>", "x" * 200)):
+        message = hidden._failure_message(_raised_in_the_students_process(
+            _POOL_TRACE.format(file=file, function=function)))
+        assert "12345" not in message and "x" * 100 not in message and "(line" not in message, message
+
+
 def test_a_long_message_is_wrapped_to_the_width_a_feedback_page_shows():
     """A feedback page shows an output's lines unwrapped: a 200-character message ran off the page
     before its advice (03's transfer_many, at 1200 pixels)."""

@@ -260,7 +260,16 @@ def test_run_threads_order(run_threads):
     pairs = [(random.randint(0, 99), random.randint(0, 99)) for _ in range(3)]
     assert list(run_threads(workers.add, pairs)) == [a + b for a, b in pairs], (
         "the results are not fn(*args) for each tuple of args")
-    assert exact_list(run_threads(workers.add, []), "run_threads(fn, [])", 0) == [], "an empty args_list gives []"
+
+
+@timeout(30)
+def test_run_threads_empty(run_threads):
+    """an empty args_list gives an empty list
+
+    False failure of a correct answer: 0 (exact).
+    """
+    assert exact_list(run_threads(workers.add, []), "run_threads(fn, [])", 0) == [], (
+        "an empty args_list gives [] (a pool of len(args_list) threads cannot be made for none)")
 
 
 HOLD = 0.3  # seconds every call stays alive after the barrier opens
@@ -345,6 +354,14 @@ def test_run_processes_order(run_processes):
     args = [(x, 0.15 * (len(xs) - i)) for i, x in enumerate(xs)]  # the first finishes last
     out = exact_list(run_processes(workers.slow_square, args), "the result", len(xs))
     assert out == [x * x for x in xs], "the results are not fn(*args) in the order of args_list"
+
+
+@timeout(30)
+def test_run_processes_empty(run_processes):
+    """an empty args_list gives an empty list
+
+    False failure of a correct answer: 0 (exact).
+    """
     assert exact_list(run_processes(workers.add, []), "run_processes(fn, [])", 0) == [], (
         "an empty args_list gives [] (a pool of len(args_list) processes cannot be made for none)")
 
