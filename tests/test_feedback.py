@@ -42,6 +42,11 @@ def test_math_in_a_students_markdown_is_typeset_in_safe_mode():
     for page in ("formgrade/index.html.j2", "feedback/index.html.j2"):
         text = (templates / page).read_text()
         assert "nbconvert/templates/classic/index.html.j2" in text and "{{ mathjax() }}" in text, page
+    # The course's feedback page is nbgrader's, less nbconvert's second <body>: its head, MathJax
+    # included, is nbgrader's.
+    from autograder.course import ROOT
+    ours = (ROOT / "autograder" / "pipeline" / "templates" / "feedback" / "page.html.j2").read_text()
+    assert "{%- extends 'index.html.j2' -%}" in ours and "block header" not in ours and "mathjax" not in ours
 
 
 def _graded_cell(grade_id, points, score, *errors):

@@ -74,6 +74,9 @@ def test_feedback_explains_without_revealing_hidden_tests(graded):
         html = (work / "feedback" / "sample_partial" / assignment / f"{assignment}.html").read_text()
         assert "HIDDEN TESTS" not in html and "autograder" not in html
         assert "Score:" in html
+        # One page body (autograder/pipeline/templates/feedback): nbgrader's template wrapped
+        # nbconvert's whole <body>, #notebook and #notebook-container in its own.
+        assert [html.count(tag) for tag in ("<body", "</body>", 'id="notebook"', 'id="notebook-container"')] == [1] * 4
         # The results table on top (autograder/pipeline/feedback_page.py) names every exercise.
         table = html[html.index("Your results, exercise by exercise"):html.index("</table>")]
         missing = [e for e in course.contract()[assignment] if f">{e}</a>" not in table]
