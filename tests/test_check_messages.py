@@ -140,3 +140,22 @@ def test_a_message_quotes_an_answers_values_only_when_they_are_plain_numbers(jud
     failed = [o for o in judge("03_race_conditions", "transfer_many", code) if not o.passed]
     assert failed and not any("secret" in o.message for o in failed), [o.message[:200] for o in failed]
     assert any("not a list of ints" in o.message for o in failed), [o.message[:200] for o in failed]
+
+
+def test_run_ddp_weights_that_equal_a_known_slip_say_which():
+    """The weights check listed every possible cause ("gradients averaged? per-rank batch? set_epoch?
+    lr?"); weights that equal a run gone wrong in a known way now name it. Judged on the weights
+    alone here: the catalogue's answers that make these slips (never calling set_epoch, no
+    shuffling, summed gradients) give these messages when judged whole."""
+    from autograder import hidden
+    checks = hidden.load_checks(A)
+    seed, epochs, world_size = 4321, 2, 3
+    variants = [({"lr_scale": world_size}, "summed rather than averaged"),
+                ({"set_epoch": False}, "sampler.set_epoch(epoch)"),
+                ({"shuffle": False}, "in their stored order"),
+                ({"sampler_seed": 0}, "seed=seed")]
+    for variant, said in variants:
+        weights = checks._single_process(seed, epochs, **variant)
+        assert said in checks._what_went_wrong(weights, seed, epochs, world_size), variant
+    other = {name: value + 0.01 for name, value in checks._single_process(seed, epochs).items()}
+    assert checks._what_went_wrong(other, seed, epochs, world_size).startswith("look at the averaging")

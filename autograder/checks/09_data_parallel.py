@@ -206,19 +206,51 @@ def _ddp_worker():
     return course.load_module("course_ddp_worker_09", course.RELEASE / "09_data_parallel" / "ddp_worker.py")
 
 
-def _single_process(seed, epochs):
+def _single_process(seed, epochs, lr_scale=1, sampler_seed=None, set_epoch=True, shuffle=True):
+    """The weights of plain training on the global batch, which DDP's must equal; with the other
+    arguments, those of a run that went wrong in a known way (_what_went_wrong)."""
     w = _ddp_worker()
     net = w.make_model(seed)
     data = w.make_dataset(seed)
     X, y = data.X, data.y
-    optimiser = torch.optim.SGD(net.parameters(), lr=w.LR)
+    optimiser = torch.optim.SGD(net.parameters(), lr=w.LR * lr_scale)
+    sampler_seed = seed if sampler_seed is None else sampler_seed
     for epoch in range(epochs):
-        order = torch.randperm(len(X), generator=torch.Generator().manual_seed(seed + epoch))
+        # DistributedSampler's order: a permutation seeded with its seed + its epoch, dealt out to
+        # the ranks in turn, so that one step's batches together are a slice of it.
+        order = (torch.randperm(len(X), generator=torch.Generator().manual_seed(sampler_seed + epoch * set_epoch))
+                 if shuffle else torch.arange(len(X)))
         for batch in order.split(w.GLOBAL_BATCH):
             optimiser.zero_grad()
             nn.functional.mse_loss(net(X[batch]), y[batch]).backward()
             optimiser.step()
     return net.state_dict()
+
+
+# Runs that went wrong in a known way, and what to do about each: the final weights of an answer
+# that trained together but not as one process would are compared with theirs.
+_KNOWN_SLIPS = (
+    ({"set_epoch": False}, "they equal training that shuffles the data the same way every epoch: call "
+                           "sampler.set_epoch(epoch) at the start of each epoch"),
+    ({"shuffle": False}, "they equal training on the samples in their stored order: the DistributedSampler "
+                         "should shuffle (its default), seeded with seed"),
+    ({"sampler_seed": 0}, "they equal training shuffled with the sampler's default seed 0: give the "
+                          "DistributedSampler seed=seed"),
+)
+
+
+def _what_went_wrong(weights, seed, epochs, world_size):
+    """What the answer's weights equal, of the known slips (summed gradients among them), or a
+    list of what to look at."""
+    slips = (({"lr_scale": world_size}, "they equal training with world_size times the learning rate: were "
+                                        "the ranks' gradients summed rather than averaged?"),) + _KNOWN_SLIPS
+    for variant, said in slips:
+        expected = _single_process(seed, epochs, **variant)
+        if all(torch.allclose(weights[name].detach().cpu(), value, atol=2e-5, rtol=1e-4)
+               for name, value in expected.items()):
+            return said
+    return ("look at the averaging of the gradients, the per-rank batch (GLOBAL_BATCH // world_size), "
+            "set_epoch and the learning rate")
 
 
 class _OccupiedPort:
@@ -393,9 +425,10 @@ def test_run_ddp_processes_shards_and_weights(run_ddp):
     for name, value in expected.items():
         assert isinstance(weights[name], torch.Tensor) and weights[name].shape == value.shape, (
             f"{name} must be a tensor shaped like the model's")
-        assert torch.allclose(weights[name].detach().cpu(), value, atol=2e-5, rtol=1e-4), (
-            "the final weights differ from single-process training on the global batch "
-            "(gradients averaged? per-rank batch GLOBAL_BATCH // world_size? set_epoch? lr?)")
+    same = all(torch.allclose(weights[name].detach().cpu(), value, atol=2e-5, rtol=1e-4)
+               for name, value in expected.items())
+    assert same, ("the final weights differ from single-process training on the global batch: "
+                  + _what_went_wrong(weights, seed, epochs, world_size))
     assert not unlimited, (
         "run_ddp waited for its ranks with no time limit (spawn or start_processes with join=True, or "
         "context.join() without a timeout): a rank that hangs would hang it for ever. Start them with "
