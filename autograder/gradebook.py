@@ -161,6 +161,25 @@ def late_penalties(assignments=None, work=None):
     return penalties
 
 
+def lateness(assignments=None, work=None):
+    """{(student, assignment): whole seconds past its due date (extension included)} of every
+    submission handed in late: what "marked late" means where the late penalty is "none"."""
+    import math
+
+    from nbgrader.api import Gradebook
+
+    late = {}
+    with Gradebook((work or course.Course()).db_url) as gb:
+        for assignment in gb.assignments:
+            if assignments and assignment.name not in assignments:
+                continue
+            for submission in gb.assignment_submissions(assignment.name):
+                seconds = submission.total_seconds_late
+                if seconds > 0:
+                    late[(submission.student_id, assignment.name)] = math.ceil(seconds)
+    return late
+
+
 def after_penalty(raw, penalty):
     """The score that counts: the cells' points less the late penalty, never below zero (as
     nbgrader's own export and feedback reckon it)."""

@@ -154,9 +154,6 @@ def write(assignments=None, out_dir=None, work=None, with_samples=False):
         raise SystemExit("report: the gradebook holds no graded submission yet (run `grade` first)")
     status = {key: gradebook.status(*key, work) for key in submissions}
     failed = [key for key in submissions if status[key] != gradebook.GRADED]
-    if len(failed) == len(submissions):
-        raise SystemExit("report: no submission in the gradebook could be graded (grading failed for "
-                         + ", ".join(f"{s}/{a}" for s, a in failed) + "; see reports/logs/)")
     out_dir.mkdir(parents=True, exist_ok=True)
     rows = cell_scores(within, work)
     maxima = defaultdict(float)
@@ -180,8 +177,10 @@ def write(assignments=None, out_dir=None, work=None, with_samples=False):
         total["late_penalty"] = penalties.get(key, 0.0)
         total["score"] = after_penalty(total["raw_score"], total["late_penalty"])
     blank = {"score": "", "raw_score": "", "late_penalty": ""}
+    late = gradebook.lateness(within, work)
     grade_rows = [{"student": s, "assignment": a, "max_score": maxima[(s, a)],
-                   **totals.get((s, a), blank), "status": status[(s, a)]} for s, a in submissions]
+                   **totals.get((s, a), blank), "seconds_late": late.get((s, a), ""), "status": status[(s, a)]}
+                  for s, a in submissions]
     # One line per student of the gradebook, one column per assignment: what an LMS imports.
     # Blank: no graded submission; the total adds the graded ones.
     lms = []
@@ -201,8 +200,17 @@ def write(assignments=None, out_dir=None, work=None, with_samples=False):
     _write_csv(paths["exercise scores"], exercise_rows,
                ["student", "assignment", "exercise", "score", "max_score", "what_happened"])
     _write_csv(paths["grades (one row per submission)"], grade_rows,
-               ["student", "assignment", "score", "max_score", "raw_score", "late_penalty", "status"])
+               ["student", "assignment", "score", "max_score", "raw_score", "late_penalty", "seconds_late", "status"])
     _write_csv(paths["grades for the LMS"], lms, ["student", *within, "total"])
+    if len(failed) == len(submissions):
+        # Nothing to plot; the tables above are written all the same (every row not graded), so
+        # that an earlier run's, which read as current, are never left to be uploaded.
+        for what in ("points per exercise and student", "pass rates and score histogram"):
+            paths.pop(what).unlink(missing_ok=True)
+        raise SystemExit("report: no submission could be graded (grading failed for "
+                         + ", ".join(f"{s}/{a}" for s, a in failed) + "; see reports/logs/); "
+                         f"{paths['grades (one row per submission)']} says so for each, and "
+                         f"{paths['grades for the LMS'].name} has them blank")
     plot_points(table, paths["points per exercise and student"])
     plot_summary(table, list(totals.values()), paths["pass rates and score histogram"])
     return paths
@@ -230,10 +238,24 @@ def main(args):
               f"grades_lms.csv): {', '.join(f'{s}/{a}' for s, a in gone)}. If the assignment was taken out "
               "of the course, take it out of the gradebook too: "
               + "; ".join(f"nbgrader db assignment remove {a} --force" for a in names))
+    late = [key for key in gradebook.lateness(assignments, work)
+            if key[0] not in left_out and key not in unfinished]
+    if late:
+        print(f"report: {len(late)} submission(s) were handed in after their due date (grades.csv: "
+              "seconds_late, and late_penalty, the points it cost under COURSE_LATE_PENALTY when graded): "
+              + ", ".join(f"{s}/{a}" for s, a in sorted(late)))
     review = work.reports / "manual_review.csv"
     if review.is_file():
-        rows = list(csv.DictReader(review.open()))
-        if rows:
-            print(f"report: {len(rows)} test cell(s) need a person (a hidden check could not decide "
+        with review.open(newline="") as f:
+            rows = list(csv.DictReader(f))
+        # Two kinds of row (grade._write_review_list): a cell no check could decide (0 until a
+        # person grades it), and a score entered by hand earlier that counts over this autograde.
+        by_hand = [r for r in rows if (r.get("why") or "").startswith("a score entered by hand")]
+        undecided = len(rows) - len(by_hand)
+        if undecided:
+            print(f"report: {undecided} test cell(s) need a person (a hidden check could not decide "
                   f"twice; scored 0 until then): {review}")
+        if by_hand:
+            print(f"report: {len(by_hand)} test cell(s) keep a score entered by hand over the autograde "
+                  f"(it counts in these tables; keep or change it in formgrader): {review}")
     return 0

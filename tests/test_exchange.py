@@ -139,3 +139,5 @@ def test_exchange_round_trip_with_late_penalty(tmp_path, course_tools):
             top - penalty, top, penalty), f"{name}'s row of grades.csv: {row}"
         assert float(lms[name][ASSIGNMENT]) == float(lms[name]["total"]) == top - penalty, (
             f"{name}'s row of grades_lms.csv: {lms[name]}")
+    # Late is said where it is seen, with or without a penalty: bob handed in over a second late.
+    assert grades["alice"]["seconds_late"] == "" and int(grades["bob"]["seconds_late"]) >= 1, grades

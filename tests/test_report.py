@@ -156,6 +156,42 @@ def test_a_submission_whose_grading_failed_is_not_graded(tmp_path, monkeypatch, 
 
 
 @pytest.mark.filterwarnings("ignore::sqlalchemy.exc.SAWarning")
+def test_when_nothing_could_be_graded_the_tables_say_so_rather_than_stay_as_they_were(tmp_path, course_tools):
+    """report stopped with "no submission could be graded" before writing anything: the previous
+    run's grades.csv ("graded", its old scores) and plots stayed, ready to upload as current."""
+    work = course_tools.scratch_gradebook(tmp_path, ["A1"], ["ann"], {("ann", "A1"): 2})
+    report.write(work=work)
+    assert _csv(tmp_path / "reports" / "grades.csv")[0]["status"] == "graded"
+    # ann's resubmission fails to grade: nbgrader removes its autograded/ folder, keeps the rows
+    shutil.rmtree(work.autograded / "ann" / "A1")
+    with pytest.raises(SystemExit, match=r"no submission could be graded .*ann/A1.*grades\.csv says so"):
+        report.write(work=work)
+    [row] = _csv(tmp_path / "reports" / "grades.csv")
+    assert row["status"] == "not graded (grading failed; see reports/logs/)" and row["score"] == "", row
+    assert _csv(tmp_path / "reports" / "grades_lms.csv")[0]["A1"] == ""
+    assert _csv(tmp_path / "reports" / "scores_by_exercise.csv") == []
+    assert not (tmp_path / "reports" / "summary.png").exists()
+    assert not (tmp_path / "reports" / "points_per_exercise.png").exists()
+
+
+@pytest.mark.filterwarnings("ignore::sqlalchemy.exc.SAWarning")
+def test_a_score_entered_by_hand_is_not_called_undecided(tmp_path, monkeypatch, capsys, course_tools):
+    """report counted every row of manual_review.csv as "a hidden check could not decide twice;
+    scored 0": a score a person entered by hand, which counts, is neither."""
+    from autograder import grade
+    work = course_tools.scratch_gradebook(tmp_path, ["A1"], ["ann", "bob"], {("ann", "A1"): 2, ("bob", "A1"): 0})
+    grade._write_review_list({("A1", "bob"): ["test_x"]}, [("A1", "bob")], work,
+                             [{"student": "ann", "assignment": "A1", "cell": "test_x", "manual_score": 1,
+                               "auto_score": 2}])
+    monkeypatch.setenv("COURSE_WORKDIR", str(tmp_path))
+    monkeypatch.setenv("COURSE_DB_URL", work.db_url)
+    assert report.main(argparse.Namespace(assignments=[])) == 0
+    said = capsys.readouterr().out
+    assert "report: 1 test cell(s) need a person (a hidden check could not decide twice" in said, said
+    assert "report: 1 test cell(s) keep a score entered by hand over the autograde" in said, said
+
+
+@pytest.mark.filterwarnings("ignore::sqlalchemy.exc.SAWarning")
 def test_a_dropped_assignment_is_not_called_a_failed_grading(tmp_path, monkeypatch, capsys, course_tools):
     """A draft assignment graded, then dropped (its folders deleted, as the guide says) while the
     gradebook kept it: report called its graded submissions "grading failed; see reports/logs/".
