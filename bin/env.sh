@@ -52,11 +52,11 @@ checksum() { (sha256sum "$1" 2>/dev/null || shasum -a 256 "$1") | cut -d' ' -f1;
 if [ "${CONDA_DEFAULT_ENV:-}" != "parallel-course" ]; then
   want="$(checksum "$ROOT/requirements.txt") $(checksum "$ROOT/constraints.txt")"
   if [ ! -x "$VENV/bin/python" ] || [ "$(cat "$STAMP" 2>/dev/null)" != "$want" ]; then
-    py="$(pick_python)" || exit 1
+    py="$(pick_python)" || return 1 2>/dev/null || exit 1
     echo "Setting up the course environment in .venv (one time, a minute or more)..."
     "$py" -m venv "$VENV"
     install_requirements
-    "$VENV/bin/python" -c "import torch, nbgrader" || exit 1
+    "$VENV/bin/python" -c "import torch, nbgrader" || return 1 2>/dev/null || exit 1
     echo "$want" > "$STAMP"
   fi
   # nbgrader calls the `alembic` executable from PATH: the environment's bin/ first.

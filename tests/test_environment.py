@@ -85,3 +85,25 @@ def test_libraries_have_their_bytecode_compiled():
     missing = [module.__name__ for module in (torch, numpy, nbgrader)
                if not os.path.exists(importlib.util.cache_from_source(module.__file__))]
     assert not missing, f"no compiled bytecode for {missing}: reinstall .venv with bin/env.sh"
+
+
+def test_a_failed_set_up_leaves_the_shell_that_sourced_it_open(tmp_path):
+    """`source bin/env.sh` in an instructor's terminal ran `exit 1` when set-up failed (no Python
+    3.11 here): the terminal closed with the message. Sourced, it returns 1; the bin/ scripts
+    that source it still stop (set -e, or `|| exit 1`)."""
+    import shutil
+    import subprocess
+
+    (tmp_path / "bin").mkdir()
+    shutil.copy(course.ROOT / "bin" / "env.sh", tmp_path / "bin" / "env.sh")
+    for name in ("requirements.txt", "constraints.txt"):
+        (tmp_path / name).write_text("")
+    tools = tmp_path / "tools"  # a PATH with the shell's tools and no Python at all
+    tools.mkdir()
+    for tool in ("dirname", "cat", "sha256sum", "cut"):
+        (tools / tool).symlink_to(shutil.which(tool))
+    env = {"PATH": str(tools), "HOME": str(tmp_path)}
+    done = subprocess.run(["/bin/bash", "-c", f'source "{tmp_path}/bin/env.sh"; echo "still here $?"'],
+                          env=env, capture_output=True, text=True, timeout=60)
+    assert "the course needs Python >= 3.11" in done.stderr, done.stderr
+    assert done.stdout.strip() == "still here 1", (done.stdout, done.stderr)

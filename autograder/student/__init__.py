@@ -53,7 +53,8 @@ def student_environment_yml():
 
 
 def build(out=None, assignments=None):
-    """Write the student folder; return its path. Reads release/, so release first."""
+    """Write the student folder afresh (what was there goes, a .venv set up in it too: the folder
+    is what students receive, nothing more); return its path. Reads release/, so release first."""
     out = Path(out or DIST)
     if out.exists():
         shutil.rmtree(out)
@@ -77,7 +78,12 @@ def build(out=None, assignments=None):
 
 
 def main(args):
+    had_environment = (DIST / ".venv").is_dir()
     out = build(assignments=args.assignments or None)
     files = sum(1 for p in out.rglob("*") if p.is_file())
-    print(f"student: {files} files in {out}")
+    only = f" (built afresh with only {', '.join(args.assignments)})" if args.assignments else " (built afresh)"
+    print(f"student: {files} files in {out}{only}")
+    if had_environment:
+        print(f"student: the environment set up in {DIST / '.venv'} went with the old folder "
+              "(bin/validate or bin/lab there sets it up again)")
     return 0
