@@ -42,8 +42,19 @@ def _all(args):
         print(f"== {name}")
         status |= step(args)
         print(f"   ({name} took {time.perf_counter() - start:.1f} s)")
-    print("\nDone. Release: release/   Graded: autograded/   Feedback: feedback/   Reports: reports/")
+    print("\nDone. " + "   ".join(f"{what}: {where}" for what, where in _outputs().items()))
     return status
+
+
+def _outputs():
+    """{what: folder} that `all` wrote, as the closing line shows them: relative to the repository
+    when the work folder is the repository, else absolute (COURSE_WORKDIR: the work folder's)."""
+    work = course.Course()
+    folders = {"Release": course.RELEASE, "Graded": work.autograded, "Feedback": work.feedback,
+               "Reports": work.reports}
+    at_root = Path(os.path.abspath(work.workdir)) == course.ROOT
+    return {what: (f"{folder.relative_to(course.ROOT)}/" if at_root else f"{os.path.abspath(folder)}/")
+            for what, folder in folders.items()}
 
 
 class _Students(argparse.Action):
@@ -58,6 +69,19 @@ class _Students(argparse.Action):
         if blank:
             parser.error(f"{option_string}: an empty student name in {values!r} (was a variable empty?)")
         setattr(namespace, self.dest, list(values))
+
+
+# What each verb works on when no assignment is named (named ones must be in source/).
+ASSIGNMENTS_HELP = {
+    "release": "default: every assignment in source/",
+    "samples": "default: every assignment in source/ (each must be released first)",
+    "grade": "default: every assignment folder found under submitted/<student>/",
+    "feedback": "default: every assignment folder found under autograded/<student>/ (the graded ones)",
+    "report": "default: every assignment in the gradebook (each one released or graded into it)",
+    "student": "default: every assignment in source/ (named ones: dist/student/ is rebuilt with only those)",
+    "all": "default: every assignment in source/ is released and gets samples; grade and feedback then take "
+           "every assignment folder of the students, report every assignment in the gradebook",
+}
 
 
 def parser():
@@ -75,7 +99,7 @@ def parser():
     graded_verbs = {"grade", "feedback", "all"}  # the verbs that work on submissions
     for verb, (fn, text) in helps.items():
         sub = verbs.add_parser(verb, help=text, description=text)
-        sub.add_argument("assignments", nargs="*", help="default: every assignment in source/")
+        sub.add_argument("assignments", nargs="*", help=ASSIGNMENTS_HELP[verb])
         sub.set_defaults(fn=fn)
         if verb == "report":
             sub.add_argument("--with-samples", action="store_true",
