@@ -93,6 +93,16 @@ def test_help_says_each_verbs_own_default(verb, says, capsys):
         assert "every assignment in source/" not in text, text
 
 
+# 5. samples before release.
+
+def test_samples_before_release_says_to_release_first(work, monkeypatch, capsys):
+    monkeypatch.setattr(course, "RELEASE", work / "release")  # nothing released
+    status, out = command(["samples", A2], capsys)
+    assert status == 1, out
+    assert f"run `python -m autograder release {A2}` first" in out and "Traceback" not in out, out
+    assert not (work / "submitted").exists()
+
+
 # 14. The closing line of `all` under COURSE_WORKDIR.
 
 def test_all_ends_with_the_work_folders_own_paths(tmp_path, monkeypatch, cli_steps, capsys):

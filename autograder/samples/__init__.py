@@ -213,6 +213,11 @@ def write(assignments=None, submitted=None):
 
 
 def main(args):
+    # The sample students are the release notebook with answers typed in: none without a release.
+    unreleased = [a for a in args.assignments or course.assignments() if not course.release_notebook(a).is_file()]
+    if unreleased:
+        raise SystemExit(f"samples: {', '.join(unreleased)} not released yet (no {course.release_notebook(unreleased[0])}): "
+                         f"run `python -m autograder release {' '.join(unreleased)}` first")
     written = write(args.assignments or None)
     print(f"samples: {len(written)} submissions in {course.Course().submitted}")
     for assignment in args.assignments or course.assignments():
