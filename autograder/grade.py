@@ -111,22 +111,49 @@ def _write_review_list(unsure, graded, work, overrides=()):
     os.replace(partial, path)
 
 
-def grade(assignments=None, students=None, n_jobs=None, scheduler=None):
+def grade(assignments=None, students=None, n_jobs=None, scheduler=None, left_out=None):
+    """Grade the submissions asked for; (JobResults, {pair: undecided cells}, {pair: notebooks
+    found} of the submissions whose notebook is misnamed). `left_out`, a list if given, receives
+    the other submissions this run leaves out, each said why up front: an assignment folder
+    whose name is none of the course's, an assignment that has no hidden checks yet."""
+    submitted = course.Course().submitted
     pairs = jobs.submitted_pairs(assignments, students)
     if not pairs:
-        raise SystemExit("grade: nothing in submitted/ (run `python -m autograder samples` "
-                         "or collect submissions first)")
+        why = jobs.empty_selection(assignments, students, submitted)
+        if why.startswith("nothing in"):
+            why += " (run `python -m autograder samples` or collect submissions first)"
+        raise SystemExit(f"grade: {why}; nothing graded")
+    missing = jobs.lacking(pairs, assignments, students)
+    if missing:
+        print(f"grade: {jobs.lacking_text(missing, submitted)}: not graded")
+    left_out = [] if left_out is None else left_out
+    known_to_gradebook = set(roster()["assignments"])
+    foreign = _not_the_courses(pairs, known_to_gradebook)
+    for assignment, names in sorted(foreign.items()):
+        print(f"grade: not graded: {_folders(submitted, assignment, names)} ({assignment} is not an assignment "
+              "of this course)")
+        print(f"       {_rename_hint(assignment, names)}")
+        left_out.extend((assignment, student) for student in names)
+    pairs = [pair for pair in pairs if pair[0] not in foreign]
     wrong_names = jobs.misnamed(pairs)
     for (assignment, student), names in sorted(wrong_names.items()):
         found = f"found {', '.join(map(repr, names))}" if names else "found no notebook"
         print(f"  {student:<20} {assignment:<28} not graded: no {assignment}.ipynb in "
               f"submitted/{student}/{assignment}/ ({found}); rename it as the release named it, then grade again")
     pairs = [pair for pair in pairs if pair not in wrong_names]
+    # A draft from `author new` has no autograder/checks/<a>.py yet: every submission would fail,
+    # each with a LookupError deep in its log.
+    for assignment, why in sorted(without_checks({a for a, _ in pairs}).items()):
+        those = [pair for pair in pairs if pair[0] == assignment]
+        print(f"grade: {assignment} cannot be graded yet: {why}; its {len(those)} submission(s) are left out "
+              "until then")
+        left_out.extend(those)
+    pairs = [pair for pair in pairs if pair not in left_out]
     if not pairs:
         raise SystemExit("grade: no submission to grade (see above)")
     # nbgrader grades only an assignment its gradebook knows, which `release` records; without it
     # every submission failed with a log line about the database.
-    unknown = sorted({assignment for assignment, _ in pairs} - set(roster()["assignments"]))
+    unknown = sorted({assignment for assignment, _ in pairs} - known_to_gradebook)
     if unknown:
         raise SystemExit(f"grade: {', '.join(unknown)} not in the gradebook yet: run `python -m autograder "
                          f"release {' '.join(unknown)}` first (it records each assignment and its graded cells)")
@@ -134,12 +161,60 @@ def grade(assignments=None, students=None, n_jobs=None, scheduler=None):
     return results, unsure, wrong_names
 
 
+def _not_the_courses(pairs, known_to_gradebook=()):
+    """{assignment folder name: [students]} of the folders in `pairs` named after no assignment of
+    the course (source/) nor of its gradebook: a typo, as 01_process_threads."""
+    known = set(course.assignments()) | set(known_to_gradebook)
+    found = {}
+    for assignment, student in pairs:
+        if assignment not in known:
+            found.setdefault(assignment, []).append(student)
+    return found
+
+
+def _folders(submitted, assignment, students):
+    if len(students) == 1:
+        return f"{submitted / students[0] / assignment}/"
+    return f"{assignment}/ of {', '.join(students)} in {submitted}/"
+
+
+def _rename_hint(assignment, students):
+    import difflib
+    close = difflib.get_close_matches(assignment, course.assignments(), n=1)
+    them = "it" if len(students) == 1 else "each"
+    if close:
+        return (f"rename {them} to {close[0]}, then run: python -m autograder grade {close[0]} "
+                f"--students {' '.join(students)}")
+    return (f"rename {them} to the assignment it holds (one of {', '.join(course.assignments())}), then grade "
+            f"{' '.join(students)} again")
+
+
+def without_checks(assignments):
+    """{assignment: why it cannot be graded} of those of the course's `assignments` whose exercises
+    have no hidden checks: autograder/checks/<a>.py missing (a draft from `author new`), or an
+    exercise that no checks file has checks for."""
+    from . import hidden, notebooks
+    found = {}
+    for assignment in sorted(set(assignments) & set(course.assignments())):
+        path = hidden.CHECKS_DIR / f"{assignment}.py"
+        shown = path.relative_to(course.ROOT) if path.is_relative_to(course.ROOT) else path
+        if not path.is_file():
+            found[assignment] = f"it has no hidden checks file yet ({shown} is missing)"
+            continue
+        exercises = notebooks.answer_cells(notebooks.read(course.source_notebook(assignment)))
+        unchecked = [e for e in exercises if e not in hidden.exercise_index()]
+        if unchecked:
+            found[assignment] = f"no hidden checks for {', '.join(unchecked)} (add them to {shown})"
+    return found
+
+
 def main(args):
     # args.students: None when --students was not given (every student); never [] from the
     # command line (cli.py refuses an empty --students).
+    left_out = []
     try:
         results, unsure, wrong_names = grade(args.assignments or None, args.students, args.jobs,
-                                             getattr(args, "scheduler", None))
+                                             getattr(args, "scheduler", None), left_out=left_out)
     except jobs.SubmissionsError as err:
         raise SystemExit(f"grade: {err}") from None
     failed = [r for r in results if not r.ok]
@@ -160,6 +235,9 @@ def main(args):
     if wrong_names:
         print(f"grade: {len(wrong_names)} submission(s) left out, their notebook not named as the release "
               f"named it: {', '.join(f'{s}/{a}' for a, s in sorted(wrong_names))}")
+    if left_out:
+        print(f"grade: {len(left_out)} more submission(s) left out (see above): "
+              f"{', '.join(f'{s}/{a}' for a, s in sorted(left_out))}")
     if unsure:
         print(f"grade: {len(unsure)} submission(s) need a person (a check could not decide): "
               f"{course.Course().reports / 'manual_review.csv'}")
@@ -167,4 +245,4 @@ def main(args):
     if kept:
         print(f"grade: {len(kept)} cell(s) keep a score entered by hand over this autograde "
               f"(an earlier manual grade): {course.Course().reports / 'manual_review.csv'}")
-    return 1 if failed or wrong_names else 0
+    return 1 if failed or wrong_names or left_out else 0

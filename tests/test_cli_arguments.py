@@ -169,10 +169,13 @@ def test_a_renamed_notebook_is_named_in_the_message_and_others_still_grade(work,
 
 def test_an_assignment_not_released_is_named_before_anything_runs(work, ran):
     """On a fresh clone, grading before `release` failed every submission with only "not graded:
-    see reports/logs/...", whose log spoke of the database: now the command says what to run."""
-    _folders(work, "submitted/alice/A1", "submitted/alice/A2")
-    (work / "submitted/alice/A1/A1.ipynb").write_text("{}")
-    (work / "submitted/alice/A2/A2.ipynb").write_text("{}")
-    with pytest.raises(SystemExit, match=r"A1, A2 not in the gradebook yet: run `python -m autograder release A1 A2` first"):
+    see reports/logs/...", whose log spoke of the database: now the command says what to run.
+    (The course's own names: a folder named after none of its assignments is a typo, which
+    test_cli_messages.py covers.)"""
+    a1, a2 = "01_processes_threads", "02_gil"
+    _folders(work, f"submitted/alice/{a1}", f"submitted/alice/{a2}")
+    (work / f"submitted/alice/{a1}/{a1}.ipynb").write_text("{}")
+    (work / f"submitted/alice/{a2}/{a2}.ipynb").write_text("{}")
+    with pytest.raises(SystemExit, match=rf"{a1}, {a2} not in the gradebook yet: run `python -m autograder release {a1} {a2}` first"):
         grade.grade(None, None)
     assert ran == []

@@ -93,6 +93,50 @@ def test_help_says_each_verbs_own_default(verb, says, capsys):
         assert "every assignment in source/" not in text, text
 
 
+# 2. An assignment folder named after none of the course's assignments (a typo).
+
+def test_a_misnamed_assignment_folder_is_named_and_the_rest_graded(work, ran, monkeypatch, capsys):
+    released(monkeypatch, A1)
+    submit(work, "alice", A1)
+    submit(work, "carol", "01_process_threads")
+    submit(work, "dave", "01_process_threads")
+    status, out = command(["grade"], capsys)
+    assert status == 1, out
+    assert graded(ran) == [(A1, "alice")], ran
+    lines = out.splitlines()
+    lines = lines[next(i for i, line in enumerate(lines) if "01_process_threads" in line):][:2]
+    assert "carol, dave" in lines[0] and "not an assignment of this course" in lines[0], out
+    assert f"rename each to {A1}, then run: python -m autograder grade {A1} --students carol dave" in lines[1], out
+    assert "release 01_process_threads" not in out, out
+    assert "left out" in out and "carol/01_process_threads" in out, out
+
+
+def test_only_a_misnamed_folder_stops_with_its_name_and_the_close_one(work, ran, monkeypatch, capsys):
+    released(monkeypatch, A1)
+    submit(work, "carol", "01_process_threads")
+    status, out = command(["grade", "--students", "carol"], capsys)
+    assert status == 1 and graded(ran) == [], out
+    assert str(work / "submitted" / "carol" / "01_process_threads") in out, out
+    assert f"rename it to {A1}" in out and "Traceback" not in out, out
+    assert "release 01_process_threads" not in out, out
+
+
+# 3. A named student without the named assignment.
+
+def test_a_named_student_without_the_assignment_is_said_so(work, ran, monkeypatch, capsys):
+    released(monkeypatch, A1, A2)
+    submit(work, "bob", A1)
+    submit(work, "alice", A2)
+    status, out = command(["grade", A2, "--students", "bob"], capsys)
+    assert status == 1 and graded(ran) == [], out
+    assert f"no {A2} in {work / 'submitted'} for bob (who has {A1} only)" in out, out
+    assert "samples" not in out and "nothing in" not in out, out
+    # With another named student who has it: that one is graded, bob is named as lacking it.
+    status, out = command(["grade", A2, "--students", "alice", "bob"], capsys)
+    assert graded(ran) == [(A2, "alice")], ran
+    assert f"no {A2} in {work / 'submitted'} for bob" in out and "alice (" not in out, out
+
+
 # 5. samples before release.
 
 def test_samples_before_release_says_to_release_first(work, monkeypatch, capsys):
@@ -101,6 +145,39 @@ def test_samples_before_release_says_to_release_first(work, monkeypatch, capsys)
     assert status == 1, out
     assert f"run `python -m autograder release {A2}` first" in out and "Traceback" not in out, out
     assert not (work / "submitted").exists()
+
+
+# 6. An assignment without hidden checks (a draft from `author new`).
+
+def test_an_assignment_without_checks_is_said_once_and_left_out(work, ran, monkeypatch, capsys):
+    draft = "13_gpu_kernels"
+    real = course.assignments()
+    monkeypatch.setattr(course, "assignments", lambda: [*real, draft])
+    released(monkeypatch, A1, draft)
+    for student in ("alice", "bob"):
+        submit(work, student, A1)
+        submit(work, student, draft)
+    status, out = command(["grade"], capsys)
+    assert status == 1, out
+    assert graded(ran) == [(A1, "alice"), (A1, "bob")], ran
+    said = [line for line in out.splitlines() if "no hidden checks" in line]
+    assert len(said) == 1, out
+    assert f"{draft} cannot be graded yet" in said[0] and f"autograder/checks/{draft}.py is missing" in said[0], out
+    assert "2 submission(s)" in said[0], out
+    status, out = command(["grade", draft], capsys)
+    assert status == 1 and len(graded(ran)) == 2, out
+    assert f"autograder/checks/{draft}.py is missing" in out and "no submission to grade" in out, out
+
+
+def test_an_exercise_without_checks_is_named(work, ran, monkeypatch, capsys):
+    from autograder import hidden
+    released(monkeypatch, A1)
+    submit(work, "alice", A1)
+    monkeypatch.setattr(hidden, "exercise_index", lambda: {})
+    status, out = command(["grade"], capsys)
+    assert status == 1 and graded(ran) == [], out
+    assert re.search(rf"{A1} cannot be graded yet: no hidden checks for \w+", out), out
+    assert f"autograder/checks/{A1}.py" in out, out
 
 
 # 14. The closing line of `all` under COURSE_WORKDIR.

@@ -165,7 +165,57 @@ def run_all(verb, pairs, n_jobs=None, desc=None, log_dir=None, work=None, schedu
 
 class SubmissionsError(ValueError):
     """The submissions asked for cannot all be graded (named students without a folder, a
-    folder name a worker cannot take): raised before anything is graded."""
+    folder name a worker cannot take): raised before anything is graded. `missing`: the named
+    students without a folder, if that is why."""
+
+    missing = ()
+
+
+def _held(root, student):
+    folder = Path(root) / student
+    return sorted(p.name for p in folder.iterdir() if p.is_dir()) if folder.is_dir() else []
+
+
+def lacking(pairs, assignments=None, students=None):
+    """[(assignment, student)] that were asked for by name but are not among `pairs`: each named
+    student without the named assignments (None for the assignment when none was named and the
+    student has no submission at all). Empty when no student was named: an unnamed student
+    who did not hand in an assignment is no mistake of the command's."""
+    if not students:
+        return []
+    found = set(pairs)
+    have = {student for _, student in pairs}
+    if not assignments:
+        return [(None, student) for student in students if student not in have]
+    return [(assignment, student) for student in students for assignment in assignments
+            if (assignment, student) not in found]
+
+
+def lacking_text(missing, root):
+    """`lacking`'s answer in words: "no 02_gil in ROOT for bob (who has 01_processes_threads only)"."""
+    root = Path(root)
+    by_assignment = {}
+    for assignment, student in missing:
+        by_assignment.setdefault(assignment, []).append(student)
+    parts = []
+    for assignment, students in by_assignment.items():
+        who = ", ".join(f"{s} (who has {', '.join(_held(root, s))} only)" if _held(root, s) else f"{s} (who has none)"
+                        for s in students)
+        parts.append(f"no {assignment or 'assignment folder'} in {root} for {who}")
+    return "; ".join(parts)
+
+
+def empty_selection(assignments=None, students=None, root=None):
+    """Why submitted_pairs(assignments, students, root) found nothing, in a few words: nothing
+    in `root` at all, or which named students lack which named assignments."""
+    root = Path(root or course.Course().submitted)
+    if not (root.is_dir() and any(p.is_dir() for p in root.iterdir())):
+        return f"nothing in {root}"
+    if students:
+        return lacking_text(lacking([], assignments, students), root)
+    if assignments:
+        return f"no student's folder in {root} holds {' or '.join(assignments)}"
+    return f"no student's folder in {root} holds an assignment folder"
 
 
 def misnamed(pairs, root=None):
@@ -211,7 +261,9 @@ def submitted_pairs(assignments=None, students=None, root=None):
     if students is not None:
         missing = sorted(set(students) - {p.name for p in present})
         if missing:
-            raise SubmissionsError(f"no folder in {root} for student(s): {', '.join(map(repr, missing))}")
+            error = SubmissionsError(f"no folder in {root} for student(s): {', '.join(map(repr, missing))}")
+            error.missing = missing
+            raise error
     for student_dir in present:
         if students is not None and student_dir.name not in students:
             continue
