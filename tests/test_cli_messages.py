@@ -137,6 +137,27 @@ def test_a_named_student_without_the_assignment_is_said_so(work, ran, monkeypatc
     assert f"no {A2} in {work / 'submitted'} for bob" in out and "alice (" not in out, out
 
 
+# 4. feedback with nothing graded.
+
+def test_feedback_before_grade_says_to_grade_first(work, ran, capsys):
+    status, out = command(["feedback"], capsys)
+    assert status == 1, out
+    assert "nothing has been graded yet" in out and "run `python -m autograder grade` first" in out, out
+    assert "0 files" not in out, out
+
+
+def test_feedback_of_an_assignment_nobody_was_graded_in(work, ran, capsys):
+    submit(work, "alice", A1, folder="autograded")
+    status, out = command(["feedback", A2], capsys)
+    assert status == 1, out
+    assert f"nothing {A2} has been graded yet" in out and f"run `python -m autograder grade {A2}` first" in out, out
+    status, out = command(["feedback", A2, "--students", "alice"], capsys)
+    assert status == 1 and f"for alice (who has {A1} only)" in out, out
+    assert f"python -m autograder grade {A2} --students alice" in out, out
+    status, out = command(["feedback", A1, "--students", "bob"], capsys)
+    assert status == 1 and "'bob'" in out and f"python -m autograder grade {A1} --students bob" in out, out
+
+
 # 5. samples before release.
 
 def test_samples_before_release_says_to_release_first(work, monkeypatch, capsys):
