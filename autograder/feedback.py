@@ -26,7 +26,7 @@ def main(args):
     try:
         results = generate(args.assignments or None, args.students, args.jobs,
                            getattr(args, "scheduler", None))
-    except jobs.SubmissionsError as err:
+    except (jobs.SubmissionsError, jobs.ClusterUnreachable) as err:
         first = ""
         if getattr(err, "missing", ()):  # no folder in autograded/: not graded yet
             again = " ".join(["python -m autograder grade", *(args.assignments or ()), "--students", *err.missing])

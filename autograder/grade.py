@@ -215,7 +215,7 @@ def main(args):
     try:
         results, unsure, wrong_names = grade(args.assignments or None, args.students, args.jobs,
                                              getattr(args, "scheduler", None), left_out=left_out)
-    except jobs.SubmissionsError as err:
+    except (jobs.SubmissionsError, jobs.ClusterUnreachable) as err:
         raise SystemExit(f"grade: {err}") from None
     failed = [r for r in results if not r.ok]
     # The scores of this run's submissions only: the gradebook holds every one ever graded.

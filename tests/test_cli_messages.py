@@ -201,6 +201,23 @@ def test_an_exercise_without_checks_is_named(work, ran, monkeypatch, capsys):
     assert f"autograder/checks/{A1}.py" in out, out
 
 
+# 13. A Dask scheduler that does not answer.
+
+@pytest.mark.parametrize("verb, folder", [("grade", "submitted"), ("feedback", "autograded")])
+def test_an_unreachable_scheduler_is_one_line(verb, folder, tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("COURSE_WORKDIR", str(tmp_path))
+    monkeypatch.delenv("COURSE_DB_URL", raising=False)
+    monkeypatch.delenv("COURSE_SCHEDULER", raising=False)
+    monkeypatch.setattr(cluster, "CONNECT_TIMEOUT", 1)
+    released(monkeypatch, A1)
+    submit(tmp_path, "alice", A1, folder=folder)
+    status, out = command([verb, A1, "--scheduler", "tcp://127.0.0.1:1"], capsys)
+    assert status == 1, out
+    assert "Traceback" not in out and "OSError" not in out, out
+    line = next(line for line in out.splitlines() if line.startswith(f"{verb}:"))
+    assert "tcp://127.0.0.1:1" in line and "check the host and port" in line, out
+
+
 # 14. The closing line of `all` under COURSE_WORKDIR.
 
 def test_all_ends_with_the_work_folders_own_paths(tmp_path, monkeypatch, cli_steps, capsys):

@@ -101,6 +101,27 @@ def grade_on_worker(verb, assignment, student, settings, log_dir, shares=None, r
             "pid": os.getpid()}
 
 
+CONNECT_TIMEOUT = 60  # seconds to wait for the scheduler to answer
+
+
+def connect(address):
+    """A distributed.Client of the scheduler at `address`; jobs.ClusterUnreachable, naming the
+    address and what to check, when none answers within CONNECT_TIMEOUT (a mistyped host or
+    port, a scheduler not started) or the address cannot be one."""
+    from distributed import Client
+
+    try:
+        return Client(address, timeout=f"{CONNECT_TIMEOUT}s")
+    except OSError:
+        raise jobs.ClusterUnreachable(
+            f"no Dask scheduler answered at {address} within {CONNECT_TIMEOUT:g} s: check the host and port "
+            "(--scheduler, or COURSE_SCHEDULER), that `dask scheduler` runs there and that this machine "
+            "can reach it; leave both out to grade on this machine") from None
+    except (ValueError, TypeError) as err:
+        raise jobs.ClusterUnreachable(f"{address!r} is not a Dask scheduler address ({err}): "
+                                      "give it as tcp://HOST:PORT") from None
+
+
 def run_all(verb, pairs, scheduler, desc=None, log_dir=None, work=None, on_result=None):
     """Like jobs.run_all, on the workers of the Dask cluster at `scheduler` (an address,
     or a distributed.Client). Returns JobResults sorted by assignment, student;
@@ -117,7 +138,7 @@ def run_all(verb, pairs, scheduler, desc=None, log_dir=None, work=None, on_resul
               "runs on this machine; set COURSE_DB_URL to PostgreSQL for workers elsewhere",
               file=sys.stderr)
     pairs = list(pairs)
-    client = scheduler if isinstance(scheduler, Client) else Client(scheduler, timeout="60s")
+    client = scheduler if isinstance(scheduler, Client) else connect(scheduler)
     run = uuid.uuid4().hex[:12]
     try:
         shares = graders_per_host(client.scheduler_info(n_workers=-1)["workers"])

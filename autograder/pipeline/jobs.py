@@ -171,6 +171,11 @@ class SubmissionsError(ValueError):
     missing = ()
 
 
+class ClusterUnreachable(RuntimeError):
+    """No Dask scheduler answered at the address given (--scheduler, COURSE_SCHEDULER): raised
+    before anything is graded there, its message naming the address and what to check."""
+
+
 def _held(root, student):
     folder = Path(root) / student
     return sorted(p.name for p in folder.iterdir() if p.is_dir()) if folder.is_dir() else []
