@@ -93,20 +93,12 @@ from autograder.pipeline.preprocessors import HideHiddenTraceback  # noqa: E402
 c.GenerateFeedback.preprocessors = [GetGrades, ClearHiddenTests, HideHiddenTraceback,
                                     FeedbackSummary,  # each exercise's points and what happened, on top
                                     CSSHTMLHeaderPreprocessor]
-# The page: nbgrader's feedback template, with one <body> (autograder/pipeline/templates/feedback).
-# nbgrader's API names the template "feedback" itself; the course's folder of that name comes first
-# on the path, and holds the page's file. Set for the feedback step only: formgrader's pages are
-# HTMLExporter's too, from a template of their own.
-from pathlib import Path  # noqa: E402
-
-import nbgrader as _nbgrader  # noqa: E402
-
+# The page: nbgrader's feedback template, with one <body> (autograder/pipeline/feedback_page.html.j2;
+# nbconvert puts a template file's folder on its path). Set for the feedback step only:
+# formgrader's pages are HTMLExporter's too, from a template of their own.
 from autograder.course import ROOT  # noqa: E402
 
-c.GenerateFeedback.HTMLExporter.template_file = "page.html.j2"
-c.GenerateFeedback.HTMLExporter.extra_template_basedirs = [
-    str(ROOT / "autograder" / "pipeline" / "templates"),
-    str(Path(_nbgrader.__file__).parent / "server_extensions" / "formgrader" / "templates")]
+c.GenerateFeedback.HTMLExporter.template_file = str(ROOT / "autograder" / "pipeline" / "feedback_page.html.j2")
 
 # Late submissions (the exchange stamps each one; the due date is the assignment's in
 # the gradebook): COURSE_LATE_PENALTY=zero gives a late submission no points; the

@@ -43,10 +43,12 @@ def test_math_in_a_students_markdown_is_typeset_in_safe_mode():
         text = (templates / page).read_text()
         assert "nbconvert/templates/classic/index.html.j2" in text and "{{ mathjax() }}" in text, page
     # The course's feedback page is nbgrader's, less nbconvert's second <body>: its head, MathJax
-    # included, is nbgrader's.
+    # included, is nbgrader's; and it is the one the feedback step uses.
     from autograder.course import ROOT
-    ours = (ROOT / "autograder" / "pipeline" / "templates" / "feedback" / "page.html.j2").read_text()
+    ours = (ROOT / "autograder" / "pipeline" / "feedback_page.html.j2").read_text()
     assert "{%- extends 'index.html.j2' -%}" in ours and "block header" not in ours and "mathjax" not in ours
+    from autograder import course
+    assert course.load_config().GenerateFeedback.HTMLExporter.template_file.endswith("feedback_page.html.j2")
 
 
 def _graded_cell(grade_id, points, score, *errors):

@@ -74,7 +74,7 @@ def test_feedback_explains_without_revealing_hidden_tests(graded):
         html = (work / "feedback" / "sample_partial" / assignment / f"{assignment}.html").read_text()
         assert "HIDDEN TESTS" not in html and "autograder" not in html
         assert "Score:" in html
-        # One page body (autograder/pipeline/templates/feedback): nbgrader's template wrapped
+        # One page body (autograder/pipeline/feedback_page.html.j2): nbgrader's template wrapped
         # nbconvert's whole <body>, #notebook and #notebook-container in its own.
         assert [html.count(tag) for tag in ("<body", "</body>", 'id="notebook"', 'id="notebook-container"')] == [1] * 4
         # The results table on top (autograder/pipeline/feedback_page.py) names every exercise.
