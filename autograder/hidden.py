@@ -183,8 +183,9 @@ def _failure_message(err):
 
 # A frame of the student's own cells, as the student's process names them: an answer cell by its
 # exercise (grading: "<run_threads>"; the course's tests: "<answer cell run_threads>"), or a cell
-# the student added. Only such names, and a line number, reach the message: what a forged trace
-# could carry out through it is no more than the error's own text already can.
+# the student added. Only such names (an exercise's, not "<string>", which the standard library
+# gives code it generates), and a line number, reach the message: what a forged trace could carry
+# out through it is no more than the error's own text already can.
 _STUDENT_CELL = re.compile(r"<(?:answer cell )?([A-Za-z_]\w{0,60})>|<(added cell) [\w-]{1,64}>")
 _FRAME_IN = re.compile(r'^\s*File "(.*)", line (\d{1,5}), in ([A-Za-z_<][\w<>]{0,60})$', re.M)
 
@@ -197,7 +198,7 @@ def _where_in_the_answer(err):
         return ""
     for name, line, function in reversed(_FRAME_IN.findall(trace)):
         cell = _STUDENT_CELL.fullmatch(name)
-        if cell is None:
+        if cell is None or not (cell.group(2) or cell.group(1) in exercise_index()):
             continue
         where = "a cell you added" if cell.group(2) else f"your {cell.group(1)} cell"
         inside = "" if function in ("<module>", cell.group(1)) else f", in {function}"
