@@ -293,3 +293,20 @@ def test_the_replay_of_a_slow_notebook_stops_at_the_notebooks_limit(tmp_path):
                              cell_timeout=10, notebook_timeout=3)
     passed, report, undecided = verdicts["cpu_info"]
     assert not passed and not undecided, report  # the answer came after it: never loaded
+
+
+def test_a_replayed_cell_keeps_its_line_numbers():
+    """IPython drops the blank lines at the top of a cell when it turns magics into calls: the
+    student's process replayed a cell that starts with one a line short, and a hidden check said
+    "line 6 of your robust_map cell" of the error on line 7 (seen grading 05's partly wrong sample)."""
+    import traceback
+
+    from autograder.sandbox import student as student_side
+
+    namespace = {"get_ipython": lambda: student_side.QuietShell()}  # as the student's process has it
+    student_side.run_cell(namespace, "robust_map", "\n\ndef robust_map():\n    %time x = 1\n    raise ValueError('here')\n")
+    try:
+        namespace["robust_map"]()
+    except ValueError as err:
+        frame = traceback.extract_tb(err.__traceback__)[-1]
+    assert (frame.filename, frame.lineno) == ("<robust_map>", 5), frame

@@ -39,9 +39,17 @@ WATCHED_PREFIXES = ("builtins", "numpy", "math", "random", "os", "time", "thread
 
 # --- running the submission ----------------------------------------------------------------------
 def to_python(source):
-    """Cell source as plain Python: IPython magics become get_ipython() calls."""
+    """Cell source as plain Python: IPython magics become get_ipython() calls. The blank lines IPython
+    drops from the top of a cell are put back, so that a line number in a traceback (and in what a
+    hidden check says of an error: "line 7 of your robust_map cell") is the line of the cell."""
     from IPython.core.inputtransformer2 import TransformerManager
-    return TransformerManager().transform_cell(source)
+    code = TransformerManager().transform_cell(source)
+    blank = 0
+    for line in source.splitlines():
+        if line.strip():
+            break
+        blank += 1
+    return "\n" * blank + code
 
 
 class QuietShell:
