@@ -132,7 +132,9 @@ def roofline_plot(intensities, attainable, points, *, peak, bandwidth, ax=None):
         sizes = 20 + 25 * np.arange(len(mine))
         ax.scatter([i for _, i, _ in mine], [r / 1e9 for *_, r in mine], s=sizes,
                    marker=markers.get(kind, "o"), alpha=0.8, label=f"{kind} (bigger marker: larger n)")
-    ax.text(intensities[0], bandwidth * intensities[0] / 1e9 * 1.3, f"  {bandwidth / 1e9:.1f} GB/s", fontsize=8)
+    # Below the slanted roof, clear of the axis (above it, the roof crossed the label out)
+    x = intensities[0] * 8
+    ax.text(x, bandwidth * x / 1e9 * 0.4, f"{bandwidth / 1e9:.1f} GB/s", fontsize=8, va="top")
     ax.text(intensities[-1], peak / 1e9 * 1.15, f"{peak / 1e9:.1f} GFLOP/s  ", fontsize=8, ha="right")
     ax.set_xlabel("arithmetic intensity (FLOP per byte)")
     ax.set_ylabel("GFLOP/s")
