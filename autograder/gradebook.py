@@ -144,20 +144,26 @@ def hand_overrides(pairs, work=None):
     return sorted(found, key=lambda r: (r["assignment"], r["student"], r["cell"]))
 
 
+def _submissions(assignments=None, work=None):
+    """(assignment name, nbgrader's submission) of every submission of the gradebook (of those
+    assignments, when named), read inside one gradebook session."""
+    from nbgrader.api import Gradebook
+
+    with Gradebook((work or course.Course()).db_url) as gb:
+        for assignment in gb.assignments:
+            if not assignments or assignment.name in assignments:
+                for submission in gb.assignment_submissions(assignment.name):
+                    yield assignment.name, submission
+
+
 def late_penalties(assignments=None, work=None):
     """{(student, assignment): points taken off for lateness} of every submission with a penalty:
     nbgrader's LateSubmissionPlugin stores it per notebook, apart from the cells' scores."""
-    from nbgrader.api import Gradebook
-
     penalties = {}
-    with Gradebook((work or course.Course()).db_url) as gb:
-        for assignment in gb.assignments:
-            if assignments and assignment.name not in assignments:
-                continue
-            for submission in gb.assignment_submissions(assignment.name):
-                penalty = sum(float(nb.late_submission_penalty or 0.0) for nb in submission.notebooks)
-                if penalty:
-                    penalties[(submission.student_id, assignment.name)] = penalty
+    for assignment, submission in _submissions(assignments, work):
+        penalty = sum(float(nb.late_submission_penalty or 0.0) for nb in submission.notebooks)
+        if penalty:
+            penalties[(submission.student_id, assignment)] = penalty
     return penalties
 
 
@@ -166,17 +172,10 @@ def lateness(assignments=None, work=None):
     submission handed in late: what "marked late" means where the late penalty is "none"."""
     import math
 
-    from nbgrader.api import Gradebook
-
     late = {}
-    with Gradebook((work or course.Course()).db_url) as gb:
-        for assignment in gb.assignments:
-            if assignments and assignment.name not in assignments:
-                continue
-            for submission in gb.assignment_submissions(assignment.name):
-                seconds = submission.total_seconds_late
-                if seconds > 0:
-                    late[(submission.student_id, assignment.name)] = math.ceil(seconds)
+    for assignment, submission in _submissions(assignments, work):
+        if submission.total_seconds_late > 0:
+            late[(submission.student_id, assignment)] = math.ceil(submission.total_seconds_late)
     return late
 
 
