@@ -227,27 +227,27 @@ def _single_process(seed, epochs, lr_scale=1, sampler_seed=None, set_epoch=True,
     return net.state_dict()
 
 
-# Runs that went wrong in a known way, and what to do about each: the final weights of an answer
-# that trained together but not as one process would are compared with theirs.
-_KNOWN_SLIPS = (
-    ({"set_epoch": False}, "they equal training that shuffles the data the same way every epoch: call "
-                           "sampler.set_epoch(epoch) at the start of each epoch"),
-    ({"shuffle": False}, "they equal training on the samples in their stored order: the DistributedSampler "
-                         "should shuffle (its default), seeded with seed"),
-    ({"sampler_seed": 0}, "they equal training shuffled with the sampler's default seed 0: give the "
-                          "DistributedSampler seed=seed"),
-)
+def _same_weights(weights, expected):
+    """Whether the answer's weights equal `expected` up to the all-reduce's float32 rounding."""
+    return all(torch.allclose(weights[name].detach().cpu(), value, atol=2e-5, rtol=1e-4)
+               for name, value in expected.items())
 
 
 def _what_went_wrong(weights, seed, epochs, world_size):
-    """What the answer's weights equal, of the known slips (summed gradients among them), or a
-    list of what to look at."""
-    slips = (({"lr_scale": world_size}, "they equal training with world_size times the learning rate: were "
-                                        "the ranks' gradients summed rather than averaged?"),) + _KNOWN_SLIPS
+    """What the answer's weights equal among runs that went wrong in a known way, said with what to
+    do about it; else a list of what to look at."""
+    slips = (
+        ({"lr_scale": world_size}, "they equal training with world_size times the learning rate: were "
+                                   "the ranks' gradients summed rather than averaged?"),
+        ({"set_epoch": False}, "they equal training that shuffles the data the same way every epoch: call "
+                               "sampler.set_epoch(epoch) at the start of each epoch"),
+        ({"shuffle": False}, "they equal training on the samples in their stored order: the DistributedSampler "
+                             "should shuffle (its default), seeded with seed"),
+        ({"sampler_seed": 0}, "they equal training shuffled with the sampler's default seed 0: give the "
+                              "DistributedSampler seed=seed"),
+    )
     for variant, said in slips:
-        expected = _single_process(seed, epochs, **variant)
-        if all(torch.allclose(weights[name].detach().cpu(), value, atol=2e-5, rtol=1e-4)
-               for name, value in expected.items()):
+        if _same_weights(weights, _single_process(seed, epochs, **variant)):
             return said
     return ("look at the averaging of the gradients, the per-rank batch (GLOBAL_BATCH // world_size), "
             "set_epoch and the learning rate")
@@ -425,9 +425,7 @@ def test_run_ddp_processes_shards_and_weights(run_ddp):
     for name, value in expected.items():
         assert isinstance(weights[name], torch.Tensor) and weights[name].shape == value.shape, (
             f"{name} must be a tensor shaped like the model's")
-    same = all(torch.allclose(weights[name].detach().cpu(), value, atol=2e-5, rtol=1e-4)
-               for name, value in expected.items())
-    assert same, ("the final weights differ from single-process training on the global batch: "
+    assert _same_weights(weights, expected), ("the final weights differ from single-process training on the global batch: "
                   + _what_went_wrong(weights, seed, epochs, world_size))
     assert not unlimited, (
         "run_ddp waited for its ranks with no time limit (spawn or start_processes with join=True, or "
