@@ -25,16 +25,20 @@ from autograder.checks._support import machine_use
                          ids=[f"{a}:{e}" for a, e, _ in samples.DECIDED_ALONE])
 def test_fails_decided_on_a_quiet_machine(judge, assignment, exercise, label):
     code = samples.catalogue(assignment).WRONG[exercise][label]
-    hidden.STUDENT = judge.session(assignment)  # whose CPU is the student's, for machine_use
-    try:
-        with machine_use() as use:
-            start = time.perf_counter()
-            outcomes = judge(assignment, exercise, code)
-            wall = time.perf_counter() - start
-    finally:
-        hidden.STUDENT = None
-    if any(not o.passed and not o.undecided for o in outcomes):
-        return
+    # Judged twice at most, as grading does: a submission with an undecided check is graded again
+    # alone before it goes to a person (seen twice in a fresh clone's part 3 at paces 1.56 and 1.86:
+    # the GIL experiment's serial-processes answer undecided on the first judgement).
+    for _ in range(2):
+        hidden.STUDENT = judge.session(assignment)  # whose CPU is the student's, for machine_use
+        try:
+            with machine_use() as use:
+                start = time.perf_counter()
+                outcomes = judge(assignment, exercise, code)
+                wall = time.perf_counter() - start
+        finally:
+            hidden.STUDENT = None
+        if any(not o.passed and not o.undecided for o in outcomes):
+            return
     if use.others >= 0.25 * wall:  # what the check itself calls busy: another process ran meanwhile
         pytest.skip(f"the machine was not quiet ({use.others:.1f} s of other processes' CPU in {wall:.1f} s)")
     _skip_unless_the_machine_shows_what_the_check_needs(assignment, exercise)
