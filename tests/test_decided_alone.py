@@ -69,7 +69,7 @@ def _skip_unless_the_machine_shows_what_the_check_needs(assignment, exercise, pr
     pace of 1.56, the GIL experiment's serial-processes answer was undecided in part 3, others'
     CPU under a quarter of the wall time). 02's GIL experiment counts a try against that answer
     only when the judge's own processes, run right after, use >= 1.2 cores and beat its threads
-    (_own_processes_beat_threads), and 6 of 7 tries must count: unless the same experiment,
+    (_own_processes_beat_threads), and 7 of 12 tries must count: unless the same experiment,
     run here now, shows it every time of `probes`, undecided is the check's right answer and
     the test is skipped. A check that never decides still fails here on any machine that does."""
     if (assignment, exercise) != ("02_gil", "gil_experiment"):
@@ -78,7 +78,7 @@ def _skip_unless_the_machine_shows_what_the_check_needs(assignment, exercise, pr
     shown = sum(checks._own_processes_beat_threads(8_000_000, 4) for _ in range(probes))
     if shown < probes:
         pytest.skip(f"this machine could not show processes beating threads on {probes - shown} of {probes} "
-                    "tries right now (the check needs it in 6 of 7): undecided is right here")
+                    "tries right now (the check needs it in 7 of 12): undecided is right here")
 
 
 def test_the_skip_follows_what_the_machine_shows(monkeypatch):
