@@ -53,7 +53,7 @@ CHILD = textwrap.dedent('''
 # Catalogued wrong answers that a student's own run of the visible tests must already reject
 # (bin/validate, the Validate button): {assignment: {exercise: [labels]}}.
 CAUGHT_VISIBLY = {
-    "02_gil": {"run_threads": ["results in completion order"]},
+    "02_gil": {"run_threads": ["results in completion order"], "run_processes": ["threads instead of processes"]},
     "03_race_conditions": {"transfer_many": ["changes the list passed in"]},
     "04_rng_reproducibility": {"independent_draws": ["no argument checks",
                                                      "worker i seeded with seed + i (the notebook's half-right fix)"]},
