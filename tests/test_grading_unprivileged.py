@@ -33,8 +33,11 @@ def graded(tmp_path_factory, course_tools):
         pytest.skip("`unshare --user` is not available here to grade as a user other than root")
     work = tmp_path_factory.mktemp("unprivileged")
     db_url = course_tools.prepare(work, [A])
+    # Its own temp folder: `import torch` makes <TMPDIR>/torchinductor_<user>, here for uid 65534.
+    temp = work / "tmp"
+    temp.mkdir()
     done = course_tools.cli("grade", A, "--students", *STUDENTS, workdir=work, db_url=db_url,
-                            prefix=["unshare", "--user"])
+                            env={"TMPDIR": str(temp)}, prefix=["unshare", "--user"])
     logs = "\n".join(p.read_text(errors="replace") for p in sorted((work / "reports" / "logs").glob("*.log")))
     review = (work / "reports" / "manual_review.csv").read_text()
     return {"scores": course_tools.scores(work, db_url, [A]), "output": done.stdout, "logs": logs, "review": review}
