@@ -59,15 +59,19 @@ def time_unit(seconds):
     return "ns", 1e9
 
 
-def compare(candidates, repeat=3):
+def compare(candidates, repeat=3, before=None):
     """Time several zero-argument callables in interleaved rounds; best time of each.
 
     Interleaving (A, B, C, A, B, C, ...) means a burst of background load hits
-    every candidate alike instead of spoiling one of them.
+    every candidate alike instead of spoiling one of them. `before(name)`, when
+    given, runs untimed right before each timed call: a setting to apply (a
+    thread count) or a warm-up that must not count (workers to restart).
     """
     samples = {name: [] for name in candidates}
     for _ in range(max(1, repeat)):
         for name, fn in candidates.items():
+            if before is not None:
+                before(name)
             start = time.perf_counter()
             fn()
             samples[name].append(time.perf_counter() - start)

@@ -70,6 +70,14 @@ def test_compare_interleaves_and_reports_ratios():
     assert "speedup" in result.table()
 
 
+def test_compare_runs_before_untimed_and_in_rounds():
+    calls = []
+    result = timing.compare({"a": lambda: calls.append("a"), "b": lambda: calls.append("b")}, repeat=2,
+                            before=lambda name: (calls.append(f"before {name}"), time.sleep(0.05)))
+    assert calls == ["before a", "a", "before b", "b"] * 2
+    assert max(result.values()) < 0.05, "what `before` does is not timed"
+
+
 def test_plots_draw(tmp_path):
     import matplotlib.pyplot as plt
 
