@@ -179,11 +179,17 @@ def test_shared_containers_cannot_multiply_values(monkeypatch):
 
 
 def test_a_list_too_long_is_refused_before_it_is_walked():
+    """Measured on 2 cores: the refusal costs 0.1 ms of this thread's CPU; decoding a list just
+    under the limit, 0.18 s (1 s under tracemalloc, which is why the time is taken apart). CPU
+    time, not wall time: a loaded machine stretched the wall time of the refusal past a second."""
     message = wire.load_untrusted(_frame(("list", [None] * (wire.MAX_DECODED_VALUES + 1))))
-    start = time.monotonic()
+    start = time.thread_time()
+    with pytest.raises(ValueError, match="values in one reply"):
+        wire.decode(message[1], _never)
+    assert time.thread_time() - start < 0.05
     with _allocated() as seen, pytest.raises(ValueError, match="values in one reply"):
         wire.decode(message[1], _never)
-    assert time.monotonic() - start < 1 and seen["peak"] < MiB
+    assert seen["peak"] < MiB
 
 
 def test_malformed_parts_are_refused_as_the_replys_fault():
