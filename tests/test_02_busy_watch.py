@@ -43,3 +43,15 @@ def test_the_reader_is_not_counted_among_the_calls_processes():
         time.sleep(0.05)
     assert seen._reader.pid in watch.before
     assert seen._reader.returncode == 0
+
+
+def test_the_threads_work_is_read_against_the_serial_runs_on_cpu_clocks():
+    """The serial run, then four threads on shares of its work: the others' CPU is about the
+    busiest thread's; each thread on all of it: about four times (the check's bounds 2.0 and 2.5)."""
+    work = 2_000_000
+    for share, low, high in ((work // 4, 0.5, checks.THREADS_WORK_PASS), (work, checks.THREADS_WORK_AGAINST, 8)):
+        with checks._BusyWatch() as seen:
+            gil.draw_randoms(work)
+            _four_threads(share)
+        busiest, rest = seen.busiest_thread_and_rest()
+        assert low <= rest / busiest < high, f"threads of {share} draws: {rest:.3f} CPU-s against {busiest:.3f}"
