@@ -700,7 +700,7 @@ def test_gil_experiment_ratios(gil_experiment):
     against = {"io": 0, "threads": 0, "processes": 0}
     slow_threads = 0  # of the tries against the threads part: those whose threads took twice serial or more
     in_turn = 0  # ... and those whose threads never worked at once
-    all_work = []  # ... and those whose threads used THREADS_WORK_AGAINST times the serial thread's CPU: how many
+    all_work = []  # ... and the CPU ratio of each whose threads used THREADS_WORK_AGAINST times the serial thread's
     gil_experiment(2, 1_000)  # untimed: an answer that raises does so before the machine is taken
     with alone():
         for _ in range(most):
