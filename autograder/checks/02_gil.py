@@ -664,8 +664,8 @@ def test_gil_experiment_ratios(gil_experiment):
     The threads part also holds the threads' work to the serial run's, on the
     kernel's CPU clocks, which load does not stretch: the CPU time of the call's
     threads other than its busiest (the one that ran the serial part), against the
-    busiest's. Measured: 0.66 to 1.19 for the reference and the alternative (19
-    calls each, idle and beside a full test run at load 7 to 12, fork and spawn);
+    busiest's. Measured: 0.66 to 1.19 for the reference and the alternative (14
+    calls each, beside a full test run at load 7 to 12, 11 under fork and 3 under spawn);
     3.0 to 6.0 when each of the 4 threads does all of `work` (which, on a machine
     whose load changes from second to second, once passed the time ratio below
     2.0). The part passes only below 2.0, and a try at 2.5 or above counts against
