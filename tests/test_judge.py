@@ -449,6 +449,55 @@ def test_a_try_timed_while_others_ran_does_not_count(judge, monkeypatch):
     assert verdict(0.0) == "failed"
 
 
+def test_a_speedup_beyond_our_own_threads_gain_does_not_pass(judge, monkeypatch):
+    """02's check of two NumPy threads holds the reported speedup to what our own two threads gain
+    right after, in the same process. The catalogued answer that reports the serial time of all 3
+    repeats over the best threaded one (3 times its true gain) passed a quiet try in a fresh
+    clone's part 3, where its threads gained little and it reported under 4.0, then the only
+    ceiling. Here the answer runs a real serial and threaded job and reports a number chosen for
+    our own gain, fixed at 1.1 or 1.2: 3.6 (3 times 1.2) fails as "beyond"; 2.4, under the
+    ceiling of 2.5 but over twice our own 1.1, never passes (undecided); the old check passed
+    both whenever the process ran its threads at once."""
+    from autograder.checks import _support
+
+    checks = hidden.load_checks("02_gil")
+    code = textwrap.dedent('''
+        import time
+        from concurrent.futures import ThreadPoolExecutor
+        import numpy as np
+        from helpers.gil import numpy_chunk
+        REPORT = {report}
+        def numpy_threads_speedup(n, n_threads):
+            if n < 1 or n_threads < 1:
+                raise ValueError("n and n_threads must be at least 1")
+            parts = np.array_split(np.random.default_rng(0).random(min(n, 1_000_000)), n_threads)
+            for _ in range(3):
+                [numpy_chunk(p) for p in parts]
+            with ThreadPoolExecutor(n_threads) as pool:
+                for _ in range(3):
+                    list(pool.map(numpy_chunk, parts))
+            return REPORT
+    ''')
+
+    @contextlib.contextmanager
+    def quiet():
+        yield _support.MachineUse()  # others' CPU: none
+
+    def verdict(report, own):
+        monkeypatch.setattr(checks, "machine_use", quiet)
+        monkeypatch.setattr(checks, "_own_numpy_speedup", lambda n: own)
+        monkeypatch.setattr(checks, "usable_cores", lambda: 2)
+        monkeypatch.setattr(checks, "there", lambda fn, *args: fn(*args))
+        outcomes = judge("02_gil", "numpy_threads_speedup", code.format(report=report))
+        gains = next(o for o in outcomes if o.check == "test_numpy_threads_speedup_gains")
+        return ("passed" if gains.passed else "undecided" if gains.undecided else "failed"), gains.message
+
+    outcome, message = verdict(3.6, 1.2)
+    assert outcome == "failed" and "far beyond what 2 threads can give" in message, (outcome, message)
+    assert "gained 1.20" in message, message
+    assert verdict(2.4, 1.1)[0] == "undecided"
+
+
 def test_work_that_cannot_be_attributed_does_not_hide_the_kernels_record():
     """06's evidence that joblib's tasks ran in workers: where a thread of the student's process
     ended during the call, its CPU time cannot be told apart and the call is undecided; but the
