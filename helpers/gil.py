@@ -81,6 +81,14 @@ def numpy_chunk(x):
     return float(sum(np.exp(np.sin(x[i:i + BLOCK])).sum() for i in range(0, len(x), BLOCK)))
 
 
+def numpy_memory_chunk(x):
+    """A NumPy job that mostly moves memory: two cheap operations per number (x * 2 + 1, summed), in
+    the same blocks as numpy_chunk. Reading the numbers costs more than computing on them, so the
+    memory, which all cores share, sets its pace rather than the cores."""
+    import numpy as np
+    return float(sum((x[i:i + BLOCK] * 2.0 + 1.0).sum() for i in range(0, len(x), BLOCK)))
+
+
 def numpy_piece(n, seed):
     """Make n random numbers from their own seed, then run the NumPy job on them.
 

@@ -9,6 +9,8 @@ here and on a 16-core machine). The reader is a process of its own now (_schedst
 import threading
 import time
 
+import pytest
+
 from autograder import hidden
 from helpers import gil
 
@@ -55,3 +57,32 @@ def test_the_threads_work_is_read_against_the_serial_runs_on_cpu_clocks():
             _four_threads(share)
         busiest, rest = seen.busiest_thread_and_rest()
         assert low <= rest / busiest < high, f"threads of {share} draws: {rest:.3f} CPU-s against {busiest:.3f}"
+
+
+def _watch_of(shares, dt=0.005):
+    """A busy watch holding made-up readings: per interval, each thread's share of it on a core."""
+    watch = checks._BusyWatch.__new__(checks._BusyWatch)
+    runs, cpu, t, readings = {}, 0.0, 0.0, []
+    readings.append((t, cpu, {tid: (0.0, 0.0, False) for tid in range(len(shares[0]))}))
+    for interval in shares:
+        t += dt
+        for tid, share in enumerate(interval):
+            runs[tid] = runs.get(tid, 0.0) + share * dt
+        cpu += sum(interval) * dt
+        readings.append((t, cpu, {tid: (run, 0.0, False) for tid, run in runs.items()}))
+    watch.readings = readings
+    return watch
+
+
+def test_threads_side_by_side_are_told_from_threads_taking_turns():
+    """02's NumPy check counts a try without a gain against the answer only where the readings show
+    no two threads on cores at once (an honest job whose memory limits it runs its threads side by
+    side; a lock-serialised one cannot): an interval counts where two threads each ran 3/4 of it."""
+    side_by_side = _watch_of([(1.0, 1.0)] * 4 + [(1.0, 0.0)] * 4)
+    assert side_by_side.cpu_side_by_side() == pytest.approx(4 * 2 * 0.005)
+    # Turns on a lock: within an interval, the shares add up to one core at most, however split,
+    # and a reading's skew of a tenth of the interval leaves them under 3/4 each.
+    turns = _watch_of([(0.5, 0.5), (0.3, 0.7), (0.6, 0.4), (0.7, 0.3), (0.55, 0.55), (1.0, 0.0)])
+    assert turns.cpu_side_by_side() == 0.0
+    # A third thread that barely ran does not make two threads at once out of one.
+    assert _watch_of([(1.0, 0.1, 0.0)] * 3).cpu_side_by_side() == 0.0

@@ -244,3 +244,13 @@ def test_torch_threads_sets_the_count_inside_and_restores_it_even_on_error():
     except KeyError:
         pass
     assert torch.get_num_threads() == before
+
+
+def test_both_numpy_jobs_compute_what_they_say_over_every_block():
+    """gil.numpy_chunk and gil.numpy_memory_chunk walk the array in blocks: a length that is not a
+    whole number of blocks still has every number counted once."""
+    import numpy as np
+    from helpers import gil
+    x = np.random.default_rng(3).random(3 * gil.BLOCK + 17)
+    assert gil.numpy_chunk(x) == pytest.approx(float(np.exp(np.sin(x)).sum()), rel=1e-12)
+    assert gil.numpy_memory_chunk(x) == pytest.approx(float((x * 2.0 + 1.0).sum()), rel=1e-12)

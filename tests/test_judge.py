@@ -447,6 +447,10 @@ def test_a_try_timed_while_others_ran_does_not_count(judge, monkeypatch):
 
     assert verdict(1.5) == "undecided"
     assert verdict(0.0) == "failed"
+    # Threads seen on two cores at once, with no gain (a job that memory limits, on a machine
+    # whose cores share it): a try does not count, and the answer is undecided, never failed.
+    monkeypatch.setattr(checks._BusyWatch, "cpu_side_by_side", lambda self, share=0.75: 1.0)
+    assert verdict(0.0) == "undecided"
 
 
 def test_a_speedup_beyond_our_own_threads_gain_does_not_pass(judge, monkeypatch):
