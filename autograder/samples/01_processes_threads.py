@@ -528,6 +528,28 @@ def creation_cost(kind, n):
         durations.append(time.perf_counter() - t0)
     return statistics.fmean(durations)
 ''',
+        # A review's answer (2026-11-29): three untimed warm-ups failed a check that allowed one.
+        "three untimed warm-ups before the timed trials": '''
+import threading, time
+from helpers.workers import mp_context, noop
+WARMUP = 3  # untimed starts first: imports, caches, the allocator
+def creation_cost(kind, n):
+    if kind not in ("thread", "process"):
+        raise ValueError(f"kind must be 'thread' or 'process', not {kind!r}")
+    if n < 1:
+        raise ValueError(f"n must be at least 1, got {n}")
+    make = threading.Thread if kind == "thread" else mp_context().Process
+    for _ in range(WARMUP):
+        worker = make(target=noop)
+        worker.start()
+        worker.join()
+    start = time.perf_counter()
+    for _ in range(n):
+        worker = make(target=noop)
+        worker.start()
+        worker.join()
+    return (time.perf_counter() - start) / n
+''',
     },
 }
 
