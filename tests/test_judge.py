@@ -502,6 +502,44 @@ def test_a_speedup_beyond_our_own_threads_gain_does_not_pass(judge, monkeypatch)
     assert verdict(2.4, 1.1)[0] == "undecided"
 
 
+_SMALL_TASKS = """
+import numpy as np
+from concurrent.futures import ProcessPoolExecutor
+from helpers.pools import count_inside
+from helpers.workers import mp_context
+def monte_carlo_pi(n_samples, n_workers, seed):
+    if n_samples < 1 or n_workers < 1:
+        raise ValueError("n_samples and n_workers must be at least 1")
+    sizes = [5_000] * (n_samples // 5_000) + ([n_samples % 5_000] if n_samples % 5_000 else [])
+    seeds = np.random.SeedSequence(seed).spawn(len(sizes))
+    with ProcessPoolExecutor(max_workers=n_workers, mp_context=mp_context()) as pool:
+        {body}
+    return 4 * hits / n_samples
+"""
+
+
+def test_a_caller_busy_handing_out_small_tasks_is_not_failed(judge):
+    """05's checks read the calling process's CPU: an answer that counts its samples there spends
+    the serial cost, twice the limit. A review's correct answer sent tasks of 5,000 samples through
+    ProcessPoolExecutor.map, one message each, and its caller spent as much (0.37 to 0.54 s against
+    0.40 to 0.54 s): it failed 5 gradings of 5. Where the workers spent 3/4 of the serial cost or
+    more, it is undecided now. The same design whose caller also counts every sample itself (the
+    workers' results thrown away) still never passes."""
+    honest = _SMALL_TASKS.format(body="hits = sum(pool.map(count_inside, sizes, seeds))")
+    both = _SMALL_TASKS.format(body="list(pool.map(count_inside, sizes, seeds))\n"
+                                    "        hits = sum(count_inside(k, s) for k, s in zip(sizes, seeds))")
+
+    def outcome(code):
+        outcomes = judge("05_multiprocessing_pools", "monte_carlo_pi", code)
+        check = next(o for o in outcomes if o.check == "test_monte_carlo_pi_in_workers")
+        return ("passed" if check.passed else "undecided" if check.undecided else "failed"), check.message
+
+    verdict, message = outcome(honest)
+    assert verdict != "failed", message
+    verdict, message = outcome(both)
+    assert verdict != "passed", message
+
+
 def test_work_that_cannot_be_attributed_does_not_hide_the_kernels_record():
     """06's evidence that joblib's tasks ran in workers: where a thread of the student's process
     ended during the call, its CPU time cannot be told apart and the call is undecided; but the
