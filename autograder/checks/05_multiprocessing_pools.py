@@ -86,6 +86,16 @@ def _judge_cpu(fn, *args):
     return time.thread_time() - start, result
 
 
+def _judge_cpu_again(before, fn, *args):
+    """(the judge, after the student's call) the lower of `before`, fn(*args)'s CPU seconds measured
+    before the call, and a measurement now. On 2 vCPUs that share a core's resources, another
+    process's work stretches the CPU time of the same code (waiting does not count in CPU time, but
+    a busy sibling slows the work): in a fresh clone's part 1 (2026-11-29) a caller that ran
+    generate_trajectories' serial reference itself spent under half of the judge's measurement
+    before the call, and passed."""
+    return min(before, _judge_cpu(fn, *args)[0])
+
+
 def _sized(unit_cost, n_workers, most):
     """How many units of work make the serial computation cost 3 times the caller's allowance,
     given the judge's cost of one unit (at most `most`, to bound a check's CPU on a slow machine)."""
@@ -446,6 +456,7 @@ def test_monte_carlo_pi_in_workers(monte_carlo_pi):
     quarter, _ = _judge_cpu(count_inside, n // 4, random.randrange(2**31))
     with reused_workers() as woken, created() as made, observe() as seen, caller_cpu() as spent:
         est, counts = there(counting, monte_carlo_pi, n, 2, random.randrange(2**31))
+    quarter = _judge_cpu_again(quarter, count_inside, n // 4, random.randrange(2**31))
     counts = capped(counts, made)
     assert counts["process start"] >= 2 or len(woken.pids) >= 2, (
         "no worker processes were started or given work: the sampling ran serially")
@@ -611,6 +622,7 @@ def test_generate_trajectories_in_workers(generate_trajectories):
     quarter, expected = _judge_cpu(lambda: [ode.trajectory(children[i]) for i in checked])
     with reused_workers() as woken, created() as made, observe() as seen, caller_cpu() as spent:
         out, counts = there(counting, generate_trajectories, n, 2, seed)
+    quarter = _judge_cpu_again(quarter, lambda: [ode.trajectory(children[i]) for i in checked])
     counts = capped(counts, made)
     assert counts["process start"] >= 2 or len(woken.pids) >= 2, (
         "fewer than 2 worker processes were started or given work: the work ran serially")
