@@ -440,7 +440,8 @@ def test_monte_carlo_pi_in_workers(monte_carlo_pi):
     during this one (reused_workers). The samples are sized so that counting them serially costs the judge,
     in its own thread, 3 times the allowance for a correct caller's fixed cost (0.19 s with 2
     workers), measured on 1,000,000 of them; the serial cost is then measured on a quarter of
-    that many samples, times 4. The calling process must spend less than half the serial
+    that many samples, times 4, before the call and again after it, the lower counting
+    (_judge_cpu_again). The calling process must spend less than half the serial
     cost, never less than the allowance (_assert_not_computed_in_caller: a correct
     caller only starts the pool and sends a count and a seed per worker, 0.03 s measured; an
     answer that counts in its caller and starts idle processes spends the serial cost there).
@@ -610,7 +611,8 @@ def test_generate_trajectories_in_workers(generate_trajectories):
     them serially costs the judge, in its own thread, 3 times the allowance for a correct
     caller's fixed cost (0.19 s with 2 workers), measured on 16 trajectories of other seeds;
     the serial cost is then measured on a random quarter of the call's own trajectories (which
-    are also compared), times 4. The calling process must spend less than half that
+    are also compared), times 4, before the call and again after it, the lower counting
+    (_judge_cpu_again). The calling process must spend less than half that
     (_assert_not_computed_in_caller: a correct caller starts the pool, sends seeds and takes
     back small arrays, 0.03 s measured; one that solves them itself spends the serial cost).
     """
