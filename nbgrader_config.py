@@ -60,12 +60,14 @@ from autograder.pipeline.preprocessors import (  # noqa: E402
 )
 from nbconvert.preprocessors import ClearMetadataPreprocessor  # noqa: E402
 from nbgrader.preprocessors import (  # noqa: E402
-    AssignLatePenalties, CheckCellMetadata, ClearOutput, DeduplicateIds, LimitOutput, OverwriteKernelspec,
-    SaveAutoGrades,
+    AssignLatePenalties, CheckCellMetadata, ClearOutput, LimitOutput, OverwriteKernelspec, SaveAutoGrades,
 )
 
-# nbgrader's own, but for OverwriteCells: its checksum alarm went off for every test cell with hidden tests.
-c.Autograde.sanitize_preprocessors = [ClearOutput, DeduplicateIds, OverwriteKernelspec,
+from autograder.pipeline.mend import MendCopiedCells  # noqa: E402
+
+# nbgrader's own, but for two: its DeduplicateIds left copied cells that failed the whole submission,
+# and its OverwriteCells raised a checksum alarm for every test cell with hidden tests.
+c.Autograde.sanitize_preprocessors = [ClearOutput, MendCopiedCells, OverwriteKernelspec,
                                       OverwriteCellsAsReleased, CheckCellMetadata]
 c.Autograde.autograde_preprocessors = [
     KeepExpectedFiles,  # nothing handed in beside the notebook but what the release has

@@ -17,6 +17,7 @@ from pathlib import Path
 from . import course
 from .gradebook import hand_overrides, roster, scores
 from .pipeline import jobs, warm
+from .pipeline.mend import MENDED
 from .pipeline.verify import UNDECIDED
 
 
@@ -38,6 +39,21 @@ def undecided_cells(pairs, work=None):
                  and any(o.get("ename") == UNDECIDED for o in c.get("outputs", []))]
         if names:
             found[(assignment, student)] = names
+    return found
+
+
+def mended_submissions(pairs, work=None):
+    """{(assignment, student): [what grading mended first]} (pipeline/mend.py: copied, split, pasted-in
+    or stripped graded cells), read from the graded notebooks."""
+    found = {}
+    base = (work or course.Course()).autograded
+    for assignment, student in pairs:
+        try:
+            said = json.loads((base / student / assignment / f"{assignment}.ipynb").read_text())["metadata"].get(MENDED)
+        except (OSError, ValueError, KeyError, AttributeError):
+            continue
+        if said:
+            found[(assignment, student)] = said
     return found
 
 
@@ -241,6 +257,11 @@ def main(args):
     if unsure:
         print(f"grade: {len(unsure)} submission(s) need a person (a check could not decide): "
               f"{course.Course().reports / 'manual_review.csv'}")
+    mended = mended_submissions([(r.assignment, r.student) for r in results if r.ok])
+    if mended:
+        print(f"grade: {len(mended)} submission(s) had graded cells copied, split, pasted in or altered, and were "
+              f"mended before grading (each one's feedback page and log say how): "
+              f"{', '.join(f'{s}/{a}' for a, s in sorted(mended))}")
     kept = hand_overrides([(r.assignment, r.student) for r in results if r.ok])
     if kept:
         print(f"grade: {len(kept)} cell(s) keep a score entered by hand over this autograde "

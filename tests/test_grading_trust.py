@@ -342,6 +342,59 @@ while True:
 '''
 
 
+# What an editor does to graded cells (autograder/pipeline/mend.py): copy, split, paste from another
+# notebook, strip the metadata, retype an answer and lose its test cell, change the marks.
+def _at(nb, grade_id):
+    return next(i for i, c in enumerate(nb.cells) if notebooks.nbgrader_meta(c).get("grade_id") == grade_id)
+
+
+def _edited_in_an_editor(nb):
+    """A copied answer, a test cell copied above its answer, an answer split
+    (its head, with the imports only it has, keeps the id), another notebook's answer pasted in,
+    and the marks of a test cell changed."""
+    nb = copy.deepcopy(nb)
+    answer = _at(nb, "cpu_info")
+    pasted = copy.deepcopy(nb.cells[answer])
+    pasted["id"] = "cpu-info-pasted"  # one with the id copied too: tests/test_mend.py (nbformat.write renames it)
+    nb.cells.insert(answer + 1, pasted)
+    above = copy.deepcopy(nb.cells[_at(nb, "test_run_in_child")])
+    above["id"] = "test-copied-above"
+    nb.cells.insert(_at(nb, "run_in_child"), above)
+    split = _at(nb, "creation_cost")
+    lines = nb.cells[split].source.split("\n")
+    cut = next(i for i, line in enumerate(lines) if line.startswith("def "))
+    head = copy.deepcopy(nb.cells[split])
+    head.source = "\n".join(lines[:cut])
+    nb.cells[split].source, nb.cells[split]["id"] = "\n".join(lines[cut:]), "split-off"
+    nb.cells.insert(split, head)
+    foreign = next(c for c in samples.submissions("02_gil")["sample_perfect"].cells if notebooks.is_answer_cell(c))
+    nb.cells.insert(1, copy.deepcopy(foreign))
+    nb.cells[_at(nb, "test_visible_appends")].metadata["nbgrader"].update(grade=False, solution=True)
+    return nb
+
+
+def _stripped_and_retyped(nb):
+    """Every cell's nbgrader metadata gone, one answer retyped into a new cell and its test deleted."""
+    nb = copy.deepcopy(nb)
+    del nb.cells[_at(nb, "test_run_in_child")]
+    answer = _at(nb, "run_in_child")
+    nb.cells[answer] = nbformat.v4.new_code_cell(nb.cells[answer].source)
+    for cell in nb.cells:
+        cell.metadata.pop("nbgrader", None)
+    return nb
+
+
+def _fake_test_copies(nb):
+    """Below each test cell, a copy of it that passes (the last copy keeps the grade_id)."""
+    nb = copy.deepcopy(nb)
+    for grade_id in [g for g in (notebooks.nbgrader_meta(c).get("grade_id") for c in nb.cells) if g and g.startswith("test_")]:
+        fake = copy.deepcopy(nb.cells[_at(nb, grade_id)])
+        fake.source, fake["id"] = "pass", f"fake-{grade_id}".replace("_", "-")
+        fake.metadata["nbgrader"].update(grade=False, points=0)
+        nb.cells.insert(_at(nb, grade_id) + 1, fake)
+    return nb
+
+
 def _can_contain_processes():
     """A fork bomb is only safe to try where a pids cgroup will stop it."""
     probe = confine.Cgroups(Limits())
@@ -387,6 +440,9 @@ def _cases():
         "fills_disk": (_with_cell_last(perfect, FILLS_DISK), "full"),
         "injects_html": (_with_markdown_last(_with_cell_last(perfect, INJECTS_HTML), INJECTED_MARKDOWN), "full"),
         "claims_undecided": (_with_cell_last(perfect, CLAIMS_UNDECIDED), "full"),
+        "edited_in_an_editor": (_edited_in_an_editor(perfect), "full"),
+        "stripped_and_retyped": (_stripped_and_retyped(perfect), "full"),
+        "fake_test_copies": (_fake_test_copies(blank), "zero"),
         "forged_spy_counts": (_replace_answer(perfect, "visible_appends", samples.catalogue(A).WRONG["visible_appends"][
             "hard-coded 0 without starting processes, the spy's counts forged"]), "visible_appends zero"),
     }
@@ -489,6 +545,19 @@ def test_exploit_or_crash_is_scored_as_expected(trust, student):
         want = rule(exercise)
         want = top if want is None else want
         assert got == want, f"{student}: {exercise} scored {got}/{top}, expected {want}"
+
+
+def test_grading_says_what_it_mended(trust):
+    """The graded notebook lists what was mended (the feedback page shows it); a notebook as
+    released has nothing to list."""
+    from autograder.pipeline.mend import MENDED
+    work, _, _ = trust
+    said = " ".join(work.graded_notebook("edited_in_an_editor", A).metadata.get(MENDED, []))
+    for part in ("'cpu_info' was in 2 cells", "'test_run_in_child' was in 2 cells", "'creation_cost' was in 2 cells",
+                 "which this notebook does not have", "grading marks of the cell 'test_visible_appends'"):
+        assert part in said, said
+    assert "had lost its grading marks" in " ".join(work.graded_notebook("stripped_and_retyped", A).metadata[MENDED])
+    assert MENDED not in work.graded_notebook("victim", A).metadata
 
 
 def test_only_an_edited_test_cell_raises_the_checksum_alarm(trust):

@@ -1,4 +1,5 @@
 """dist/student/ (`python -m autograder student`) gives students the release and nothing more."""
+import copy
 import filecmp
 import os
 import re
@@ -170,6 +171,16 @@ def test_validate_skips_the_demos_as_grading_does(bundle, tmp_path):
                           env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     assert "without encryption" not in done.stdout + done.stderr, "ipykernel's transport warning reaches the student"
+    # A copied test cell (its grade_id too): stock validate stopped on "the nbgrader metadata may be
+    # corrupted"; here it runs as grading does (the last copy graded) and says so.
+    nb.cells.append(nbformat.from_dict(copy.deepcopy(nb.cells[1])))
+    nb.cells[-1]["id"] = "copied-below"
+    nbformat.write(nb, str(folder / "00_check" / "check.ipynb"))
+    done = subprocess.run(["bash", str(folder / "bin" / "validate"), "00_check/check.ipynb"], cwd=folder,
+                          env=env, capture_output=True, text=True, timeout=300)
+    report = " ".join((done.stdout + done.stderr).split())
+    assert done.returncode == 0 and "corrupted" not in report, report[-2000:]
+    assert "'test_no_demo' is in 2 cells (a copied or split cell)" in report, report[-2000:]
 
 
 def test_cli_verb_builds_dist_student():

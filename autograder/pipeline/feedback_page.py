@@ -23,6 +23,7 @@ from nbformat.v4 import new_markdown_cell
 from nbgrader.preprocessors import NbGraderPreprocessor
 from nbgrader.utils import is_grade, is_solution
 
+from .mend import MENDED
 from .verify import UNDECIDED
 
 PAGE_CSS = ("<style>div.output_area pre { white-space: pre-wrap; word-break: normal; overflow-wrap: anywhere; } "
@@ -93,11 +94,17 @@ def rows(nb):
     return found
 
 
-def table(found):
-    """The summary's markdown (an HTML table), every text from the notebook escaped."""
-    lines = ["### Your results, exercise by exercise", "", PAGE_CSS, "",
-             # tex2jax_ignore: MathJax leaves the table alone (a $ in a student's message is no math).
-             "<table class=\"course-results tex2jax_ignore\"><tr><th>exercise</th><th>points</th><th>what happened</th></tr>"]
+def table(found, mended=()):
+    """The summary's markdown (an HTML table), every text from the notebook escaped; `mended`: what
+    grading mended in the notebook first (autograder/pipeline/mend.py), in plain words."""
+    lines = ["### Your results, exercise by exercise", "", PAGE_CSS, ""]
+    if mended:
+        lines += ["<p>Before grading, your notebook was mended:</p>",
+                  "<ul class=\"tex2jax_ignore\">" + "".join(f"<li>{escaped(line)}</li>" for line in mended)
+                  + "</ul>", ""]
+    # tex2jax_ignore: MathJax leaves the table alone (a $ in a student's message is no math).
+    lines.append("<table class=\"course-results tex2jax_ignore\"><tr><th>exercise</th><th>points</th>"
+                 "<th>what happened</th></tr>")
     for grade_id, score, points, said in found:
         name = grade_id.removeprefix("test_")
         # The anchor nbgrader's page gives a graded cell is its grade_id (a course name, checked).
@@ -124,8 +131,10 @@ class FeedbackSummary(NbGraderPreprocessor):
             meta = cell.get("metadata", {}).get("nbgrader", {})
             if is_solution(cell) and meta.get("comment") == "No response.":
                 meta["comment"] = UNANSWERED
+        mended = nb.metadata.get(MENDED)
         if found:
-            nb.cells.insert(0, new_markdown_cell(table(found)))
+            nb.cells.insert(0, new_markdown_cell(table(found, [str(line) for line in mended]
+                                                         if isinstance(mended, list) else ())))
         return nb, resources
 
 

@@ -7,7 +7,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
-from nbformat.notebooknode import NotebookNode
+from nbformat.notebooknode import NotebookNode, from_dict
 from nbgrader.preprocessors import Execute, NbGraderPreprocessor, OverwriteCells
 from nbgrader.utils import is_grade, is_solution
 from jupyter_client.manager import AsyncKernelManager
@@ -19,6 +19,7 @@ from helpers.system import process_alive
 from .. import hidden, notebooks
 from ..sandbox.limits import ENV, Limits, for_student_code, without_secrets
 from . import confine, lease, warm
+from .mend import index_below
 from .verify import UNDECIDED
 
 
@@ -210,6 +211,27 @@ class OverwriteCellsAsReleased(OverwriteCells):
         if attr == "checksum" and self._as_released:
             return
         super().report_change(name, attr, old, new)
+
+    def add_missing_grade_cells(self, nb, resources):
+        """nbgrader puts a missing test cell back after the graded cell above it in the source, and
+        failed the whole submission (KeyError) where that cell is missing too: an answer typed into a
+        new cell and its test cell deleted, as an editor without nbgrader's locks lets one. Such a
+        test cell goes here before the first cell below it in the release that the notebook still
+        has (so after the answer typed in its place), or last; nbgrader places the others."""
+        source_nb = self.gradebook.find_notebook(self.notebook_id, self.assignment_id)
+        names = [cell.name for cell in source_nb.source_cells]
+        solutions = {cell.name for cell in source_nb.solution_cells}
+        present = {cell.metadata.nbgrader["grade_id"] for cell in nb.cells if is_grade(cell) or is_solution(cell)}
+        for grade_cell in source_nb.grade_cells:  # in the source's order, as nbgrader goes
+            at = names.index(grade_cell.name)
+            if grade_cell.name not in present and at > 0 and names[at - 1] not in present:
+                cell = from_dict(self.missing_cell_transform(source_nb.source_cells[at], grade_cell.max_score,
+                                                             is_solution=grade_cell.name in solutions))
+                self.log.warning("Missing grade cell %s encountered, and the cell above it too: "
+                                 "adding it before the next cell of the release", grade_cell.name)
+                nb.cells.insert(index_below(nb, resources["nbgrader"], grade_cell.name), cell)
+            present.add(grade_cell.name)
+        return super().add_missing_grade_cells(nb, resources)
 
     def _unchanged_from_release(self, cell):
         import copy

@@ -1,0 +1,198 @@
+"""Mend what an editor did to a submission's graded cells, before grading (an nbgrader sanitize step).
+
+Copying, pasting or splitting a cell in JupyterLab copies its nbgrader metadata, grade_id and
+all; so does pasting a cell from another assignment's notebook. nbgrader keeps the metadata on the
+last cell of a grade_id and leaves the others an empty `nbgrader` entry (DeduplicateIds), on which
+its own OverwriteCells then fails (KeyError 'grade_id', with add_missing_cells on); a grade_id the
+gradebook lacks fails too. Either way the whole submission went ungraded, and an instructor had
+to copy the student's work into a fresh release by hand (jupyter/nbgrader#1083, #1941). A cell
+that lost its nbgrader metadata in an editor but kept its id was worse: the judge's replay
+(verify.payload_for) skipped it, as neither the course's cell nor one the student added, so a
+correct answer could fail its hidden checks.
+
+`MendCopiedCells`, in place of DeduplicateIds:
+- of the cells that share a grade_id, the last keeps it (nbgrader's choice: a test cell copied
+  above its answer leaves the original below it); the others become cells the student added;
+- a cell with a grade_id this notebook does not have becomes a cell the student added;
+- a cell that lost its nbgrader metadata but kept the id of a graded cell of the release, whose
+  grade_id no other cell holds, gets the release's metadata back;
+- a graded cell whose marks (grade, solution, locked, task, points) were changed gets the release's
+  back (nbgrader put back the points and the lock, and failed the submission on the others);
+- a code cell the student added that carries the id of a graded or markdown cell of the release,
+  or of a cell above it, gets an id of its own, so that the judge replays it where it is, as the
+  kernel runs it.
+
+Nothing here can raise a score: test cells are overwritten from the gradebook next
+(OverwriteCellsAsReleased), and a cell the student added runs as their code, where it is. What
+was mended goes to the log and, as `course_mended` in the notebook's metadata (set here, whatever
+the submission had there), to the feedback page.
+"""
+import copy
+from functools import lru_cache
+
+from nbgrader.preprocessors import NbGraderPreprocessor
+
+FLAGS = ("grade", "solution", "locked", "task", "points")  # what makes a cell graded, and how
+MENDED = "course_mended"  # notebook metadata: what was mended, in plain words, for the feedback page
+
+
+class MendCopiedCells(NbGraderPreprocessor):
+    """Grade a notebook whose graded cells were copied, split, pasted in or stripped in an editor."""
+
+    def preprocess(self, nb, resources):
+        info = resources["nbgrader"]
+        release_cells = _release_cells(info)
+        released = _released_graded_cells(release_cells)
+        _drop_blank_entries(nb)
+        said = _drop_unknown(nb, _known_grade_ids(info, released))
+        said += _keep_last_of_copies(nb)
+        said += _restore_lost(nb, released)
+        said += _reset_marks(nb, released)
+        _own_ids_for_added_cells(nb, release_cells)
+        nb.metadata.pop(MENDED, None)
+        if said:
+            nb.metadata[MENDED] = said
+            for line in said:
+                self.log.warning("mended before grading: %s", line)
+        return nb, resources
+
+
+def _drop_blank_entries(nb):
+    """An nbgrader entry without a grade_id (as nbgrader's own DeduplicateIds leaves) is none."""
+    for cell in nb.cells:
+        meta = cell.get("metadata", {}).get("nbgrader")
+        if meta is not None and not (isinstance(meta, dict) and isinstance(meta.get("grade_id"), str)
+                                     and meta["grade_id"]):
+            del cell.metadata["nbgrader"]
+
+
+def _drop_unknown(nb, known):
+    said = []
+    for cell in nb.cells:
+        grade_id = _grade_id(cell)
+        if grade_id is not None and grade_id not in known:
+            del cell.metadata["nbgrader"]
+            said.append(f"a cell marked '{grade_id}', which this notebook does not have (pasted from "
+                        "another notebook?), ran as a cell you added")
+    return said
+
+
+def _keep_last_of_copies(nb):
+    copies, kept = {}, set()
+    for cell in reversed(nb.cells):
+        grade_id = _grade_id(cell)
+        if grade_id in kept:
+            del cell.metadata["nbgrader"]
+            copies[grade_id] = copies.get(grade_id, 1) + 1
+        elif grade_id is not None:
+            kept.add(grade_id)
+    return [f"'{grade_id}' was in {count} cells (a copied or split cell): the last of them was graded as "
+            f"'{grade_id}', the others ran as cells you added, where they are" for grade_id, count in copies.items()]
+
+
+def _restore_lost(nb, released):
+    said, held = [], {_grade_id(cell) for cell in nb.cells} - {None}
+    for cell in nb.cells:
+        grade_id, meta = released.get(cell.get("id"), (None, None))
+        if _grade_id(cell) is None and grade_id is not None and grade_id not in held:
+            cell.metadata["nbgrader"] = copy.deepcopy(meta)
+            held.add(grade_id)
+            said.append(f"the cell '{grade_id}' had lost its grading marks (edited outside JupyterLab?): "
+                        "they were put back as the release has them")
+    return said
+
+
+def _reset_marks(nb, released):
+    said, as_released = [], dict(released.values())
+    for cell in nb.cells:
+        grade_id = _grade_id(cell)
+        meta, handed_out = cell.get("metadata", {}).get("nbgrader", {}), as_released.get(grade_id, {})
+        changed = [flag for flag in FLAGS if flag in handed_out and meta.get(flag) != handed_out[flag]]
+        if changed:
+            meta.update({flag: handed_out[flag] for flag in changed})
+            said.append(f"the grading marks of the cell '{grade_id}' ({', '.join(changed)}) had been "
+                        "changed: they were put back as the release has them")
+    return said
+
+
+def _grade_id(cell):
+    return cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
+
+
+def _release_cells(info):
+    """The cells of the notebook as released (none where the release has no such notebook); read-only."""
+    from .. import course
+
+    path = course.RELEASE / info["assignment"] / f"{info['notebook']}.ipynb"
+    return _read_cells(str(path), path.stat().st_mtime_ns) if path.is_file() else []
+
+
+@lru_cache(maxsize=4)
+def _read_cells(path, mtime_ns):
+    from .. import notebooks
+
+    return notebooks.read(path).cells
+
+
+def _released_graded_cells(release_cells):
+    """{cell id: (grade_id, nbgrader metadata)} of the release notebook's graded cells."""
+    found = {}
+    for cell in release_cells:
+        meta = cell.get("metadata", {}).get("nbgrader", {})
+        if cell.get("id") and meta.get("grade_id"):
+            found[cell["id"]] = (meta["grade_id"], copy.deepcopy(dict(meta)))
+    return found
+
+
+def index_below(nb, info, grade_id):
+    """Where the cell `grade_id`, missing from `nb`, goes back: before the first cell below it in the
+    release that `nb` still has (graded cells known by grade_id, the others by cell id), or last."""
+    def key(cell):
+        return cell.get("metadata", {}).get("nbgrader", {}).get("grade_id") or cell.get("id")
+
+    released = [key(cell) for cell in _release_cells(info)]
+    if grade_id in released:
+        at = {}
+        for index, cell in enumerate(nb.cells):
+            at.setdefault(key(cell), index)
+        for below in released[released.index(grade_id) + 1:]:
+            if below in at:
+                return at[below]
+    return len(nb.cells)
+
+
+def _known_grade_ids(info, released):
+    """The grade_ids of this notebook in the gradebook (those of the release where it has none)."""
+    from nbgrader.api import Gradebook, MissingEntry
+
+    try:
+        with Gradebook(info["db_url"]) as gradebook:
+            return {c.name for c in gradebook.find_notebook(info["notebook"], info["assignment"]).source_cells}
+    except MissingEntry:
+        return {grade_id for grade_id, _ in released.values()}
+
+
+def _own_ids_for_added_cells(nb, release_cells):
+    """The judge's replay (verify.payload_for) runs a code cell without nbgrader metadata as the
+    course's where the release has a plain code cell of its id, and as the student's own where the
+    release has no cell of its id; it left out any other: one with a graded cell's id (a copy), a
+    markdown cell's (turned into code) or the id of a cell above it. Such a cell gets an id of its
+    own (nbformat 4.5 and later: older notebooks have no cell ids)."""
+    if (nb.get("nbformat"), nb.get("nbformat_minor", 0)) < (4, 5):
+        return
+    released = {cell.get("id") for cell in release_cells}
+    course_code = {cell.get("id") for cell in release_cells
+                   if cell.cell_type == "code" and not cell.get("metadata", {}).get("nbgrader")}
+    taken = {cell.get("id") for cell in nb.cells} | released
+    seen = set()
+    for index, cell in enumerate(nb.cells):
+        cell_id = cell.get("id")
+        if (cell.cell_type == "code" and _grade_id(cell) is None
+                and (cell_id in seen or (cell_id in released and cell_id not in course_code))):
+            fresh, n = f"added-{index}", 0
+            while fresh in taken:
+                n += 1
+                fresh = f"added-{index}-{n}"
+            cell["id"] = fresh
+            taken.add(fresh)
+        seen.add(cell.get("id"))
