@@ -131,7 +131,8 @@ def grade(assignments=None, students=None, n_jobs=None, scheduler=None, left_out
     """Grade the submissions asked for; (JobResults, {pair: undecided cells}, {pair: notebooks
     found} of the submissions whose notebook is misnamed). `left_out`, a list if given, receives
     the other submissions this run leaves out, each said why up front: an assignment folder
-    whose name is none of the course's, an assignment that has no hidden checks yet."""
+    whose name is none of the course's, a notebook too large to read safely, an assignment that
+    has no hidden checks yet."""
     submitted = course.Course().submitted
     pairs = jobs.submitted_pairs(assignments, students)
     if not pairs:
@@ -157,6 +158,14 @@ def grade(assignments=None, students=None, n_jobs=None, scheduler=None, left_out
         print(f"  {student:<20} {assignment:<28} not graded: no {assignment}.ipynb in "
               f"submitted/{student}/{assignment}/ ({found}); rename it as the release named it, then grade again")
     pairs = [pair for pair in pairs if pair not in wrong_names]
+    for (assignment, student), size in sorted(jobs.oversized(pairs).items()):
+        path = submitted / student / assignment / f"{assignment}.ipynb"
+        print(f"  {student:<20} {assignment:<28} not graded: its notebook is {size / 2**20:.0f} MB, over the "
+              f"{jobs.notebook_limit_mb():g} MB one may have (COURSE_MAX_NOTEBOOK_MB), most likely printed output: "
+              f"the student clears it (Edit > Clear Outputs of All Cells) and hands it in again, or clear it here "
+              f"(jupyter nbconvert --clear-output --inplace {path}) and grade again")
+        left_out.append((assignment, student))
+    pairs = [pair for pair in pairs if pair not in left_out]
     # A draft from `author new` has no autograder/checks/<a>.py yet: every submission would fail,
     # each with a LookupError deep in its log.
     for assignment, why in sorted(without_checks({a for a, _ in pairs}).items()):

@@ -121,6 +121,28 @@ def test_only_a_misnamed_folder_stops_with_its_name_and_the_close_one(work, ran,
     assert "release 01_process_threads" not in out, out
 
 
+# 2b. A notebook too large to read safely (printed output saved in it, or a student's attack on the
+# grading machine's memory): left out, with its size, the limit and what to do.
+
+def test_an_oversized_notebook_is_left_out_with_what_to_do(work, ran, monkeypatch, capsys):
+    released(monkeypatch, A1)
+    submit(work, "alice", A1)
+    submit(work, "bob", A1)
+    with open(work / "submitted" / "bob" / A1 / f"{A1}.ipynb", "wb") as notebook:
+        notebook.truncate(3 * 2**20 + 1)  # sparse: 3 MiB and a byte, over a limit of 3
+    monkeypatch.setenv("COURSE_MAX_NOTEBOOK_MB", "3")
+    status, out = command(["grade"], capsys)
+    assert status == 1 and graded(ran) == [(A1, "alice")], out
+    line = " ".join(next(line for line in out.splitlines() if "bob" in line and "not graded" in line).split())
+    assert "its notebook is 3 MB, over the 3 MB one may have (COURSE_MAX_NOTEBOOK_MB)" in line, line
+    assert f"--clear-output --inplace {work / 'submitted' / 'bob' / A1 / A1}.ipynb" in line, line
+    assert "left out" in out and f"bob/{A1}" in out, out
+    monkeypatch.delenv("COURSE_MAX_NOTEBOOK_MB")
+    ran.clear()
+    status, out = command(["grade"], capsys)  # the default limit (100 MB) reads both
+    assert sorted(graded(ran)) == [(A1, "alice"), (A1, "bob")], out
+
+
 # 3. A named student without the named assignment.
 
 def test_a_named_student_without_the_assignment_is_said_so(work, ran, monkeypatch, capsys):

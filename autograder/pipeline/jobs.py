@@ -238,6 +238,33 @@ def misnamed(pairs, root=None):
     return found
 
 
+# nbgrader reads a notebook whole in the grading worker, outside the sandbox, before any step of
+# the course's runs: a 315 MB notebook (3 million lines of printed output) took the worker to 1.24 GB.
+# The course's notebooks with every output in them are about 0.5 MB.
+MAX_NOTEBOOK_MB = 100
+
+
+def notebook_limit_mb():
+    return float(os.environ.get("COURSE_MAX_NOTEBOOK_MB") or MAX_NOTEBOOK_MB)
+
+
+def oversized(pairs, root=None):
+    """{(assignment, student): size in bytes} of the submissions whose notebook is larger than
+    COURSE_MAX_NOTEBOOK_MB (MAX_NOTEBOOK_MB by default): `grade` leaves them out, saying why,
+    rather than let one of them take the grading machine's memory from everyone's grading."""
+    root = Path(root or course.Course().submitted)
+    limit = notebook_limit_mb() * 2**20
+    found = {}
+    for assignment, student in pairs:
+        try:
+            size = os.stat(root / student / assignment / f"{assignment}.ipynb", follow_symlinks=False).st_size
+        except OSError:
+            continue
+        if size > limit:
+            found[(assignment, student)] = size
+    return found
+
+
 def _unworkable(name):
     """Why a student's or assignment's folder name cannot go to a worker, or None. A worker
     reads "ASSIGNMENT STUDENT" per line (autograder/pipeline/worker.py): a name with whitespace
