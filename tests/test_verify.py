@@ -26,17 +26,48 @@ def _answer(grade_id, source):
     return cell
 
 
-def test_replay_runs_course_cells_in_order_from_the_source_without_demos():
+def test_replay_runs_what_the_kernel_runs_as_it_runs_it():
+    """The student's process replays the submission's code cells with the submission's text, a
+    teaching cell the student edited too, and leaves out what the kernel leaves out: the cells
+    tagged demo (by the submission's tags, whatever their ids), and the test cells, whose places
+    it marks. (It replayed teaching cells as source/ has them, and chose demos by cell id: an answer
+    whose imports moved into the top cell failed its hidden checks; a notebook whose cell ids an
+    editor renewed had every demo replayed.)"""
     import nbformat
     setup = nbformat.v4.new_code_cell("CONTEXT = 'spawn'")
     demo = nbformat.v4.new_code_cell("slow_plot()")
     demo.metadata["tags"] = ["demo"]
-    source = _notebook(setup, demo, _answer("f", "def f(): return CONTEXT"))
+    test = nbformat.v4.new_code_cell('assert f()\n### BEGIN HIDDEN TESTS\ncheck("cpu_info")\n### END HIDDEN TESTS')
+    test.metadata["nbgrader"] = {"grade_id": "test_f", "grade": True, "solution": False, "locked": True,
+                                 "points": 1, "schema_version": 3}
+    source = _notebook(setup, demo, _answer("f", "def f(): return CONTEXT"), test)
     submission = _notebook(*(nbformat.from_dict(c) for c in source.cells))
-    submission.cells[0].source = "CONTEXT = 'edited by the student'"  # teaching cells come from the source
+    submission.cells[0].source = "import os\nCONTEXT = 'edited by the student'"
     submission.cells[2].source = "def f(): return CONTEXT * 2"
+    for cell in submission.cells:
+        cell["id"] = "renewed-" + cell["id"]  # as an editor that makes ids anew
     payload = verify.payload_for(submission, source)
-    assert [code for _, code in payload["cells"]] == ["CONTEXT = 'spawn'", "def f(): return CONTEXT * 2"]
+    assert payload["cells"] == [(f"added cell {submission.cells[0]['id']}", "import os\nCONTEXT = 'edited by the student'"),
+                                ("f", "def f(): return CONTEXT * 2"), ("test cell test_f", {verify.KEEP: ["cpu_info"]})]
+    submission.cells[1].metadata["tags"] = []  # a demo the student untagged runs in the kernel: here too
+    assert "slow_plot()" in [code for _, code in verify.payload_for(submission, source)["cells"]]
+
+
+def test_the_checks_get_the_exercise_as_its_test_cell_saw_it(tmp_path):
+    """A copy of the answer's stub left at the end of the notebook (or a variant tried there)
+    redefines the function after its test cell ran: the kernel's test passed on the answer, and
+    the checks, after the whole replay, met the stub. They now get what the test cell's place saw."""
+    reference = notebooks.answer_cells(notebooks.read(course.source_notebook("01_processes_threads")))["cpu_info"]
+    stub = "def cpu_info(cgroup_root='/sys/fs/cgroup'):\n    raise NotImplementedError()\n"
+    exercises = [("01_processes_threads", "cpu_info")]
+    cells = [("cpu_info", notebooks.solution_code(reference)), ("test cell test_cpu_info", {verify.KEEP: ["cpu_info"]}),
+             ("added cell copy", stub)]
+    passed, report, _ = verify.verify({"cells": cells, "exercises": exercises}, str(tmp_path))["cpu_info"]
+    assert passed, report
+    # ... and a stub above the test cell is what the test saw: it fails.
+    passed, report, undecided = verify.verify({"cells": [cells[0], cells[2], cells[1]], "exercises": exercises},
+                                              str(tmp_path))["cpu_info"]
+    assert not passed and not undecided and "NotImplementedError" in report, report
 
 
 def test_payload_takes_answers_and_added_cells_from_the_submission():

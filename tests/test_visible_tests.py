@@ -98,7 +98,8 @@ def _spec(assignment, out):
         for label in labels:
             alternatives.append((exercise, "wrong: " + label, catalogue.WRONG[exercise][label], answers[exercise],
                                  visible(exercise)))
-    cells = [(label, answers.get(label, code)) for label, code in verify.payload_for(source, source)["cells"]]
+    cells = [(label, answers.get(label, code)) for label, code in verify.payload_for(source, source)["cells"]
+             if isinstance(code, str)]  # not the test cells' places (what the judge keeps there)
     return {"cells": cells, "alternatives": alternatives, "out": str(out),
             "folder": str(course.SOURCE / assignment)}
 

@@ -5,10 +5,7 @@ all; so does pasting a cell from another assignment's notebook. nbgrader keeps t
 last cell of a grade_id and leaves the others an empty `nbgrader` entry (DeduplicateIds), on which
 its own OverwriteCells then fails (KeyError 'grade_id', with add_missing_cells on); a grade_id the
 gradebook lacks fails too. Either way the whole submission went ungraded, and an instructor had
-to copy the student's work into a fresh release by hand (jupyter/nbgrader#1083, #1941). A cell
-that lost its nbgrader metadata in an editor but kept its id was worse: the judge's replay
-(verify.payload_for) skipped it, as neither the course's cell nor one the student added, so a
-correct answer could fail its hidden checks.
+to copy the student's work into a fresh release by hand (jupyter/nbgrader#1083, #1941).
 
 `MendCopiedCells`, in place of DeduplicateIds:
 - of the cells that share a grade_id, the last keeps it (nbgrader's choice: a test cell copied
@@ -16,11 +13,10 @@ correct answer could fail its hidden checks.
 - a cell with a grade_id this notebook does not have becomes a cell the student added;
 - a cell that lost its nbgrader metadata but kept the id of a graded cell of the release, whose
   grade_id no other cell holds, gets the release's metadata back;
-- a graded cell whose marks (grade, solution, locked, task, points) were changed gets the release's
-  back (nbgrader put back the points and the lock, and failed the submission on the others);
-- a code cell the student added that carries the id of a graded or markdown cell of the release,
-  or of a cell above it, gets an id of its own, so that the judge replays it where it is, as the
-  kernel runs it.
+- a graded cell whose marks (grade, solution, locked, task, points, schema_version) were changed
+  gets the release's back (nbgrader put back the points and the lock, and failed the submission on
+  the others).
+(The judge replays what the kernel runs whatever the cells' ids: verify.payload_for.)
 
 Nothing here can raise a score: test cells are overwritten from the gradebook next
 (OverwriteCellsAsReleased), and a cell the student added runs as their code, where it is. What
@@ -32,7 +28,9 @@ from functools import lru_cache
 
 from nbgrader.preprocessors import NbGraderPreprocessor
 
-FLAGS = ("grade", "solution", "locked", "task", "points")  # what makes a cell graded, and how
+# What makes a cell graded, and how; and the metadata's format (nbgrader refuses a cell whose
+# schema_version it does not know, failing the submission).
+FLAGS = ("grade", "solution", "locked", "task", "points", "schema_version")
 MENDED = "course_mended"  # notebook metadata: what was mended, in plain words, for the feedback page
 
 
@@ -41,14 +39,12 @@ class MendCopiedCells(NbGraderPreprocessor):
 
     def preprocess(self, nb, resources):
         info = resources["nbgrader"]
-        release_cells = _release_cells(info)
-        released = _released_graded_cells(release_cells)
+        released = _released_graded_cells(_release_cells(info))
         _drop_blank_entries(nb)
         said = _drop_unknown(nb, _known_grade_ids(info, released))
         said += _keep_last_of_copies(nb)
         said += _restore_lost(nb, released)
         said += _reset_marks(nb, released)
-        _own_ids_for_added_cells(nb, release_cells)
         nb.metadata.pop(MENDED, None)
         if said:
             nb.metadata[MENDED] = said
@@ -58,12 +54,14 @@ class MendCopiedCells(NbGraderPreprocessor):
 
 
 def _drop_blank_entries(nb):
-    """An nbgrader entry without a grade_id (as nbgrader's own DeduplicateIds leaves) is none."""
+    """An nbgrader entry that is not a mapping with a grade_id (`{}`, as nbgrader's own DeduplicateIds
+    leaves; `null`, a list) is none."""
     for cell in nb.cells:
-        meta = cell.get("metadata", {}).get("nbgrader")
-        if meta is not None and not (isinstance(meta, dict) and isinstance(meta.get("grade_id"), str)
-                                     and meta["grade_id"]):
-            del cell.metadata["nbgrader"]
+        meta = cell.get("metadata", {})
+        if "nbgrader" in meta and not (isinstance(meta["nbgrader"], dict)
+                                       and isinstance(meta["nbgrader"].get("grade_id"), str)
+                                       and meta["nbgrader"]["grade_id"]):
+            del meta["nbgrader"]
 
 
 def _drop_unknown(nb, known):
@@ -116,7 +114,8 @@ def _reset_marks(nb, released):
 
 
 def _grade_id(cell):
-    return cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
+    meta = cell.get("metadata", {}).get("nbgrader")
+    return meta.get("grade_id") if isinstance(meta, dict) else None
 
 
 def _release_cells(info):
@@ -148,7 +147,7 @@ def index_below(nb, info, grade_id):
     """Where the cell `grade_id`, missing from `nb`, goes back: before the first cell below it in the
     release that `nb` still has (graded cells known by grade_id, the others by cell id), or last."""
     def key(cell):
-        return cell.get("metadata", {}).get("nbgrader", {}).get("grade_id") or cell.get("id")
+        return _grade_id(cell) or cell.get("id")
 
     released = [key(cell) for cell in _release_cells(info)]
     if grade_id in released:
@@ -170,29 +169,3 @@ def _known_grade_ids(info, released):
             return {c.name for c in gradebook.find_notebook(info["notebook"], info["assignment"]).source_cells}
     except MissingEntry:
         return {grade_id for grade_id, _ in released.values()}
-
-
-def _own_ids_for_added_cells(nb, release_cells):
-    """The judge's replay (verify.payload_for) runs a code cell without nbgrader metadata as the
-    course's where the release has a plain code cell of its id, and as the student's own where the
-    release has no cell of its id; it left out any other: one with a graded cell's id (a copy), a
-    markdown cell's (turned into code) or the id of a cell above it. Such a cell gets an id of its
-    own (nbformat 4.5 and later: older notebooks have no cell ids)."""
-    if (nb.get("nbformat"), nb.get("nbformat_minor", 0)) < (4, 5):
-        return
-    released = {cell.get("id") for cell in release_cells}
-    course_code = {cell.get("id") for cell in release_cells
-                   if cell.cell_type == "code" and not cell.get("metadata", {}).get("nbgrader")}
-    taken = {cell.get("id") for cell in nb.cells} | released
-    seen = set()
-    for index, cell in enumerate(nb.cells):
-        cell_id = cell.get("id")
-        if (cell.cell_type == "code" and _grade_id(cell) is None
-                and (cell_id in seen or (cell_id in released and cell_id not in course_code))):
-            fresh, n = f"added-{index}", 0
-            while fresh in taken:
-                n += 1
-                fresh = f"added-{index}-{n}"
-            cell["id"] = fresh
-            taken.add(fresh)
-        seen.add(cell.get("id"))

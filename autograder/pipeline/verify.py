@@ -8,10 +8,11 @@ correct answer: an IPython input transformer that rewrites every later cell to
 
 So while grading, the hidden checks run only in the judge (judge.py), a
 process that never runs student code, against a fresh student's process
-(autograder/sandbox/student.py, sandboxed) that replays the notebook as a student's Run All
-would: the course's non-demo teaching cells as source/ has them, the student's
-answer cells and the cells they added, in order. A test cell scores only if its
-visible tests pass in the kernel and its hidden checks pass in the judge.
+(autograder/sandbox/student.py, sandboxed) that replays what the kernel runs,
+as the kernel runs it: the submission's code cells in order and with its text,
+but the test cells and the demos. The checks see each exercise as its test cell
+did. A test cell scores only if its visible tests pass in the kernel and its
+hidden checks pass in the judge.
 
 This module is the grading worker's side: `payload_for()` says what to replay
 and check; `verify()` starts judges until every exercise has a verdict.
@@ -27,6 +28,7 @@ from ..sandbox import zygote
 from . import lease, warm
 
 UNDECIDED = "ManualReviewNeeded"  # error name of a test cell whose hidden checks could not decide
+KEEP = "keep"  # a replayed "cell" that is a test cell's place: keep these names as they are there
 HIDDEN_CALL = re.compile(r'^check\(\s*"([^"]+)"\s*\)', re.M)
 
 
@@ -41,27 +43,39 @@ def hidden_exercises(test_source):
 def payload_for(nb, source_nb):
     """What the student's process replays and the judge checks, from a submission and its source notebook.
 
-    The code cells run in the submission's order, as a student's Run All would:
-    the course's teaching cells (as the source has them, demos left out), the
-    student's answer cells and any cell the student added.
+    The student's process runs what the kernel runs, as the kernel runs it: the submission's code
+    cells in its order and with its text (a teaching cell the student edited, as their own Run
+    All would run it), but the test cells (their hidden checks are the judge's) and the cells
+    tagged demo without nbgrader metadata, which the kernel skips (ResilientExecute). The kernel
+    and the judge then agree on every cell whatever the cells' ids: copies, cells moved or split,
+    ids an editor renewed. A cell's label says whose it is, for the place an error is reported
+    at: an answer's grade_id, a course cell (an id of the source's teaching cells) or an added cell.
+    In the test cells' places, ("test cell <grade_id>", {KEEP: [exercises]}): the student's process
+    keeps what those names are there, and the checks get that (a copy of the answer's stub left at
+    the notebook's end, or a variant tried there, redefines the function after its test ran).
     """
     from .. import notebooks
 
-    course_cells = {c.get("id"): c for c in source_nb.cells
-                    if c.cell_type == "code" and not notebooks.nbgrader_meta(c)}
-    source_ids = {c.get("id") for c in source_nb.cells}
+    course_ids = {c.get("id") for c in source_nb.cells if c.cell_type == "code" and not notebooks.nbgrader_meta(c)}
     cells = []
     for cell in nb.cells:
+        if notebooks.is_test_cell(cell):
+            # The kernel's test cell sees the exercise as the cells above it left it; the checks
+            # are to see the same, not a stub or a variant the notebook defines further down.
+            names = [exercise for _, exercise in hidden_exercises(cell.source)]
+            if names:
+                cells.append((f"test cell {notebooks.nbgrader_meta(cell)['grade_id']}", {KEEP: names}))
+            continue
         if cell.cell_type != "code":
             continue
         meta = notebooks.nbgrader_meta(cell)
-        if notebooks.is_answer_cell(cell):
+        if not meta and notebooks.is_demo(cell):
+            continue
+        if meta.get("grade_id"):
             cells.append((meta["grade_id"], cell.source))
-        elif not meta and cell.get("id") in course_cells:
-            taught = course_cells[cell.get("id")]
-            if not notebooks.is_demo(taught):
-                cells.append((f"course cell {cell.get('id')}", taught.source))
-        elif not meta and cell.get("id") not in source_ids:
+        elif cell.get("id") in course_ids:
+            cells.append((f"course cell {cell.get('id')}", cell.source))
+        else:
             cells.append((f"added cell {cell.get('id')}", cell.source))
     checks = {}
     for cell in nb.cells:

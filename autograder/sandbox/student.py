@@ -5,9 +5,10 @@ Started by the judge (autograder/pipeline/judge.py) as
     python -P -c "from autograder.sandbox.student import main; main()" <requests fd> <replies fd> <spec>
 
 It enters the submission's sandbox (limits, read-only course, no network, an
-unprivileged uid), replays the notebook as a student's Run All would (the
-course's non-demo teaching cells, the student's answer cells and added cells,
-in order), and then serves the judge's requests: look up a name, call a
+unprivileged uid), replays what the grading kernel runs (the submission's code
+cells in order, but the test cells and the demos; at a test cell's place it keeps
+that cell's exercises as they are there, for the checks), and then serves the
+judge's requests: look up a name, call a
 function, read an attribute, iterate, run a function the judge sent. Replies
 are plain data (autograder/sandbox/wire.py); the verdicts are not made here.
 
@@ -396,13 +397,17 @@ def main():
     namespace["get_ipython"] = lambda: QuietShell()
     before = snapshot()
     server = Server(requests_fd, replies_fd, namespace, before)
-    failures = {}
+    failures, kept = {}, {}
     for label, source in spec["cells"]:
+        if isinstance(source, dict):  # a test cell's place: its exercises as the kernel's test saw them
+            kept.update({name: namespace[name] for name in source.get("keep", ()) if name in namespace})
+            continue
         server.send(("loading", label))
         try:
             run_cell(namespace, label, source)
         except BaseException as err:  # noqa: BLE001 (a cell that raises: the next ones still run)
             failures[label] = f"{type(err).__name__}: {_safe_str(err)}"
+    namespace.update(kept)
     server.send(("loaded", failures, changed(before)))
     server.serve()
     sys.stdout.flush()
