@@ -155,3 +155,24 @@ def test_grade_lists_the_mended_submissions(tmp_path):
         nbformat.write(nb, str(folder / f"{A}.ipynb"))
     found = grade.mended_submissions([(A, "copied"), (A, "untouched"), (A, "not graded")], work=work)
     assert found == {(A, "copied"): ["'cpu_info' was in 2 cells"]}
+
+
+def test_code_merged_into_a_test_cell_gets_cells_of_its_own(mend):
+    """Shift+M on a selection that starts at a test cell (or ends at one, in an editor that keeps the
+    last cell's metadata) merges code into it: nbgrader put the test back and the code was lost."""
+    nb = _perfect()
+    released = notebooks.read(course.release_notebook(A))
+    answer, test = _at(nb, "run_in_child"), _at(nb, "test_run_in_child")
+    code = nb.cells[answer].source
+    nb.cells[test].source = code + "\n\n" + nb.cells[test].source + "\n\nprint('after')\n"
+    del nb.cells[answer]
+    mended = mend(nb)
+    at = _at(mended, "test_run_in_child")
+    assert mended.cells[at].source == released.cells[_at(released, "test_run_in_child")].source
+    assert mended.cells[at - 1].source == code.strip("\n") and mended.cells[at + 1].source == "print('after')"
+    assert "held code of yours too" in " ".join(mended.metadata[MENDED])
+    _replayed_everything_the_kernel_runs(mended)
+    # An edited test cell (its released text not in it) is only put back, as before.
+    nb = _perfect()
+    nb.cells[_at(nb, "test_cpu_info")].source = "pass"
+    assert MENDED not in mend(nb).metadata

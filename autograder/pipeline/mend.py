@@ -15,7 +15,9 @@ to copy the student's work into a fresh release by hand (jupyter/nbgrader#1083, 
   grade_id no other cell holds, gets the release's metadata back;
 - a graded cell whose marks (grade, solution, locked, task, points, schema_version) were changed
   gets the release's back (nbgrader put back the points and the lock, and failed the submission on
-  the others).
+  the others);
+- a test cell that holds its released text and code around it (cells merged into it) gives that
+  code cells of its own, around it (nbgrader put the test back and the code was lost).
 (The judge replays what the kernel runs whatever the cells' ids: verify.payload_for.)
 
 Nothing here can raise a score: test cells are overwritten from the gradebook next
@@ -26,6 +28,7 @@ the submission had there), to the feedback page.
 import copy
 from functools import lru_cache
 
+from nbformat.v4 import new_code_cell
 from nbgrader.preprocessors import NbGraderPreprocessor
 
 # What makes a cell graded, and how; and the metadata's format (nbgrader refuses a cell whose
@@ -39,12 +42,14 @@ class MendCopiedCells(NbGraderPreprocessor):
 
     def preprocess(self, nb, resources):
         info = resources["nbgrader"]
-        released = _released_graded_cells(_release_cells(info))
+        release_cells = _release_cells(info)
+        released = _released_graded_cells(release_cells)
         _drop_blank_entries(nb)
         said = _drop_unknown(nb, _known_grade_ids(info, released))
         said += _keep_last_of_copies(nb)
         said += _restore_lost(nb, released)
         said += _reset_marks(nb, released)
+        said += _split_merged_tests(nb, _released_tests(release_cells))
         nb.metadata.pop(MENDED, None)
         if said:
             nb.metadata[MENDED] = said
@@ -111,6 +116,36 @@ def _reset_marks(nb, released):
             said.append(f"the grading marks of the cell '{grade_id}' ({', '.join(changed)}) had been "
                         "changed: they were put back as the release has them")
     return said
+
+
+def _split_merged_tests(nb, tests):
+    """A test cell that holds the released test and code around it (cells merged into it, as
+    Shift+M does with a selection that starts at the test cell): the code goes to cells of its own
+    around the test cell, where the kernel runs it, rather than away with the text the gradebook
+    puts back. (Merged into the answer cell instead, the test cell is missing: nbgrader adds it back.)"""
+    said = []
+    for index in reversed(range(len(nb.cells))):
+        cell = nb.cells[index]
+        test = tests.get(_grade_id(cell))
+        if test is None or cell.cell_type != "code" or cell.source == test or test not in cell.source:
+            continue
+        at = cell.source.index(test)
+        before, after = cell.source[:at].strip("\n"), cell.source[at + len(test):].strip("\n")
+        cell.source = test
+        for place, code in ((index + 1, after), (index, before)):
+            if code.strip():
+                nb.cells.insert(place, new_code_cell(code))
+        said.append(f"the test cell '{_grade_id(cell)}' held code of yours too (merged cells?): it ran as a cell "
+                    "you added, where it was, and the test cell as released")
+    return said
+
+
+def _released_tests(release_cells):
+    """{grade_id: source} of the release notebook's test cells, as handed out."""
+    return {cell.metadata["nbgrader"]["grade_id"]: cell.source for cell in release_cells
+            if cell.cell_type == "code" and isinstance(cell.get("metadata", {}).get("nbgrader"), dict)
+            and cell.metadata["nbgrader"].get("grade") and not cell.metadata["nbgrader"].get("solution")
+            and cell.source.strip()}
 
 
 def _grade_id(cell):
