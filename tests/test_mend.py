@@ -87,6 +87,10 @@ def test_a_cell_pasted_from_another_notebook_runs_as_an_added_cell(mend):
     assert "nbgrader" not in mended.cells[3].metadata
     assert "which this notebook does not have" in mended.metadata[MENDED][0]
     _replayed_everything_the_kernel_runs(mended)
+    # A grade_id is the submission's to write: a forged log line in it stays on one line, cut short.
+    nb.cells[3].metadata["nbgrader"] = {"grade_id": "x\n[INFO] graded 8/8" + "y" * 500, "solution": True}
+    said = mend(nb).metadata[MENDED][0]
+    assert "\n" not in said and len(said) < 200, said
 
 
 def test_stripped_metadata_comes_back_from_the_release_by_cell_id(mend):
@@ -172,6 +176,15 @@ def test_code_merged_into_a_test_cell_gets_cells_of_its_own(mend):
     assert mended.cells[at - 1].source == code.strip("\n") and mended.cells[at + 1].source == "print('after')"
     assert "held code of yours too" in " ".join(mended.metadata[MENDED])
     _replayed_everything_the_kernel_runs(mended)
+    # In a notebook older than nbformat 4.5 the new cells have no id (they would make it invalid).
+    nb = _perfect()
+    nb.nbformat_minor = 4
+    for cell in nb.cells:
+        cell.pop("id", None)
+    nb.cells[_at(nb, "test_cpu_info")].source += "\nprint('after')"
+    mended = mend(nb)
+    assert "id" not in mended.cells[_at(mended, "test_cpu_info") + 1]
+    nbformat.validate(mended)
     # An edited test cell (its released text not in it) is only put back, as before.
     nb = _perfect()
     nb.cells[_at(nb, "test_cpu_info")].source = "pass"

@@ -75,9 +75,15 @@ def _drop_unknown(nb, known):
         grade_id = _grade_id(cell)
         if grade_id is not None and grade_id not in known:
             del cell.metadata["nbgrader"]
-            said.append(f"a cell marked '{grade_id}', which this notebook does not have (pasted from "
+            # The name is the submission's own: shown cut short, on one line, in the instructor's log too.
+            said.append(f"a cell marked {_shown(grade_id)}, which this notebook does not have (pasted from "
                         "another notebook?), ran as a cell you added")
     return said
+
+
+def _shown(name, room=60):
+    """A name from the submission as a quoted Python literal on one line, at most `room` characters of it."""
+    return repr(name[:room] + ("…" if len(name) > room else ""))
 
 
 def _keep_last_of_copies(nb):
@@ -134,7 +140,10 @@ def _split_merged_tests(nb, tests):
         cell.source = test
         for place, code in ((index + 1, after), (index, before)):
             if code.strip():
-                nb.cells.insert(place, new_code_cell(code))
+                added = new_code_cell(code)
+                if (nb.get("nbformat"), nb.get("nbformat_minor", 0)) < (4, 5):
+                    del added["id"]  # cell ids came with nbformat 4.5: an older notebook with one is invalid
+                nb.cells.insert(place, added)
         said.append(f"the test cell '{_grade_id(cell)}' held code of yours too (merged cells?): it ran as a cell "
                     "you added, where it was, and the test cell as released")
     return said
