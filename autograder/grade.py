@@ -160,10 +160,7 @@ def grade(assignments=None, students=None, n_jobs=None, scheduler=None, left_out
     pairs = [pair for pair in pairs if pair not in wrong_names]
     for (assignment, student), size in sorted(jobs.oversized(pairs).items()):
         path = submitted / student / assignment / f"{assignment}.ipynb"
-        print(f"  {student:<20} {assignment:<28} not graded: its notebook is {size / 2**20:.0f} MB, over the "
-              f"{jobs.notebook_limit_mb():g} MB one may have (COURSE_MAX_NOTEBOOK_MB), most likely printed output: "
-              f"the student clears it (Edit > Clear Outputs of All Cells) and hands it in again, or clear it here "
-              f"(jupyter nbconvert --clear-output --inplace {path}) and grade again")
+        print(f"  {student:<20} {assignment:<28} not graded: its notebook {jobs.too_large(size, path)}")
         left_out.append((assignment, student))
     pairs = [pair for pair in pairs if pair not in left_out]
     # A draft from `author new` has no autograder/checks/<a>.py yet: every submission would fail,

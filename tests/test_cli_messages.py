@@ -134,7 +134,7 @@ def test_an_oversized_notebook_is_left_out_with_what_to_do(work, ran, monkeypatc
     status, out = command(["grade"], capsys)
     assert status == 1 and graded(ran) == [(A1, "alice")], out
     line = " ".join(next(line for line in out.splitlines() if "bob" in line and "not graded" in line).split())
-    assert "its notebook is 3 MB, over the 3 MB one may have (COURSE_MAX_NOTEBOOK_MB)" in line, line
+    assert "its notebook is 3 MB, over the 3 MB a notebook may have (COURSE_MAX_NOTEBOOK_MB)" in line, line
     assert f"--clear-output --inplace {work / 'submitted' / 'bob' / A1 / A1}.ipynb" in line, line
     assert "left out" in out and f"bob/{A1}" in out, out
     monkeypatch.delenv("COURSE_MAX_NOTEBOOK_MB")

@@ -248,6 +248,14 @@ def notebook_limit_mb():
     return float(os.environ.get("COURSE_MAX_NOTEBOOK_MB") or MAX_NOTEBOOK_MB)
 
 
+def too_large(size, path):
+    """What to say of a notebook of `size` bytes over the limit, and what to do about it."""
+    return (f"is {size / 2**20:.3g} MB, over the {notebook_limit_mb():g} MB a notebook may have "
+            "(COURSE_MAX_NOTEBOOK_MB), most likely printed output: the student clears it (Edit > Clear Outputs "
+            f"of All Cells) and hands it in again, or clear it here (jupyter nbconvert --clear-output --inplace "
+            f"{path}) and grade again")
+
+
 def oversized(pairs, root=None):
     """{(assignment, student): size in bytes} of the submissions whose notebook is larger than
     COURSE_MAX_NOTEBOOK_MB (MAX_NOTEBOOK_MB by default): `grade` leaves them out, saying why,
