@@ -64,13 +64,14 @@ from nbgrader.preprocessors import (  # noqa: E402
 )
 
 from autograder.pipeline.mend import MendCopiedCells  # noqa: E402
-from autograder.pipeline.reading import SizeLimitedNotebookExporter  # noqa: E402
+from autograder.pipeline.reading import SubmissionExporter  # noqa: E402
 
+# A notebook over COURSE_MAX_NOTEBOOK_MB is refused before nbgrader reads it (formgrader's Autograde
+# button too; `grade` leaves it out before it gets here); one with a byte-order mark or cells without
+# metadata is read as meant.
+c.Autograde.exporter_class = SubmissionExporter
 # nbgrader's own, but for two: its DeduplicateIds left copied cells that failed the whole submission,
 # and its OverwriteCells raised a checksum alarm for every test cell with hidden tests.
-# A notebook over COURSE_MAX_NOTEBOOK_MB is refused before nbgrader reads it (formgrader's Autograde
-# button too; `grade` leaves it out before it gets here).
-c.Autograde.exporter_class = SizeLimitedNotebookExporter
 c.Autograde.sanitize_preprocessors = [ClearOutput, MendCopiedCells, OverwriteKernelspec,
                                       OverwriteCellsAsReleased, CheckCellMetadata]
 c.Autograde.autograde_preprocessors = [

@@ -189,3 +189,13 @@ def test_code_merged_into_a_test_cell_gets_cells_of_its_own(mend):
     nb = _perfect()
     nb.cells[_at(nb, "test_cpu_info")].source = "pass"
     assert MENDED not in mend(nb).metadata
+
+
+def test_what_reading_mended_is_said_first(mend):
+    """reading.SubmissionExporter passes what it mended in the resources; the mend says it with the rest."""
+    from autograder.pipeline.reading import READ_MENDED
+    nb = _perfect()
+    nb.cells[_at(nb, "cpu_info")].metadata = {}
+    said = ["your notebook was saved with a byte-order mark in front ..."]
+    mended, _ = MendCopiedCells().preprocess(copy.deepcopy(nb), {"nbgrader": mend.info, READ_MENDED: said})
+    assert mended.metadata[MENDED][0] == said[0] and "'cpu_info' had lost" in mended.metadata[MENDED][1]

@@ -2,10 +2,15 @@
 `grade` leaves an over-large notebook out before that (tests/test_cli_messages.py); the exporter
 the course gives nbgrader (autograder/pipeline/reading.py) refuses it wherever else nbgrader grades
 with the course's configuration: here through nbgrader's API, as formgrader's Autograde button
-grades."""
+grades. A notebook Jupyter refuses for its form alone (a byte-order mark, cells without metadata)
+is read as meant; what was mended reaches the feedback through MendCopiedCells (test_mend.py)."""
+import json
+
 import nbformat
+import pytest
 
 from autograder import course
+from autograder.pipeline.reading import read_leniently
 A1 = "01_processes_threads"
 
 
@@ -19,3 +24,41 @@ def test_formgrader_refuses_an_oversized_notebook_before_reading_it(workdir_fact
     assert "over the 0.01 MB a notebook may have (COURSE_MAX_NOTEBOOK_MB)" in result["log"]
     assert f"--clear-output --inplace {notebook})" in result["log"]
     assert not (work.path / "autograded" / "bob" / A1).exists()
+
+
+def _release_text():
+    return course.release_notebook(A1).read_text(encoding="utf-8")
+
+
+def test_a_sound_notebook_is_read_as_nbformat_reads_it():
+    nb, said = read_leniently(_release_text())
+    assert nb == nbformat.reads(_release_text(), as_version=4) and said == []
+
+
+def test_a_byte_order_mark_is_read_past_and_said():
+    nb, said = read_leniently("\ufeff" + _release_text())
+    assert nb == nbformat.reads(_release_text(), as_version=4)
+    assert len(said) == 1 and "byte-order mark" in said[0], said
+
+
+def test_cells_and_a_notebook_without_metadata_are_read_with_empty_metadata():
+    data = json.loads(_release_text())
+    data["metadata"] = None
+    data["cells"][2]["metadata"] = None
+    del data["cells"][5]["metadata"]
+    nb, said = read_leniently(json.dumps(data))
+    assert nb.metadata == {} and nb.cells[2].metadata == {} and nb.cells[5].metadata == {}
+    assert [c.source for c in nb.cells] == ["".join(c["source"]) for c in data["cells"]]
+    assert said == ["the notebook and 2 cells had no metadata (edited outside JupyterLab?): read with none"]
+
+
+@pytest.mark.parametrize("text", [
+    pytest.param(_release_text()[:3000], id="cut-short"),
+    pytest.param("\ufeff" + _release_text()[:3000], id="cut-short-with-a-mark"),
+    pytest.param(json.dumps({**json.loads(_release_text()), "cells": None}), id="no-cells"),
+])
+def test_what_is_no_notebook_even_so_fails_as_nbformat_fails_it(text):
+    with pytest.raises(Exception) as refused:
+        read_leniently(text)
+    with pytest.raises(type(refused.value)):
+        nbformat.reads(text.lstrip("\ufeff"), as_version=4)

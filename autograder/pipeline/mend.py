@@ -31,6 +31,8 @@ from functools import lru_cache
 from nbformat.v4 import new_code_cell
 from nbgrader.preprocessors import NbGraderPreprocessor
 
+from .reading import READ_MENDED
+
 # What makes a cell graded, and how; and the metadata's format (nbgrader refuses a cell whose
 # schema_version it does not know, failing the submission).
 FLAGS = ("grade", "solution", "locked", "task", "points", "schema_version")
@@ -45,7 +47,8 @@ class MendCopiedCells(NbGraderPreprocessor):
         release_cells = _release_cells(info)
         released = _released_graded_cells(release_cells)
         _drop_blank_entries(nb)
-        said = _drop_unknown(nb, _known_grade_ids(info, released))
+        said = list(resources.get(READ_MENDED, ()))  # what reading the file mended (reading.py)
+        said += _drop_unknown(nb, _known_grade_ids(info, released))
         said += _keep_last_of_copies(nb)
         said += _restore_lost(nb, released)
         said += _reset_marks(nb, released)
