@@ -248,7 +248,8 @@ def main(args):
     for (student, assignment), result in sorted(graded.items()):
         row = table.get((student, assignment))
         if not result.ok or row is None:
-            print(f"  {student:<20} {assignment:<28} not graded: see {result.log}")
+            why = jobs.failure_reason(result.log) if not result.ok else None
+            print(f"  {student:<20} {assignment:<28} not graded: {why + '; ' if why else ''}see {result.log}")
             continue
         late = f"  (late: {row['raw_score']:g} less a penalty of {row['late_penalty']:g})" if row["late_penalty"] else ""
         print(f"  {student:<20} {assignment:<28} {row['score']:6.1f} / {row['max_score']:g}{late}")

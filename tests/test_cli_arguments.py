@@ -117,8 +117,18 @@ def test_feedback_refuses_a_whitespace_folder_too(work, ran):
 # 3. grade's summary: the submissions of this run, not the whole gradebook.
 
 def test_the_grade_summary_lists_only_this_runs_submissions(monkeypatch, capsys, tmp_path):
-    log = tmp_path / "log"
-    results = [JobResult("A1", "alice", True, 1.0, log), JobResult("A1", "bob", False, 1.0, log)]
+    log, failed_log = tmp_path / "log", tmp_path / "bob.log"
+    # As nbgrader logs a submission it cannot read: the reason, then its own closing exception.
+    failed_log.write_text("""[ERROR] There was an error processing assignment: submitted/bob/A1
+    Traceback (most recent call last):
+      File "nbformat/reader.py", line 25, in parse_json
+    nbformat.reader.NotJSONError: Notebook does not appear to be JSON: '{\x1b[2J "cells": [...
+[ERROR] There was an error processing assignment 'A1' for student 'bob'
+Traceback (most recent call last):
+  File "nbgrader/converters/base.py", line 468, in convert_notebooks
+nbgrader.converters.base.NbGraderException: Please see the the above traceback for details on the specific errors
+""")
+    results = [JobResult("A1", "alice", True, 1.0, log), JobResult("A1", "bob", False, 1.0, failed_log)]
     monkeypatch.setattr(grade, "grade", lambda *args, **kwargs: (results, {}, {}))
 
     def row(student, assignment, score, penalty=0.0):
@@ -137,7 +147,10 @@ def test_the_grade_summary_lists_only_this_runs_submissions(monkeypatch, capsys,
     assert status == 1  # bob's grading failed
     assert [l.split()[:2] for l in lines if l.startswith("  ")] == [["alice", "A1"], ["bob", "A1"]], out
     assert "7.0 / 10" in out and "3.0" not in out and "s000" not in out and "A2" not in out, out
-    assert "not graded" in next(l for l in lines if "bob" in l)
+    bob = next(l for l in lines if "bob" in l)
+    # Why, on the line itself; the student's text in it shown escaped, not acted on by the terminal.
+    assert f"not graded: NotJSONError: Notebook does not appear to be JSON: '{{\\x1b[2J \"cells\"" in bob, bob
+    assert "\x1b" not in out and bob.endswith(f"; see {failed_log}"), bob
     assert "1 of 2 submissions graded in this run; failed: bob/A1" in out, out
 
 

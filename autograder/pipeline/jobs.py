@@ -9,6 +9,7 @@ import contextlib
 import json
 import os
 import queue
+import re
 import subprocess
 import sys
 import threading
@@ -32,6 +33,27 @@ class JobResult:
     ok: bool
     seconds: float
     log: Path
+
+
+# The last line of a traceback in a grading log: the exception's name and message.
+_RAISED = re.compile(r"^\s*((?:\w+\.)*\w*(?:Error|Exception|Exit|Interrupt)): (.*)$")
+
+
+def failure_reason(log, room=240):
+    """Why nbgrader failed a submission, on one line, from its log: the last exception it logged
+    (nbgrader's own closing "Please see the above traceback" left aside), or None. The message may
+    hold the submission's text: what a terminal would act on is shown escaped."""
+    try:
+        lines = Path(log).read_text(errors="replace").splitlines()
+    except OSError:
+        return None
+    for line in reversed(lines):
+        raised = _RAISED.match(line)
+        if raised and not raised.group(2).startswith("Please see the"):
+            name, message = raised.group(1).rsplit(".", 1)[-1], raised.group(2)
+            text = "".join(c if c.isprintable() else repr(c)[1:-1] for c in f"{name}: {message}")
+            return text[:room] + ("…" if len(text) > room else "")
+    return None
 
 
 def default_jobs():

@@ -22,7 +22,7 @@ from . import jobs
 READ_MENDED = "course_read_mended"  # resources: what reading mended, in plain words (mend.MendCopiedCells says it)
 
 
-class NotebookTooLarge(ValueError):
+class NotebookTooLargeError(ValueError):
     """nbgrader logs it and fails this submission alone; the rest of the class is graded."""
 
 
@@ -30,7 +30,7 @@ class SubmissionExporter(NotebookExporter):
     def from_filename(self, filename, resources=None, **kw):
         size = os.stat(filename).st_size
         if size > jobs.notebook_limit_mb() * 2**20:
-            raise NotebookTooLarge(f"{filename} was not graded: it {jobs.too_large(size, filename)}")
+            raise NotebookTooLargeError(f"{filename} was not graded: it {jobs.too_large(size, filename)}")
         return super().from_filename(filename, resources, **kw)
 
     def from_file(self, file_stream, resources=None, **kw):
