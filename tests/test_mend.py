@@ -199,3 +199,21 @@ def test_what_reading_mended_is_said_first(mend):
     said = ["your notebook was saved with a byte-order mark in front ..."]
     mended, _ = MendCopiedCells().preprocess(copy.deepcopy(nb), {"nbgrader": mend.info, READ_MENDED: said})
     assert mended.metadata[MENDED][0] == said[0] and "'cpu_info' had lost" in mended.metadata[MENDED][1]
+
+
+def test_a_demo_the_code_below_needs_runs(mend):
+    """A helper typed into a copy of a demo cell (the `demo` tag came along) ran in the kernel; graded,
+    the answer that calls it raised NameError (6/8 on 01). The copy now runs, and the replay has it."""
+    nb = _perfect()
+    answer = _at(nb, "cpu_info")
+    copied = copy.deepcopy(next(c for c in nb.cells if notebooks.is_demo(c)))
+    copied["id"] = "copied-demo"
+    copied.source = nb.cells[answer].source.replace("def cpu_info(", "def _impl(")
+    nb.cells[answer].source = "def cpu_info(*args, **kwargs):\n    return _impl(*args, **kwargs)\n"
+    nb.cells.insert(answer, copied)
+    mended = mend(nb)
+    assert not notebooks.is_demo(mended.cells[answer]) and mended.cells[answer].source == copied.source
+    assert sum(notebooks.is_demo(c) for c in mended.cells) == sum(notebooks.is_demo(c) for c in nb.cells) - 1
+    assert mended.metadata[MENDED] == ["a cell tagged 'demo' (teaching demos do not run while grading) binds "
+                                       "'_impl', which your code below it reads: it ran, as it did in your kernel"]
+    _replayed_everything_the_kernel_runs(mended)

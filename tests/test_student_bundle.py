@@ -159,12 +159,25 @@ def test_validate_skips_the_demos_as_grading_does(bundle, tmp_path):
     assert not (folder / "00_check" / "demo-ran.txt").exists(), "the demo cell ran while validating"
     assert done.returncode == 1, f"a failed validation exited {done.returncode}:\n{report[-2000:]}"
     assert "only a demo cell defines" not in report, "the demo hint without a NameError"
-    # An answer that uses a name only a demo defines: a NameError, and the hint about demos.
-    nb.cells[2] = _graded_cell("print(DEMO_VALUE)", "test_uses_demo")
+    # An answer that reads a name only a demo binds: the demo runs, as grading runs it (mend.py), and
+    # validate says so.
+    needs = nbformat.from_dict(copy.deepcopy(nb))
+    needs.cells = [needs.cells[0], _graded_cell("print(DEMO_VALUE + 1)", "test_uses_demo")]
+    nbformat.write(needs, str(folder / "00_check" / "needs.ipynb"))
+    done = subprocess.run(["bash", str(folder / "bin" / "validate"), "needs.ipynb"], cwd=folder / "00_check",
+                          env=env, capture_output=True, text=True, timeout=300)
+    report = " ".join((done.stdout + done.stderr).split())
+    assert done.returncode == 0 and "NameError" not in report, report[-2000:]
+    assert "a cell tagged demo binds DEMO_VALUE, which your code below it reads" in report, report[-2000:]
+    assert (folder / "00_check" / "demo-ran.txt").exists(), "the demo that the test cell needs did not run"
+    (folder / "00_check" / "demo-ran.txt").unlink()
+    # A name read in a way no reading of the code can see: a NameError, and the hint about demos.
+    nb.cells[2] = _graded_cell("print(eval('DEMO_VALUE'))", "test_uses_demo")
     nbformat.write(nb, str(folder / "00_check" / "check.ipynb"))
     done = subprocess.run(["bash", str(folder / "bin" / "validate"), "check.ipynb"], cwd=folder / "00_check",
                           env=env, capture_output=True, text=True, timeout=300)
     assert "NameError" in done.stdout and "only a demo cell defines" in done.stdout, done.stdout[-2000:]
+    assert not (folder / "00_check" / "demo-ran.txt").exists(), "the demo cell ran while validating"
     nb.cells = nb.cells[:2]  # without the failing cell: it passes, and says so with its status
     nbformat.write(nb, str(folder / "00_check" / "check.ipynb"))
     done = subprocess.run(["bash", str(folder / "bin" / "validate"), "00_check/check.ipynb"], cwd=folder,

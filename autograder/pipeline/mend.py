@@ -18,6 +18,8 @@ to copy the student's work into a fresh release by hand (jupyter/nbgrader#1083, 
   the others);
 - a test cell that holds its released text and code around it (cells merged into it) gives that
   code cells of its own, around it (nbgrader put the test back and the code was lost).
+- a cell tagged `demo` (grading skips those) that binds a name the code that runs below it reads,
+  unbound there (a helper typed into a copy of a demo cell), runs as it did in the kernel.
 (The judge replays what the kernel runs whatever the cells' ids: verify.payload_for.)
 
 Nothing here can raise a score: test cells are overwritten from the gradebook next
@@ -53,6 +55,7 @@ class MendCopiedCells(NbGraderPreprocessor):
         said += _restore_lost(nb, released)
         said += _reset_marks(nb, released)
         said += _split_merged_tests(nb, _released_tests(release_cells))
+        said += _run_needed_demos(nb)
         nb.metadata.pop(MENDED, None)
         if said:
             nb.metadata[MENDED] = said
@@ -149,6 +152,26 @@ def _split_merged_tests(nb, tests):
                 nb.cells.insert(place, added)
         said.append(f"the test cell '{_grade_id(cell)}' held code of yours too (merged cells?): it ran as a cell "
                     "you added, where it was, and the test cell as released")
+    return said
+
+
+def _run_needed_demos(nb):
+    """A cell tagged `demo` (grading skips those) that binds a name the code that runs below it
+    reads, and no cell that runs binds first (a helper typed into a copy of a demo, an answer that
+    reads a demo's result), runs: it ran in the student's kernel (helpers/demos.py)."""
+    from helpers.demos import needed_demos
+
+    from .. import notebooks
+
+    code = [cell for cell in nb.cells if cell.cell_type == "code"]
+    needed = needed_demos([(cell.source, notebooks.is_demo(cell) and _grade_id(cell) is None) for cell in code])
+    said = []
+    for index, names in needed.items():
+        tags = code[index].metadata["tags"]
+        code[index].metadata["tags"] = [tag for tag in tags if tag != notebooks.DEMO_TAG]
+        shown = ", ".join(f"'{name}'" for name in names[:3]) + (", ..." if len(names) > 3 else "")
+        said.append(f"a cell tagged 'demo' (teaching demos do not run while grading) binds {shown}, which your "
+                    "code below it reads: it ran, as it did in your kernel")
     return said
 
 

@@ -33,5 +33,29 @@ class KeepLastOfCopies(NbGraderPreprocessor):
         return nb, resources
 
 
-# nbgrader's own list with this step first (not a configurable option of nbgrader's Validator).
-Validator.preprocessors = [KeepLastOfCopies, CheckCellMetadata, ClearOutput, Execute]
+# A cell tagged demo that binds a name your code below it reads (a helper typed into a copy of a demo
+# cell, an answer that uses a demo's import) runs while grading, as in your notebook; validate the same.
+import os  # noqa: E402
+import sys  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # `helpers`, with a server started by hand too
+from helpers.demos import needed_demos  # noqa: E402
+
+
+class RunNeededDemos(NbGraderPreprocessor):
+    def preprocess(self, nb, resources):
+        code = [cell for cell in nb.cells if cell.cell_type == "code"]
+
+        def skipped(cell):
+            meta = cell.get("metadata", {})
+            return "demo" in meta.get("tags", []) and not isinstance(meta.get("nbgrader"), dict)
+
+        for index, names in needed_demos([(cell.source, skipped(cell)) for cell in code]).items():
+            code[index].metadata["tags"] = [tag for tag in code[index].metadata["tags"] if tag != "demo"]
+            self.log.warning("a cell tagged demo binds %s, which your code below it reads: grading runs that cell "
+                             "(and skips the other demos), and so does this check", ", ".join(names))
+        return nb, resources
+
+
+# nbgrader's own list with these steps first (not a configurable option of nbgrader's Validator).
+Validator.preprocessors = [KeepLastOfCopies, RunNeededDemos, CheckCellMetadata, ClearOutput, Execute]

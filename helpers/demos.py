@@ -1,0 +1,88 @@
+"""Which teaching demos a notebook's own code needs.
+
+Grading skips the cells tagged `demo` (measurements and plots that grade nothing), and so does
+Validate. A cell the student made by copying a demo keeps the tag: a helper function typed into
+it, or an answer that reads a name a demo set, worked in the student's kernel and raised
+NameError when graded. `needed_demos` finds the demo cells that bind a global name that a cell
+which does run reads, where no running cell above it binds that name; grading and Validate
+(`nbgrader_config.py`) run those too.
+
+Names are read with `symtable` after IPython's own transforms (magics, `!` lines): a cell that
+does not parse binds and reads nothing. Local names of functions are not global reads, so a
+demo's `x` is not run for an answer's local `x`.
+"""
+import ast
+import builtins
+import symtable
+
+# Names the kernel itself provides (IPython's user namespace).
+KERNEL_NAMES = frozenset(dir(builtins)) | {"get_ipython", "display", "In", "Out", "exit", "quit",
+                                           "_", "__", "___", "_i", "_ii", "_iii", "_oh", "_dh", "_ih"}
+
+
+def needed_demos(cells):
+    """{index: the names wanted from it} of the demo cells to run, from `cells`: (source, is_demo)
+    of a notebook's code cells in order. A demo that a needed demo needs is needed too."""
+    names = [_names(source) for source, _ in cells]
+    needed = {}
+    while True:
+        wanted = _wanted(names, [not is_demo or i in needed for i, (_, is_demo) in enumerate(cells)])
+        if not wanted:
+            return {i: sorted(needed[i]) for i in sorted(needed)}
+        for i, read in wanted.items():
+            needed.setdefault(i, set()).update(read)
+
+
+def _wanted(names, runs):
+    """{demo cell not run yet: names it binds that a running cell below it reads unbound}."""
+    wanted, bound = {}, set(KERNEL_NAMES)
+    for i, (binds, reads, star) in enumerate(names):
+        if not runs[i]:
+            continue
+        if star:  # `from x import *` binds names no one can list: nothing more is asked for
+            return wanted
+        for name in reads - bound - binds:
+            source = next((j for j in range(i - 1, -1, -1) if not runs[j] and name in names[j][0]), None)
+            if source is not None:
+                wanted.setdefault(source, set()).add(name)
+        bound |= binds
+    return wanted
+
+
+def _names(source):
+    """(global names the cell binds, global names it reads, whether it star-imports)."""
+    code = _as_python(source)
+    try:
+        table, tree = symtable.symtable(code, "<cell>", "exec"), ast.parse(code)
+    except (SyntaxError, ValueError):
+        return set(), set(), False
+    binds, reads = set(), set()
+    for symbol in table.get_symbols():
+        if symbol.is_assigned() or symbol.is_imported():
+            binds.add(symbol.get_name())
+        if symbol.is_referenced():
+            reads.add(symbol.get_name())
+    _inner_globals(table, binds, reads)
+    star = any(isinstance(node, ast.ImportFrom) and any(alias.name == "*" for alias in node.names)
+               for node in ast.walk(tree))
+    return binds, reads, star
+
+
+def _inner_globals(table, binds, reads):
+    """Global names read or bound (`global x`) inside functions, classes and comprehensions."""
+    for child in table.get_children():
+        for symbol in child.get_symbols():
+            if symbol.is_global() and symbol.is_referenced():
+                reads.add(symbol.get_name())
+            if symbol.is_declared_global() and symbol.is_assigned():
+                binds.add(symbol.get_name())
+        _inner_globals(child, binds, reads)
+
+
+def _as_python(source):
+    """The cell as Python, as IPython runs it (magics and shell lines become calls)."""
+    try:
+        from IPython.core.inputtransformer2 import TransformerManager
+    except ImportError:
+        return source
+    return TransformerManager().transform_cell(source)

@@ -1,0 +1,47 @@
+"""helpers/demos.py: which cells tagged demo a notebook's running code needs (grading and Validate
+run those; mend.py, the student bundle's nbgrader_config.py)."""
+import pytest
+
+from autograder import course, notebooks, samples
+from helpers.demos import needed_demos
+
+DEMO, RUNS = True, False
+
+
+@pytest.mark.parametrize("cells, needed", [
+    pytest.param([("def _impl(n):\n    return n * 2", DEMO), ("def answer(n):\n    return _impl(n)", RUNS)],
+                 {0: ["_impl"]}, id="helper-in-a-demo-copy"),
+    pytest.param([("from concurrent.futures import ProcessPoolExecutor", DEMO),
+                  ("def answer():\n    with ProcessPoolExecutor() as pool:\n        return 1", RUNS)],
+                 {0: ["ProcessPoolExecutor"]}, id="import-only-a-demo-made"),
+    pytest.param([("def measure():\n    return 1", DEMO), ("t = measure()", DEMO), ("print(t)", RUNS)],
+                 {0: ["measure"], 1: ["t"]}, id="a-demo-a-needed-demo-needs"),
+    pytest.param([("x = 5\nresults = run()", DEMO), ("def answer(x):\n    results = [x]\n    return results", RUNS)],
+                 {}, id="locals-and-parameters-are-not-global-reads"),
+    pytest.param([("helper = 1", DEMO), ("def helper():\n    return 2", RUNS), ("helper()", RUNS)],
+                 {}, id="bound-by-a-running-cell-first"),
+    pytest.param([("print(later)", RUNS), ("later = 1", DEMO)], {}, id="a-demo-below-the-reader"),
+    pytest.param([("from math import *", RUNS), ("pi = 3", DEMO), ("print(pi)", RUNS)], {}, id="star-import-above"),
+    pytest.param([("%timeit -n1 sum([1])\nvalue = 2", DEMO), ("!echo hi\nprint(value)", RUNS)],
+                 {0: ["value"]}, id="magics-and-shell-lines"),
+    pytest.param([("value = (", DEMO), ("print(value)", RUNS)], {}, id="a-demo-that-does-not-parse"),
+    pytest.param([("def set_it():\n    global G\n    G = 3", DEMO), ("print(G)", RUNS)], {0: ["G"]}, id="global-statement"),
+    pytest.param([("class K:\n    pass", DEMO), ("class Sub(K):\n    size = len([])", RUNS)], {0: ["K"]}, id="classes"),
+    pytest.param([("print = 1\nlen = 2", DEMO), ("print(len([]))", RUNS)], {}, id="builtins"),
+])
+def test_needed_demos(cells, needed):
+    assert needed_demos(cells) == needed
+
+
+def test_no_course_notebook_needs_a_demo():
+    """By design everything an answer or a test needs lives in untagged cells: grading runs no demo
+    of a release, a source notebook or a sample submission (a demo that ran would cost its time)."""
+    found = []
+    for assignment in course.assignments():
+        nbs = {"release": notebooks.read(course.release_notebook(assignment)),
+               "source": notebooks.read(course.source_notebook(assignment)), **samples.submissions(assignment)}
+        for name, nb in nbs.items():
+            code = [c for c in nb.cells if c.cell_type == "code"]
+            needed = needed_demos([(c.source, notebooks.is_demo(c) and not notebooks.nbgrader_meta(c)) for c in code])
+            found += [f"{assignment} {name}: {code[i].source[:60]!r} for {names}" for i, names in needed.items()]
+    assert not found, found
