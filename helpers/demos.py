@@ -7,12 +7,14 @@ NameError when graded. `needed_demos` finds the demo cells that bind a global na
 which does run reads, where no running cell above it binds that name; grading and Validate
 (`nbgrader_config.py`) run those too.
 
+A module a `%%writefile` demo writes beside the notebook counts as a name that an `import` reads.
 Names are read with `symtable` after IPython's own transforms (magics, `!` lines): a cell that
 does not parse binds and reads nothing. Local names of functions are not global reads, so a
 demo's `x` is not run for an answer's local `x`.
 """
 import ast
 import builtins
+import shlex
 import symtable
 
 # Names the kernel itself provides (IPython's user namespace).
@@ -33,6 +35,15 @@ def needed_demos(cells):
             needed.setdefault(i, set()).update(read)
 
 
+def said(names):
+    """What a needed demo gives the code below it, in words: "binds 'x', 'y'", "writes tasks.py"."""
+    files = [name for name in names if name.endswith(".py")]
+    bound = [f"'{name}'" for name in names if not name.endswith(".py")]
+    parts = ([f"binds {', '.join(bound[:3])}{', ...' if len(bound) > 3 else ''}"] if bound else []) + \
+            ([f"writes {', '.join(files)}"] if files else [])
+    return " and ".join(parts)
+
+
 def _wanted(names, runs):
     """{demo cell not run yet: names it binds that a running cell below it reads unbound}."""
     wanted, bound = {}, set(KERNEL_NAMES)
@@ -50,7 +61,11 @@ def _wanted(names, runs):
 
 
 def _names(source):
-    """(global names the cell binds, global names it reads, whether it star-imports)."""
+    """(global names the cell binds, global names it reads, whether it star-imports). A module file
+    counts as a name too, "<module>.py": a `%%writefile` cell binds it, an `import` reads it."""
+    written = _written_module(source)
+    if written is not None:
+        return {written}, set(), False
     code = _as_python(source)
     try:
         table, tree = symtable.symtable(code, "<cell>", "exec"), ast.parse(code)
@@ -65,7 +80,26 @@ def _names(source):
     _inner_globals(table, binds, reads)
     star = any(isinstance(node, ast.ImportFrom) and any(alias.name == "*" for alias in node.names)
                for node in ast.walk(tree))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            reads.update(f"{alias.name.split('.')[0]}.py" for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            reads.add(f"{node.module.split('.')[0]}.py")
     return binds, reads, star
+
+
+def _written_module(source):
+    """"<module>.py" where the cell is `%%writefile [-a] <module>.py` (a module beside the notebook
+    that workers started with `spawn` can import), else None."""
+    first = source.lstrip().split("\n", 1)[0]
+    if not first.startswith("%%writefile"):
+        return None
+    try:
+        words = [word for word in shlex.split(first)[1:] if not word.startswith("-")]
+    except ValueError:
+        return None
+    name = words[-1] if words else ""
+    return name if name.endswith(".py") and name[:-3].isidentifier() else None
 
 
 def _inner_globals(table, binds, reads):

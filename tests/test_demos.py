@@ -3,7 +3,7 @@ run those; mend.py, the student bundle's nbgrader_config.py)."""
 import pytest
 
 from autograder import course, notebooks, samples
-from helpers.demos import needed_demos
+from helpers.demos import needed_demos, said
 
 DEMO, RUNS = True, False
 
@@ -28,6 +28,14 @@ DEMO, RUNS = True, False
     pytest.param([("def set_it():\n    global G\n    G = 3", DEMO), ("print(G)", RUNS)], {0: ["G"]}, id="global-statement"),
     pytest.param([("class K:\n    pass", DEMO), ("class Sub(K):\n    size = len([])", RUNS)], {0: ["K"]}, id="classes"),
     pytest.param([("print = 1\nlen = 2", DEMO), ("print(len([]))", RUNS)], {}, id="builtins"),
+    pytest.param([("%%writefile my_tasks.py\ndef square(x):\n    return x * x", DEMO),
+                  ("import my_tasks\n\ndef answer(xs):\n    return list(map(my_tasks.square, xs))", RUNS)],
+                 {0: ["my_tasks.py"]}, id="a-module-a-demo-writes"),
+    pytest.param([("%%writefile -a my_tasks.py\nX = 1", DEMO), ("from my_tasks import X", RUNS)],
+                 {0: ["my_tasks.py"]}, id="a-module-a-demo-appends-to"),
+    pytest.param([("%%writefile my_tasks.py\nX = 1", DEMO), ("%%writefile my_tasks.py\nX = 2", RUNS),
+                  ("import my_tasks", RUNS)], {}, id="a-module-a-running-cell-writes-first"),
+    pytest.param([("%%writefile notes.txt\nimport os", DEMO), ("import notes", RUNS)], {}, id="not-a-module"),
 ])
 def test_needed_demos(cells, needed):
     assert needed_demos(cells) == needed
@@ -45,3 +53,10 @@ def test_no_course_notebook_needs_a_demo():
             needed = needed_demos([(c.source, notebooks.is_demo(c) and not notebooks.nbgrader_meta(c)) for c in code])
             found += [f"{assignment} {name}: {code[i].source[:60]!r} for {names}" for i, names in needed.items()]
     assert not found, found
+
+
+def test_what_a_needed_demo_gives_is_said_in_words():
+    assert said(["G"]) == "binds 'G'"
+    assert said(["a", "b", "c", "d"]) == "binds 'a', 'b', 'c', ..."
+    assert said(["my_tasks.py"]) == "writes my_tasks.py"
+    assert said(["x", "my_tasks.py"]) == "binds 'x' and writes my_tasks.py"

@@ -215,5 +215,5 @@ def test_a_demo_the_code_below_needs_runs(mend):
     assert not notebooks.is_demo(mended.cells[answer]) and mended.cells[answer].source == copied.source
     assert sum(notebooks.is_demo(c) for c in mended.cells) == sum(notebooks.is_demo(c) for c in nb.cells) - 1
     assert mended.metadata[MENDED] == ["a cell tagged 'demo' (teaching demos do not run while grading) binds "
-                                       "'_impl', which your code below it reads: it ran, as it did in your kernel"]
+                                       "'_impl', which your code below it uses: it ran, as it did in your kernel"]
     _replayed_everything_the_kernel_runs(mended)

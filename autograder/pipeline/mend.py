@@ -159,7 +159,7 @@ def _run_needed_demos(nb):
     """A cell tagged `demo` (grading skips those) that binds a name the code that runs below it
     reads, and no cell that runs binds first (a helper typed into a copy of a demo, an answer that
     reads a demo's result), runs: it ran in the student's kernel (helpers/demos.py)."""
-    from helpers.demos import needed_demos
+    from helpers.demos import needed_demos, said as gives
 
     from .. import notebooks
 
@@ -169,9 +169,8 @@ def _run_needed_demos(nb):
     for index, names in needed.items():
         tags = code[index].metadata["tags"]
         code[index].metadata["tags"] = [tag for tag in tags if tag != notebooks.DEMO_TAG]
-        shown = ", ".join(f"'{name}'" for name in names[:3]) + (", ..." if len(names) > 3 else "")
-        said.append(f"a cell tagged 'demo' (teaching demos do not run while grading) binds {shown}, which your "
-                    "code below it reads: it ran, as it did in your kernel")
+        said.append(f"a cell tagged 'demo' (teaching demos do not run while grading) {gives(names)}, which your "
+                    "code below it uses: it ran, as it did in your kernel")
     return said
 
 

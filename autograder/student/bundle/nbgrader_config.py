@@ -39,7 +39,7 @@ import os  # noqa: E402
 import sys  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # `helpers`, with a server started by hand too
-from helpers.demos import needed_demos  # noqa: E402
+from helpers.demos import needed_demos, said  # noqa: E402
 
 
 class RunNeededDemos(NbGraderPreprocessor):
@@ -52,8 +52,8 @@ class RunNeededDemos(NbGraderPreprocessor):
 
         for index, names in needed_demos([(cell.source, skipped(cell)) for cell in code]).items():
             code[index].metadata["tags"] = [tag for tag in code[index].metadata["tags"] if tag != "demo"]
-            self.log.warning("a cell tagged demo binds %s, which your code below it reads: grading runs that cell "
-                             "(and skips the other demos), and so does this check", ", ".join(names))
+            self.log.warning("a cell tagged demo %s, which your code below it uses: grading runs that cell "
+                             "(and skips the other demos), and so does this check", said(names))
         return nb, resources
 
 
