@@ -35,6 +35,17 @@ def needed_demos(cells):
             needed.setdefault(i, set()).update(read)
 
 
+def module_files(sources):
+    """({"x.py" the cells import}, {"x.py" they write with %%writefile}): the modules beside the
+    notebook that code of these cells may need (an import of a library is listed too)."""
+    imported, written = set(), set()
+    for source in sources:
+        binds, reads, _ = _names(source)
+        imported |= {name for name in reads if name.endswith(".py")}
+        written |= {name for name in binds if name.endswith(".py")}
+    return imported, written
+
+
 def said(names):
     """What a needed demo gives the code below it, in words: "binds 'x', 'y'", "writes tasks.py"."""
     files = [name for name in names if name.endswith(".py")]

@@ -196,6 +196,40 @@ def test_validate_skips_the_demos_as_grading_does(bundle, tmp_path):
     assert "'test_no_demo' is in 2 cells (a copied or split cell)" in report, report[-2000:]
 
 
+def test_validate_warns_of_modules_that_are_not_handed_in(bundle, tmp_path):
+    """Only the notebook is handed in, and grading puts an assignment's own modules back as shipped:
+    a module of the student's beside the notebook, or their edit of pool_tasks.py, passes Validate
+    and fails when graded. Validate says so (the bundle's course_files.json lists what ships)."""
+    folder = shutil.copytree(bundle, tmp_path / "student") / "05_multiprocessing_pools"
+    (folder / "my_tasks.py").write_text("def square(x):\n    return x * x\n")
+    uses = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_code_cell("import numpy\nimport pool_tasks\nimport my_tasks\nprint(my_tasks.square(3))"),
+        _graded_cell("assert True", "test_any")])
+    uses.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(uses, str(folder / "check.ipynb"))
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["PYTHONPATH"], env["CONDA_DEFAULT_ENV"] = str(folder.parent), "parallel-course"
+
+    def validate():
+        done = subprocess.run(["bash", str(folder.parent / "bin" / "validate"), "check.ipynb"], cwd=folder,
+                              env=env, capture_output=True, text=True, timeout=300)
+        return done.returncode, " ".join((done.stdout + done.stderr).split())
+
+    status, report = validate()
+    assert status == 0 and "my_tasks.py, beside the notebook, is not handed in" in report, report[-2000:]
+    assert "(%%writefile my_tasks.py)" in report and "pool_tasks.py is not as" not in report, report[-2000:]
+    with open(folder / "pool_tasks.py", "a") as shipped:
+        shipped.write("\ndef cube(x):\n    return x ** 3\n")
+    status, report = validate()
+    assert "pool_tasks.py is not as the course shipped it: grading uses the course's copy" in report, report[-2000:]
+    # Written from a cell of the notebook, as grading runs it too: nothing to say.
+    (folder / "pool_tasks.py").write_bytes((bundle / "05_multiprocessing_pools" / "pool_tasks.py").read_bytes())
+    uses.cells.insert(0, nbformat.v4.new_code_cell("%%writefile my_tasks.py\ndef square(x):\n    return x * x\n"))
+    nbformat.write(uses, str(folder / "check.ipynb"))
+    status, report = validate()
+    assert status == 0 and "handed in" not in report and "shipped" not in report, report[-2000:]
+
+
 def test_cli_verb_builds_dist_student():
     done = subprocess.run([sys.executable, "-m", "autograder", "student", "--help"], cwd=course.ROOT,
                           capture_output=True, text=True, timeout=120)

@@ -4,10 +4,13 @@ It holds the release notebooks (with their extra files) of every assignment in
 source/, the `helpers` package, the pinned environment (requirements.txt,
 constraints.txt and environment.yml), launchers that make `import helpers` work (bin/lab,
 bin/validate for Linux and macOS; README.md says what to do on Windows), a
-small nbgrader_config.py for self-checks, and a README on how to work.
+small nbgrader_config.py for self-checks with the list of the modules each assignment ships
+(course_files.json), and a README on how to work.
 Nothing from the grading side goes in: no solution, no hidden test, none of
 this package.
 """
+import hashlib
+import json
 import shutil
 from pathlib import Path
 
@@ -65,6 +68,7 @@ def build(out=None, assignments=None):
         if not course.release_notebook(assignment).is_file():
             raise SystemExit(f"student: {released} is missing; run `python -m autograder release` first")
         shutil.copytree(released, out / assignment, ignore=_IGNORE)  # with its figures, in img/
+    _write_shipped_modules(out, assignments)
     shutil.copytree(course.ROOT / "helpers", out / "helpers", ignore=_IGNORE)
     shutil.copy2(course.ROOT / "constraints.txt", out / "constraints.txt")
     (out / "requirements.txt").write_text(student_requirements())
@@ -75,6 +79,18 @@ def build(out=None, assignments=None):
     readme = out / "README.md"
     readme.write_text(readme.read_text().format(first=assignments[0] if assignments else "01_processes_threads"))
     return out
+
+
+SHIPPED_MODULES = "course_files.json"
+
+
+def _write_shipped_modules(out, assignments):
+    """{assignment: {module file: sha256}} of the modules each assignment ships: Validate warns about
+    a module the notebook imports from beside it that is not one of them (not handed in: grading
+    has none) or that differs from it (grading puts the course's copy back)."""
+    shipped = {assignment: {path.name: hashlib.sha256(path.read_bytes()).hexdigest()
+                            for path in sorted((out / assignment).glob("*.py"))} for assignment in assignments}
+    (out / SHIPPED_MODULES).write_text(json.dumps(shipped, indent=1, sort_keys=True) + "\n")
 
 
 def main(args):

@@ -39,7 +39,7 @@ import os  # noqa: E402
 import sys  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # `helpers`, with a server started by hand too
-from helpers.demos import needed_demos, said  # noqa: E402
+from helpers.demos import module_files, needed_demos, said  # noqa: E402
 
 
 class RunNeededDemos(NbGraderPreprocessor):
@@ -57,5 +57,44 @@ class RunNeededDemos(NbGraderPreprocessor):
         return nb, resources
 
 
+# Only the notebook is handed in, and grading puts the modules an assignment ships back as shipped:
+# a module of your own beside the notebook, or your edits of a shipped one, work here and fail when
+# graded. course_files.json (written by the instructor's `student` step) lists what each ships.
+import hashlib  # noqa: E402
+import json  # noqa: E402
+
+
+class WarnModulesNotHandedIn(NbGraderPreprocessor):
+    def preprocess(self, nb, resources):
+        folder = os.path.abspath(resources.get("metadata", {}).get("path") or ".")
+        try:
+            with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "course_files.json")) as f:
+                shipped = json.load(f).get(os.path.basename(folder))
+        except (OSError, ValueError):
+            shipped = None
+        if shipped is None:  # not an assignment folder of the course
+            return nb, resources
+        runs = [cell.source for cell in nb.cells if cell.cell_type == "code"
+                and ("demo" not in cell.get("metadata", {}).get("tags", [])
+                     or isinstance(cell.get("metadata", {}).get("nbgrader"), dict))]
+        imported, written = module_files(runs)
+        for name in sorted(imported - written):
+            path = os.path.join(folder, name)
+            if not os.path.isfile(path):
+                continue
+            with open(path, "rb") as module:
+                digest = hashlib.sha256(module.read()).hexdigest()
+            if name not in shipped:
+                self.log.warning("%s, beside the notebook, is not handed in (only the notebook is): grading has no "
+                                 "such module, and the code that imports it fails there. Write it from a cell of "
+                                 "the notebook instead (%%%%writefile %s), which grading runs too", name, name)
+            elif digest != shipped[name]:
+                self.log.warning("%s is not as the course shipped it: grading uses the course's copy, not your "
+                                 "edits. Put functions of your own in a module written from a cell of the notebook "
+                                 "(%%%%writefile my_tasks.py)", name)
+        return nb, resources
+
+
 # nbgrader's own list with these steps first (not a configurable option of nbgrader's Validator).
-Validator.preprocessors = [KeepLastOfCopies, RunNeededDemos, CheckCellMetadata, ClearOutput, Execute]
+Validator.preprocessors = [KeepLastOfCopies, RunNeededDemos, WarnModulesNotHandedIn, CheckCellMetadata, ClearOutput,
+                           Execute]
