@@ -85,7 +85,7 @@ class WarnModulesNotHandedIn(NbGraderPreprocessor):
             with open(path, "rb") as module:
                 digest = hashlib.sha256(module.read()).hexdigest()
             if name not in shipped:
-                self.log.warning("%s, beside the notebook, is not handed in (only the notebook is): grading has no "
+                self.log.warning("%s, beside the notebook, is not graded (only the notebook is): grading has no "
                                  "such module, and the code that imports it fails there. Write it from a cell of "
                                  "the notebook instead (%%%%writefile %s), which grading runs too", name, name)
             elif digest != shipped[name]:
