@@ -13,6 +13,7 @@ does not parse binds and reads nothing. Local names of functions are not global 
 demo's `x` is not run for an answer's local `x`.
 """
 import ast
+import bisect
 import builtins
 import shlex
 import symtable
@@ -24,15 +25,42 @@ KERNEL_NAMES = frozenset(dir(builtins)) | {"get_ipython", "display", "In", "Out"
 
 def needed_demos(cells):
     """{index: the names wanted from it} of the demo cells to run, from `cells`: (source, is_demo)
-    of a notebook's code cells in order. A demo that a needed demo needs is needed too."""
+    of a notebook's code cells in order. A demo that a needed demo needs is needed too.
+
+    Each cell that runs is looked at once (a worklist, not passes over the notebook: a notebook of
+    thousands of chained demos costs a moment, not hours)."""
     names = [_names(source) for source, _ in cells]
-    needed = {}
-    while True:
-        wanted = _wanted(names, [not is_demo or i in needed for i, (_, is_demo) in enumerate(cells)])
-        if not wanted:
-            return {i: sorted(needed[i]) for i in sorted(needed)}
-        for i, read in wanted.items():
-            needed.setdefault(i, set()).update(read)
+    runs = [not is_demo for _, is_demo in cells]
+    # Below a running star import, names may come from it: nothing below it asks for a demo.
+    star = min((i for i, (_, _, starred) in enumerate(names) if starred and runs[i]), default=len(cells))
+    demos_binding, first_running = {}, {}
+    for i, (binds, _, _) in enumerate(names):
+        for name in binds:
+            if runs[i]:
+                first_running.setdefault(name, i)
+            else:
+                demos_binding.setdefault(name, []).append(i)
+    needed, todo = {}, [i for i in range(len(cells)) if runs[i]]
+    while todo:
+        i = todo.pop()
+        if i >= star:
+            continue
+        binds, reads, _ = names[i]
+        for name in reads - binds - KERNEL_NAMES:
+            if first_running.get(name, len(cells)) < i:
+                continue
+            above = demos_binding.get(name, [])
+            at = bisect.bisect_left(above, i) - 1  # the last demo above the reader that binds the name
+            if at < 0:
+                continue
+            j = above[at]
+            needed.setdefault(j, set()).add(name)
+            if not runs[j]:
+                runs[j] = True
+                todo.append(j)
+                for bound in names[j][0]:
+                    first_running[bound] = min(first_running.get(bound, len(cells)), j)
+    return {i: sorted(needed[i]) for i in sorted(needed)}
 
 
 def module_files(sources):
@@ -53,22 +81,6 @@ def said(names):
     parts = ([f"binds {', '.join(bound[:3])}{', ...' if len(bound) > 3 else ''}"] if bound else []) + \
             ([f"writes {', '.join(files)}"] if files else [])
     return " and ".join(parts)
-
-
-def _wanted(names, runs):
-    """{demo cell not run yet: names it binds that a running cell below it reads unbound}."""
-    wanted, bound = {}, set(KERNEL_NAMES)
-    for i, (binds, reads, star) in enumerate(names):
-        if not runs[i]:
-            continue
-        if star:  # `from x import *` binds names no one can list: nothing more is asked for
-            return wanted
-        for name in reads - bound - binds:
-            source = next((j for j in range(i - 1, -1, -1) if not runs[j] and name in names[j][0]), None)
-            if source is not None:
-                wanted.setdefault(source, set()).add(name)
-        bound |= binds
-    return wanted
 
 
 def _names(source):

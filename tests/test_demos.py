@@ -1,5 +1,8 @@
 """helpers/demos.py: which cells tagged demo a notebook's running code needs (grading and Validate
 run those; mend.py, the student bundle's nbgrader_config.py)."""
+import subprocess
+import sys
+
 import pytest
 
 from autograder import course, notebooks, samples
@@ -60,3 +63,14 @@ def test_what_a_needed_demo_gives_is_said_in_words():
     assert said(["a", "b", "c", "d"]) == "binds 'a', 'b', 'c', ..."
     assert said(["my_tasks.py"]) == "writes my_tasks.py"
     assert said(["x", "my_tasks.py"]) == "binds 'x' and writes my_tasks.py"
+
+
+def test_a_long_chain_of_demos_is_quick():
+    """The grader reads the notebook's names outside the sandbox, before any limit holds: 2,000 demos,
+    each needing the one above (all needed), take about 0.2 s; passes over the notebook until
+    nothing changed took O(n^3), hours. Run apart, so that a slow version fails rather than hangs."""
+    code = ("from helpers.demos import needed_demos\n"
+            "cells = [('a0 = 1', True)] + [(f'a{k} = a{k - 1} + 1', True) for k in range(1, 2000)]\n"
+            "assert len(needed_demos(cells + [('print(a1999)', False)])) == 2000\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr[-2000:]
