@@ -23,13 +23,23 @@ KERNEL_NAMES = frozenset(dir(builtins)) | {"get_ipython", "display", "In", "Out"
                                            "_", "__", "___", "_i", "_ii", "_iii", "_oh", "_dh", "_ih"}
 
 
+# Reading a cell's names parses it, outside any sandbox when grading: 5 MB of nested unary minus
+# took the parser to 1.5 GB before it gave up. A cell longer than this, or the cells past this much
+# code in all, bind and read nothing here (the course's notebooks: at most 4 KB a cell, 27 KB in all).
+MAX_READ_CELL, MAX_READ_TOTAL = 64 * 1024, 2 * 1024 * 1024
+NOTHING = (frozenset(), frozenset(), False)
+
+
 def needed_demos(cells):
     """{index: the names wanted from it} of the demo cells to run, from `cells`: (source, is_demo)
     of a notebook's code cells in order. A demo that a needed demo needs is needed too.
 
     Each cell that runs is looked at once (a worklist, not passes over the notebook: a notebook of
     thousands of chained demos costs a moment, not hours)."""
-    names = [_names(source) for source, _ in cells]
+    names, left = [], MAX_READ_TOTAL
+    for source, _ in cells:
+        left -= len(source)
+        names.append(_names(source) if left >= 0 else NOTHING)
     runs = [not is_demo for _, is_demo in cells]
     # Below a running star import, names may come from it: nothing below it asks for a demo.
     star = min((i for i, (_, _, starred) in enumerate(names) if starred and runs[i]), default=len(cells))
@@ -86,13 +96,15 @@ def said(names):
 def _names(source):
     """(global names the cell binds, global names it reads, whether it star-imports). A module file
     counts as a name too, "<module>.py": a `%%writefile` cell binds it, an `import` reads it."""
+    if len(source) > MAX_READ_CELL:
+        return NOTHING
     written = _written_module(source)
     if written is not None:
         return {written}, set(), False
     code = _as_python(source)
     try:
         table, tree = symtable.symtable(code, "<cell>", "exec"), ast.parse(code)
-    except (SyntaxError, ValueError):
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
         return set(), set(), False
     binds, reads = set(), set()
     for symbol in table.get_symbols():

@@ -39,6 +39,10 @@ DEMO, RUNS = True, False
     pytest.param([("%%writefile my_tasks.py\nX = 1", DEMO), ("%%writefile my_tasks.py\nX = 2", RUNS),
                   ("import my_tasks", RUNS)], {}, id="a-module-a-running-cell-writes-first"),
     pytest.param([("%%writefile notes.txt\nimport os", DEMO), ("import notes", RUNS)], {}, id="not-a-module"),
+    pytest.param([("x = " + "a." * 30_000 + "b", DEMO), ("print(x)", RUNS)], {}, id="too-deep-to-parse"),
+    pytest.param([("x = 1\n" + "# " + "." * 70_000, DEMO), ("print(x)", RUNS)], {}, id="a-cell-too-long-to-read"),
+    pytest.param([("x = 1", DEMO), *[("# " + "." * 60_000, RUNS)] * 40, ("print(x)", RUNS)], {},
+                 id="past-the-code-read-in-all"),
 ])
 def test_needed_demos(cells, needed):
     assert needed_demos(cells) == needed
@@ -72,5 +76,17 @@ def test_a_long_chain_of_demos_is_quick():
     code = ("from helpers.demos import needed_demos\n"
             "cells = [('a0 = 1', True)] + [(f'a{k} = a{k - 1} + 1', True) for k in range(1, 2000)]\n"
             "assert len(needed_demos(cells + [('print(a1999)', False)])) == 2000\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr[-2000:]
+
+
+def test_a_cell_made_to_exhaust_the_parser_is_not_read():
+    """5 MB of nested unary minus took the parser to 1.5 GB (outside the sandbox, when grading) before
+    it raised MemoryError: cells that long are not read (here about 40 MB in all)."""
+    code = ("import resource\n"
+            "from helpers.demos import needed_demos\n"
+            "assert needed_demos([('x = ' + '-' * 5_000_000 + '1', True), ('print(x)', False)]) == {}\n"
+            "peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+            "assert peak < 300 * 1024, f'{peak} kB'\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr[-2000:]
