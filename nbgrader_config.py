@@ -63,7 +63,7 @@ from nbgrader.preprocessors import (  # noqa: E402
     AssignLatePenalties, CheckCellMetadata, ClearOutput, LimitOutput, OverwriteKernelspec, SaveAutoGrades,
 )
 
-from autograder.pipeline.mend import MendCopiedCells  # noqa: E402
+from autograder.pipeline.mend import MendCopiedCells, RunNeededDemos  # noqa: E402
 from autograder.pipeline.reading import SubmissionExporter  # noqa: E402
 
 # A notebook over COURSE_MAX_NOTEBOOK_MB is refused before nbgrader reads it (formgrader's Autograde
@@ -71,9 +71,10 @@ from autograder.pipeline.reading import SubmissionExporter  # noqa: E402
 # metadata is read as meant.
 c.Autograde.exporter_class = SubmissionExporter
 # nbgrader's own, but for two: its DeduplicateIds left copied cells that failed the whole submission,
-# and its OverwriteCells raised a checksum alarm for every test cell with hidden tests.
+# and its OverwriteCells raised a checksum alarm for every test cell with hidden tests; and a step
+# that runs the demo cells the graded code needs.
 c.Autograde.sanitize_preprocessors = [ClearOutput, MendCopiedCells, OverwriteKernelspec,
-                                      OverwriteCellsAsReleased, CheckCellMetadata]
+                                      OverwriteCellsAsReleased, RunNeededDemos, CheckCellMetadata]
 c.Autograde.autograde_preprocessors = [
     KeepExpectedFiles,  # nothing handed in beside the notebook but what the release has
     StartJudge,         # the hidden checks' judge starts now and runs beside the kernel

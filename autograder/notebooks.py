@@ -37,7 +37,8 @@ DEMO_TAG = "demo"
 
 
 def is_demo(cell):
-    return DEMO_TAG in cell.get("metadata", {}).get("tags", [])
+    from helpers.demos import tags
+    return DEMO_TAG in tags(cell)
 
 
 def answer_cells(nb):

@@ -1,76 +1,104 @@
-"""Which teaching demos a notebook's own code needs.
+"""Which teaching demos a notebook's graded code needs.
 
 Grading skips the cells tagged `demo` (measurements and plots that grade nothing), and so does
 Validate. A cell the student made by copying a demo keeps the tag: a helper function typed into
-it, or an answer that reads a name a demo set, worked in the student's kernel and raised
-NameError when graded. `needed_demos` finds the demo cells that bind a global name that a cell
-which does run reads, where no running cell above it binds that name; grading and Validate
+it, an answer that uses an import only a demo made, or a worker module written by a copy of a
+`%%writefile` demo worked in the student's kernel and raised NameError or ImportError when graded.
+`needed_demos` finds the demo cells that graded code needs, and grading and Validate
 (`nbgrader_config.py`) run those too.
 
-A module a `%%writefile` demo writes beside the notebook counts as a name that an `import` reads.
-Names are read with `symtable` after IPython's own transforms (magics, `!` lines): a cell that
-does not parse binds and reads nothing. Local names of functions are not global reads, so a
-demo's `x` is not run for an answer's local `x`.
+What a cell binds and reads is read from its text with `symtable` (magics and shell lines are
+read as IPython runs them, the body of `%%time`, `%%timeit`, `%%prun` and `%%capture` as Python;
+a module written with `%%writefile`/`%%file` is a name that an `import` reads). A name read in a
+function's body is looked up when the function is called, after the cells above its caller ran:
+it may come from anywhere in the notebook. Only what the graded cells (answers, tests) read, and
+what the cells they read from read in turn, can call for a demo: a cell a student added to look at
+a demo's result does not make the demo run.
 """
 import ast
 import bisect
 import builtins
+import re
 import shlex
 import symtable
 
+DEMO_TAG = "demo"
 # Names the kernel itself provides (IPython's user namespace).
 KERNEL_NAMES = frozenset(dir(builtins)) | {"get_ipython", "display", "In", "Out", "exit", "quit",
                                            "_", "__", "___", "_i", "_ii", "_iii", "_oh", "_dh", "_ih"}
-
-
 # Reading a cell's names parses it, outside any sandbox when grading: 5 MB of nested unary minus
 # took the parser to 1.5 GB before it gave up. A cell longer than this, or the cells past this much
 # code in all, bind and read nothing here (the course's notebooks: at most 4 KB a cell, 27 KB in all).
 MAX_READ_CELL, MAX_READ_TOTAL = 64 * 1024, 2 * 1024 * 1024
-NOTHING = (frozenset(), frozenset(), False)
+# (binds, reads now, reads when a function it defines is called, star-imports)
+NOTHING = (frozenset(), frozenset(), frozenset(), False)
+# Cell magics whose body runs as Python in the kernel's namespace.
+_PYTHON_BODY = {"time", "timeit", "prun", "capture"}
+_WRITES = {"writefile", "file"}
+
+
+def tags(cell):
+    """A cell's tags as a list of strings (a string or anything else an editor left there: none)."""
+    found = cell.get("metadata", {}).get("tags", [])
+    return [tag for tag in found if isinstance(tag, str)] if isinstance(found, list) else []
+
+
+def grade_id(cell):
+    meta = cell.get("metadata", {}).get("nbgrader")
+    return meta.get("grade_id") if isinstance(meta, dict) and isinstance(meta.get("grade_id"), str) else None
+
+
+def skipped(cell):
+    """Whether grading and Validate skip this cell: tagged demo, and not graded (a graded cell always runs)."""
+    return DEMO_TAG in tags(cell) and grade_id(cell) is None
 
 
 def needed_demos(cells):
-    """{index: the names wanted from it} of the demo cells to run, from `cells`: (source, is_demo)
-    of a notebook's code cells in order. A demo that a needed demo needs is needed too.
+    """{index: the names wanted from it} of the demo cells to run, from `cells`: (source, is_demo,
+    is_graded) of a notebook's code cells in order. A demo that a needed one needs is needed too.
 
-    Each cell that runs is looked at once (a worklist, not passes over the notebook: a notebook of
-    thousands of chained demos costs a moment, not hours)."""
+    A worklist from the graded cells: each cell is looked at once, so a notebook of thousands of
+    chained demos costs a moment."""
     names, left = [], MAX_READ_TOTAL
-    for source, _ in cells:
-        left -= len(source)
+    for source, _, _ in cells:
+        if len(source) <= MAX_READ_CELL:  # a longer one is not read, and takes nothing from the rest
+            left -= len(source)
         names.append(_names(source) if left >= 0 else NOTHING)
-    runs = [not is_demo for _, is_demo in cells]
-    # Below a running star import, names may come from it: nothing below it asks for a demo.
-    star = min((i for i, (_, _, starred) in enumerate(names) if starred and runs[i]), default=len(cells))
-    demos_binding, first_running = {}, {}
-    for i, (binds, _, _) in enumerate(names):
+    end = len(cells)
+    runs = [not is_demo for _, is_demo, _ in cells]
+    # Below a star import that runs, any name may come from it: no read there calls for a demo.
+    star = min((i for i, name in enumerate(names) if name[3] and runs[i]), default=end)
+    binders = {True: {}, False: {}}  # running or not -> name -> sorted indices of the cells binding it
+    for i, (binds, _, _, _) in enumerate(names):
         for name in binds:
-            if runs[i]:
-                first_running.setdefault(name, i)
-            else:
-                demos_binding.setdefault(name, []).append(i)
-    needed, todo = {}, [i for i in range(len(cells)) if runs[i]]
+            binders[runs[i]].setdefault(name, []).append(i)
+    needed, readers = {}, {i for i, (_, _, graded) in enumerate(cells) if graded}
+    todo = sorted(readers, reverse=True)
     while todo:
         i = todo.pop()
-        if i >= star:
-            continue
-        binds, reads, _ = names[i]
-        for name in reads - binds - KERNEL_NAMES:
-            if first_running.get(name, len(cells)) < i:
+        binds, now, later, _ = names[i]
+        for name, before in [(n, i) for n in now - binds] + [(n, end) for n in later]:
+            if name in KERNEL_NAMES or before > star:
                 continue
-            above = demos_binding.get(name, [])
-            at = bisect.bisect_left(above, i) - 1  # the last demo above the reader that binds the name
-            if at < 0:
-                continue
-            j = above[at]
-            needed.setdefault(j, set()).add(name)
-            if not runs[j]:
-                runs[j] = True
-                todo.append(j)
-                for bound in names[j][0]:
-                    first_running[bound] = min(first_running.get(bound, len(cells)), j)
+            source = _last_before(binders[True].get(name, ()), before)
+            if source is None:
+                source = _last_before(binders[False].get(name, ()), before)
+                if source is None:
+                    continue
+                needed.setdefault(source, set()).add(name)
+                runs[source] = True
+                for bound in names[source][0]:
+                    binders[False][bound].remove(source)
+                    bisect.insort(binders[True].setdefault(bound, []), source)
+            if source not in readers:
+                readers.add(source)
+                todo.append(source)
     return {i: sorted(needed[i]) for i in sorted(needed)}
+
+
+def _last_before(indices, before):
+    at = bisect.bisect_left(indices, before) - 1
+    return indices[at] if at >= 0 else None
 
 
 def module_files(sources):
@@ -78,8 +106,8 @@ def module_files(sources):
     notebook that code of these cells may need (an import of a library is listed too)."""
     imported, written = set(), set()
     for source in sources:
-        binds, reads, _ = _names(source)
-        imported |= {name for name in reads if name.endswith(".py")}
+        binds, now, later, _ = _names(source)
+        imported |= {name for name in now | later if name.endswith(".py")}
         written |= {name for name in binds if name.endswith(".py")}
     return imported, written
 
@@ -94,64 +122,81 @@ def said(names):
 
 
 def _names(source):
-    """(global names the cell binds, global names it reads, whether it star-imports). A module file
-    counts as a name too, "<module>.py": a `%%writefile` cell binds it, an `import` reads it."""
+    """(global names the cell binds, those it reads as it runs, those the functions it defines read
+    when called, whether it star-imports). A module file counts as a name too, "<module>.py": a
+    `%%writefile` cell binds it, an `import` reads it. Whatever cannot be read reads as NOTHING."""
     if len(source) > MAX_READ_CELL:
         return NOTHING
-    written = _written_module(source)
-    if written is not None:
-        return {written}, set(), False
-    code = _as_python(source)
     try:
+        code, bound = _as_python(source)
+        if isinstance(code, frozenset):  # a module the cell writes
+            return code, frozenset(), frozenset(), False
         table, tree = symtable.symtable(code, "<cell>", "exec"), ast.parse(code)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return set(), set(), False
-    binds, reads = set(), set()
-    for symbol in table.get_symbols():
-        if symbol.is_assigned() or symbol.is_imported():
-            binds.add(symbol.get_name())
-        if symbol.is_referenced():
-            reads.add(symbol.get_name())
-    _inner_globals(table, binds, reads)
-    star = any(isinstance(node, ast.ImportFrom) and any(alias.name == "*" for alias in node.names)
-               for node in ast.walk(tree))
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            reads.update(f"{alias.name.split('.')[0]}.py" for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-            reads.add(f"{node.module.split('.')[0]}.py")
-    return binds, reads, star
+        binds, now, later = set(bound), set(), set()
+        for symbol in table.get_symbols():
+            if symbol.is_assigned() or symbol.is_imported():
+                binds.add(symbol.get_name())
+            if symbol.is_referenced():
+                now.add(symbol.get_name())
+        _inner_globals(table, binds, now, later)
+        star = False
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                now.update(f"{alias.name.split('.')[0]}.py" for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                now.add(f"{node.module.split('.')[0]}.py")
+                star = star or any(alias.name == "*" for alias in node.names)
+        return frozenset(binds), frozenset(now), frozenset(later - now), star
+    except Exception:  # noqa: BLE001 (SyntaxError, RecursionError, MemoryError...: nothing read)
+        return NOTHING
 
 
-def _written_module(source):
-    """"<module>.py" where the cell is `%%writefile [-a] <module>.py` (a module beside the notebook
-    that workers started with `spawn` can import), else None."""
-    first = source.lstrip().split("\n", 1)[0]
-    if not first.startswith("%%writefile"):
-        return None
-    try:
-        words = [word for word in shlex.split(first)[1:] if not word.startswith("-")]
-    except ValueError:
-        return None
-    name = words[-1] if words else ""
-    return name if name.endswith(".py") and name[:-3].isidentifier() else None
-
-
-def _inner_globals(table, binds, reads):
-    """Global names read or bound (`global x`) inside functions, classes and comprehensions."""
-    for child in table.get_children():
-        for symbol in child.get_symbols():
+def _inner_globals(table, binds, now, later):
+    """Global names read or bound (`global x`) in nested scopes: read now in a class body or a
+    comprehension run by the cell itself, later in a function's body. Iterative: nesting a thousand
+    deep must not take Python's recursion limit."""
+    todo = [(child, False) for child in table.get_children()]
+    while todo:
+        scope, deferred = todo.pop()
+        deferred = deferred or (scope.get_type() == "function"
+                                and scope.get_name() not in ("listcomp", "setcomp", "dictcomp", "genexpr"))
+        for symbol in scope.get_symbols():
             if symbol.is_global() and symbol.is_referenced():
-                reads.add(symbol.get_name())
+                (later if deferred else now).add(symbol.get_name())
             if symbol.is_declared_global() and symbol.is_assigned():
                 binds.add(symbol.get_name())
-        _inner_globals(child, binds, reads)
+        todo += [(child, deferred) for child in scope.get_children()]
+
+
+_ESCAPED = re.compile(r"^\s*[%!]|\?\s*$")             # a line magic, a shell line, a help request
+_CAPTURED = re.compile(r"^(\s*)([\w.,\s()\[\]]+?)\s*=\s*[%!]")  # `files = !ls`, `t = %timeit -o f()`
 
 
 def _as_python(source):
-    """The cell as Python, as IPython runs it (magics and shell lines become calls)."""
-    try:
-        from IPython.core.inputtransformer2 import TransformerManager
-    except ImportError:
-        return source
-    return TransformerManager().transform_cell(source)
+    """(the cell as Python that binds and reads what the cell does, names it binds besides), or
+    (frozenset({"x.py"}), ()) for a cell that writes module x. Line by line, linear in the cell."""
+    lines = source.lstrip("\n").split("\n")
+    bound = []
+    if lines and lines[0].lstrip().startswith("%%"):
+        words = shlex.split(lines[0].lstrip()[2:])
+        magic = words[0] if words else ""
+        if magic in _WRITES:
+            files = [w for w in words[1:] if not w.startswith("-")]
+            name = files[-1] if files else ""
+            written = frozenset({name}) if name.endswith(".py") and name[:-3].isidentifier() else frozenset()
+            return written, ()
+        if magic not in _PYTHON_BODY:
+            return "", ()  # %%bash, %%html, ...: no Python
+        if magic == "capture":
+            bound = [w for w in words[1:] if not w.startswith("-")][:1]
+        lines = lines[1:]
+    out = []
+    for line in lines:
+        captured = _CAPTURED.match(line)
+        if captured:
+            out.append(f"{captured.group(1)}{captured.group(2)} = None")
+        elif _ESCAPED.search(line):
+            out.append(line[:len(line) - len(line.lstrip())] + "pass")
+        else:
+            out.append(line)
+    return "\n".join(out), bound

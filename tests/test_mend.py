@@ -9,7 +9,7 @@ import pytest
 from autograder import course, notebooks, samples
 from autograder.pipeline import verify
 from autograder.pipeline.feedback_page import table
-from autograder.pipeline.mend import MENDED, MendCopiedCells, index_below
+from autograder.pipeline.mend import MENDED, MendCopiedCells, RunNeededDemos, index_below
 
 A = "01_processes_threads"
 
@@ -211,9 +211,13 @@ def test_a_demo_the_code_below_needs_runs(mend):
     copied.source = nb.cells[answer].source.replace("def cpu_info(", "def _impl(")
     nb.cells[answer].source = "def cpu_info(*args, **kwargs):\n    return _impl(*args, **kwargs)\n"
     nb.cells.insert(answer, copied)
-    mended = mend(nb)
+    # A cell added to look at a demo's result makes no demo run: it grades nothing.
+    nb.cells.insert(answer + 3, nbformat.v4.new_code_cell("print(info)"))
+    nb.cells.insert(answer + 3, nbformat.v4.new_code_cell("info = 'pretend a demo measured this'"))
+    nb.cells[answer + 3].metadata["tags"] = ["demo"]
+    mended, _ = RunNeededDemos().preprocess(mend(nb), {})
     assert not notebooks.is_demo(mended.cells[answer]) and mended.cells[answer].source == copied.source
     assert sum(notebooks.is_demo(c) for c in mended.cells) == sum(notebooks.is_demo(c) for c in nb.cells) - 1
     assert mended.metadata[MENDED] == ["a cell tagged 'demo' (teaching demos do not run while grading) binds "
-                                       "'_impl', which your code below it uses: it ran, as it did in your kernel"]
+                                       "'_impl', which your graded code uses: it ran, as it did in your kernel"]
     _replayed_everything_the_kernel_runs(mended)

@@ -168,7 +168,7 @@ def test_validate_skips_the_demos_as_grading_does(bundle, tmp_path):
                           env=env, capture_output=True, text=True, timeout=300)
     report = " ".join((done.stdout + done.stderr).split())
     assert done.returncode == 0 and "NameError" not in report, report[-2000:]
-    assert "a cell tagged demo binds 'DEMO_VALUE', which your code below it uses" in report, report[-2000:]
+    assert "a cell tagged demo binds 'DEMO_VALUE', which your graded code uses" in report, report[-2000:]
     assert (folder / "00_check" / "demo-ran.txt").exists(), "the demo that the test cell needs did not run"
     (folder / "00_check" / "demo-ran.txt").unlink()
     # A name read in a way no reading of the code can see: a NameError, and the hint about demos.

@@ -18,8 +18,8 @@ to copy the student's work into a fresh release by hand (jupyter/nbgrader#1083, 
   the others);
 - a test cell that holds its released text and code around it (cells merged into it) gives that
   code cells of its own, around it (nbgrader put the test back and the code was lost).
-- a cell tagged `demo` (grading skips those) that binds a name the code that runs below it reads,
-  unbound there (a helper typed into a copy of a demo cell), runs as it did in the kernel.
+`RunNeededDemos`, after OverwriteCellsAsReleased: a cell tagged `demo` (grading skips those) that the
+graded code needs (a helper typed into a copy of a demo cell) runs, as it did in the kernel.
 (The judge replays what the kernel runs whatever the cells' ids: verify.payload_for.)
 
 Nothing here can raise a score: test cells are overwritten from the gradebook next
@@ -55,11 +55,33 @@ class MendCopiedCells(NbGraderPreprocessor):
         said += _restore_lost(nb, released)
         said += _reset_marks(nb, released)
         said += _split_merged_tests(nb, _released_tests(release_cells))
-        said += _run_needed_demos(nb)
         nb.metadata.pop(MENDED, None)
         if said:
             nb.metadata[MENDED] = said
             for line in said:
+                self.log.warning("mended before grading: %s", line)
+        return nb, resources
+
+
+class RunNeededDemos(NbGraderPreprocessor):
+    """A cell tagged `demo` (grading skips those) that graded code needs runs, as it did in the
+    student's kernel: a helper typed into a copy of a demo cell, an import or a worker module only a
+    demo made (helpers/demos.py). After the test cells are back as released, so that what they
+    read is the course's text, not the student's edit of it."""
+
+    def preprocess(self, nb, resources):
+        from helpers.demos import DEMO_TAG, grade_id, needed_demos, said, skipped, tags
+
+        code = [cell for cell in nb.cells if cell.cell_type == "code"]
+        needed = needed_demos([(cell.source, skipped(cell), grade_id(cell) is not None) for cell in code])
+        lines = []
+        for index, names in needed.items():
+            code[index].metadata["tags"] = [tag for tag in tags(code[index]) if tag != DEMO_TAG]
+            lines.append(f"a cell tagged 'demo' (teaching demos do not run while grading) {said(names)}, which "
+                         "your graded code uses: it ran, as it did in your kernel")
+        if lines:
+            nb.metadata[MENDED] = list(nb.metadata.get(MENDED, [])) + lines
+            for line in lines:
                 self.log.warning("mended before grading: %s", line)
         return nb, resources
 
@@ -152,25 +174,6 @@ def _split_merged_tests(nb, tests):
                 nb.cells.insert(place, added)
         said.append(f"the test cell '{_grade_id(cell)}' held code of yours too (merged cells?): it ran as a cell "
                     "you added, where it was, and the test cell as released")
-    return said
-
-
-def _run_needed_demos(nb):
-    """A cell tagged `demo` (grading skips those) that binds a name the code that runs below it
-    reads, and no cell that runs binds first (a helper typed into a copy of a demo, an answer that
-    reads a demo's result), runs: it ran in the student's kernel (helpers/demos.py)."""
-    from helpers.demos import needed_demos, said as gives
-
-    from .. import notebooks
-
-    code = [cell for cell in nb.cells if cell.cell_type == "code"]
-    needed = needed_demos([(cell.source, notebooks.is_demo(cell) and _grade_id(cell) is None) for cell in code])
-    said = []
-    for index, names in needed.items():
-        tags = code[index].metadata["tags"]
-        code[index].metadata["tags"] = [tag for tag in tags if tag != notebooks.DEMO_TAG]
-        said.append(f"a cell tagged 'demo' (teaching demos do not run while grading) {gives(names)}, which your "
-                    "code below it uses: it ran, as it did in your kernel")
     return said
 
 

@@ -46,7 +46,7 @@ def payload_for(nb, source_nb):
     The student's process runs what the kernel runs, as the kernel runs it: the submission's code
     cells in its order and with its text (a teaching cell the student edited, as their own Run
     All would run it), but the test cells (their hidden checks are the judge's) and the cells
-    tagged demo without nbgrader metadata, which the kernel skips (ResilientExecute). The kernel
+    tagged demo without a grade_id, which the kernel skips (ResilientExecute; helpers.demos.skipped). The kernel
     and the judge then agree on every cell whatever the cells' ids: copies, cells moved or split,
     ids an editor renewed. A cell's label says whose it is, for the place an error is reported
     at: an answer's grade_id, a course cell (an id of the source's teaching cells) or an added cell.
@@ -54,6 +54,8 @@ def payload_for(nb, source_nb):
     keeps what those names are there, and the checks get that (a copy of the answer's stub left at
     the notebook's end, or a variant tried there, redefines the function after its test ran).
     """
+    from helpers.demos import skipped
+
     from .. import notebooks
 
     course_ids = {c.get("id") for c in source_nb.cells if c.cell_type == "code" and not notebooks.nbgrader_meta(c)}
@@ -69,7 +71,7 @@ def payload_for(nb, source_nb):
         if cell.cell_type != "code":
             continue
         meta = notebooks.nbgrader_meta(cell)
-        if not meta and notebooks.is_demo(cell):
+        if skipped(cell):  # as the kernel: RunNeededDemos has untagged the demos graded code needs
             continue
         if meta.get("grade_id"):
             cells.append((meta["grade_id"], cell.source))

@@ -33,26 +33,22 @@ class KeepLastOfCopies(NbGraderPreprocessor):
         return nb, resources
 
 
-# A cell tagged demo that binds a name your code below it reads (a helper typed into a copy of a demo
-# cell, an answer that uses a demo's import) runs while grading, as in your notebook; validate the same.
+# A cell tagged demo that your graded code needs (a helper typed into a copy of a demo cell, an import
+# or a worker module only a demo made) runs while grading, as in your notebook; validate the same.
 import os  # noqa: E402
 import sys  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # `helpers`, with a server started by hand too
-from helpers.demos import module_files, needed_demos, said  # noqa: E402
+from helpers.demos import grade_id, module_files, needed_demos, said, skipped, tags  # noqa: E402
 
 
 class RunNeededDemos(NbGraderPreprocessor):
     def preprocess(self, nb, resources):
         code = [cell for cell in nb.cells if cell.cell_type == "code"]
-
-        def skipped(cell):
-            meta = cell.get("metadata", {})
-            return "demo" in meta.get("tags", []) and not isinstance(meta.get("nbgrader"), dict)
-
-        for index, names in needed_demos([(cell.source, skipped(cell)) for cell in code]).items():
-            code[index].metadata["tags"] = [tag for tag in code[index].metadata["tags"] if tag != "demo"]
-            self.log.warning("a cell tagged demo %s, which your code below it uses: grading runs that cell "
+        needed = needed_demos([(cell.source, skipped(cell), grade_id(cell) is not None) for cell in code])
+        for index, names in needed.items():
+            code[index].metadata["tags"] = [tag for tag in tags(code[index]) if tag != "demo"]
+            self.log.warning("a cell tagged demo %s, which your graded code uses: grading runs that cell "
                              "(and skips the other demos), and so does this check", said(names))
         return nb, resources
 
@@ -74,9 +70,7 @@ class WarnModulesNotHandedIn(NbGraderPreprocessor):
             shipped = None
         if shipped is None:  # not an assignment folder of the course
             return nb, resources
-        runs = [cell.source for cell in nb.cells if cell.cell_type == "code"
-                and ("demo" not in cell.get("metadata", {}).get("tags", [])
-                     or isinstance(cell.get("metadata", {}).get("nbgrader"), dict))]
+        runs = [cell.source for cell in nb.cells if cell.cell_type == "code" and not skipped(cell)]
         imported, written = module_files(runs)
         for name in sorted(imported - written):
             path = os.path.join(folder, name)
