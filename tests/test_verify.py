@@ -341,3 +341,28 @@ def test_a_replayed_cell_keeps_its_line_numbers():
     except ValueError as err:
         frame = traceback.extract_tb(err.__traceback__)[-1]
     assert (frame.filename, frame.lineno) == ("<robust_map>", 5), frame
+
+
+def test_magics_that_run_python_in_the_kernel_run_it_in_the_replay_too(tmp_path, monkeypatch):
+    """The student's process stood in a QuietShell whose magics did nothing: an answer cell under
+    `%%time` (or `%%capture`, `%%prun`, or an answer bound on a `%time` line) was defined in the
+    kernel and not in the replay, and lost every check (0/8 on 01 for `%%time` on each answer)."""
+    from autograder.sandbox import student as student_side
+
+    monkeypatch.chdir(tmp_path)
+    namespace = {"get_ipython": lambda: student_side.QuietShell()}  # as the student's process has it
+    cells = {"time": "%%time\ndef f():\n    return 1\n",
+             "capture": "%%capture out --no-stderr\nprint('hi')\ny = 2\n",
+             "line": "%time z = f() + y\n",
+             "prun": "%prun -s time q = 7\n",
+             "in a function": "def g():\n    %time w = 5\n    return 'w' in globals()\nr = g()\n",
+             "timeit": "%%timeit\nnot_bound = 1\n",
+             "file": "%%file -a tasks.py\nA = 1\n",
+             "writefile": "%%writefile 'more tasks.py'\nB = 1\n"}
+    for label, source in cells.items():
+        student_side.run_cell(namespace, label, source)
+    assert namespace["f"]() == 1 and namespace["y"] == 2 and namespace["out"].stdout == "hi\n"
+    assert namespace["z"] == 3 and namespace["q"] == 7
+    assert namespace["r"] is False and "w" not in namespace  # a function's %time: its locals, as IPython
+    assert "not_bound" not in namespace  # %%timeit runs its body in a function of its own, as IPython
+    assert (tmp_path / "tasks.py").read_text() == "A = 1\n" and (tmp_path / "more tasks.py").read_text() == "B = 1\n"

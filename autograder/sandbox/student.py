@@ -54,17 +54,43 @@ def to_python(source):
 
 
 class QuietShell:
-    """Stands in for get_ipython() in student code: magics do nothing, except %%writefile."""
+    """Stands in for get_ipython() in student code. The magics that run Python in the kernel's
+    namespace (`%%time`, `%%prun`, `%%capture`, `%time`, `%prun`) run it here too, so that what they
+    define is defined here as in the kernel (an answer cell under `%%time` lost every exercise it
+    defined, 0/8 on 01); `%%writefile`/`%%file` write their file; the others do nothing."""
 
-    def run_line_magic(self, *args, **kwargs):
+    RUN_BODY = ("time", "prun")
+
+    def run_line_magic(self, name, line, *args, **kwargs):
+        statement = _without_options(line) if name in self.RUN_BODY else ""
+        if statement:
+            caller = sys._getframe(1)  # the student's code: module level, or a function's body
+            if caller.f_locals is caller.f_globals:
+                run_cell(caller.f_globals, f"%{name} line", statement)
+            else:  # IPython runs it with the function's locals, whose changes do not last
+                exec(compile(to_python(statement), f"<%{name} line>", "exec"), caller.f_globals, dict(caller.f_locals))
         return None
 
     def run_cell_magic(self, name, line, cell):
-        if name == "writefile":
-            path = line.split()[-1]
-            mode = "a" if "-a" in line.split() else "w"
-            with open(path, mode) as f:
+        import contextlib
+        import io
+        import shlex
+
+        if name in ("writefile", "file"):
+            words = shlex.split(line)
+            with open(words[-1], "a" if "-a" in words or "--append" in words else "w") as f:
                 f.write(cell)
+        elif name in self.RUN_BODY:
+            run_cell(sys._getframe(1).f_globals, f"%%{name} cell", cell)
+        elif name == "capture":
+            namespace, out, err = sys._getframe(1).f_globals, io.StringIO(), io.StringIO()
+            try:
+                with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+                    run_cell(namespace, "%%capture cell", cell)
+            finally:
+                names = [word for word in line.split() if not word.startswith("-")]
+                if names:
+                    namespace[names[0]] = Captured(out.getvalue(), err.getvalue())
         return None
 
     def system(self, *args, **kwargs):
@@ -74,6 +100,27 @@ class QuietShell:
 
     def __getattr__(self, name):
         return lambda *args, **kwargs: None
+
+
+class Captured:
+    """What `%%capture name` binds, as far as code reads it back: IPython's CapturedIO."""
+
+    def __init__(self, stdout, stderr):
+        self.stdout, self.stderr, self.outputs = stdout, stderr, []
+
+    def show(self):
+        sys.stdout.write(self.stdout)
+        sys.stderr.write(self.stderr)
+
+    __call__ = show
+
+
+def _without_options(line):
+    """The statement of a `%prun -s time f()` line: its options dropped (-l, -s, -T and -D take a value)."""
+    words = line.split(" ")
+    while words and words[0].startswith("-"):
+        words = words[2:] if words[0] in ("-l", "-s", "-T", "-D") and len(words) > 1 else words[1:]
+    return " ".join(words).strip()
 
 
 def run_cell(namespace, label, source):
