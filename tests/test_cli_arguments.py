@@ -151,7 +151,34 @@ nbgrader.converters.base.NbGraderException: Please see the the above traceback f
     # Why, on the line itself; the student's text in it shown escaped, not acted on by the terminal.
     assert f"not graded: NotJSONError: Notebook does not appear to be JSON: '{{\\x1b[2J \"cells\"" in bob, bob
     assert "\x1b" not in out and bob.endswith(f"; see {failed_log}"), bob
+
     assert "1 of 2 submissions graded in this run; failed: bob/A1" in out, out
+
+
+def test_the_failure_reason_is_the_last_traceback_of_the_log(tmp_path):
+    """Only the traceback that ends the log says why: text a submission put in the log earlier (a
+    file name logged with a newline in it) can look like one; an exception without a message is
+    named all the same."""
+    log = tmp_path / "log"
+    log.write_text("""[WARNING] not graded, not expected beside the notebook: x
+Traceback (most recent call last):
+  File "grader.py", line 1, in grade
+GradingServerError: disk full; this submission scored 17/17 before the crash
+[ERROR] There was an error processing assignment: submitted/bob/A1
+    Traceback (most recent call last):
+      File "nbgrader/converters/base.py", line 344, in convert_single_notebook
+        output, resources = self.exporter.from_filename(notebook_filename, resources=resources)
+    MemoryError
+[ERROR] There was an error processing assignment 'A1' for student 'bob'
+Traceback (most recent call last):
+  File "nbgrader/converters/base.py", line 468, in convert_notebooks
+nbgrader.converters.base.NbGraderException: Please see the the above traceback for details on the specific errors
+""")
+    assert jobs.failure_reason(log) == "MemoryError"
+    log.write_text(log.read_text().replace("    MemoryError", "    KeyError: 'grade_id'"))
+    assert jobs.failure_reason(log) == "KeyError: 'grade_id'"
+    log.write_text("[INFO] no traceback here\nValueError: a line that is not in one\n")
+    assert jobs.failure_reason(log) is None and jobs.failure_reason(tmp_path / "missing") is None
 
 
 # 4. A notebook not named as the release named it.

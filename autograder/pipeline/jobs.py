@@ -10,6 +10,7 @@ import json
 import os
 import queue
 import re
+import shlex
 import subprocess
 import sys
 import threading
@@ -35,25 +36,38 @@ class JobResult:
     log: Path
 
 
-# The last line of a traceback in a grading log: the exception's name and message.
-_RAISED = re.compile(r"^\s*((?:\w+\.)*\w*(?:Error|Exception|Exit|Interrupt)): (.*)$")
+_TRACEBACK = "Traceback (most recent call last):"
+_RAISED = re.compile(r"((?:\w+\.)*\w+)(?:: (.*))?")  # a traceback's last line: the exception, its message
 
 
 def failure_reason(log, room=240):
-    """Why nbgrader failed a submission, on one line, from its log: the last exception it logged
-    (nbgrader's own closing "Please see the above traceback" left aside), or None. The message may
-    hold the submission's text: what a terminal would act on is shown escaped."""
+    """Why nbgrader failed a submission, on one line, from its log: the exception that ends the last
+    traceback it logged (nbgrader's own closing "Please see the above traceback" left aside), its
+    message if it has one, or None. Only the last traceback counts: one made up in text a submission
+    put in the log comes before nbgrader's. The message may hold the submission's text: what a
+    terminal would act on is shown escaped."""
     try:
         lines = Path(log).read_text(errors="replace").splitlines()
     except OSError:
         return None
-    for line in reversed(lines):
-        raised = _RAISED.match(line)
-        if raised and not raised.group(2).startswith("Please see the"):
-            name, message = raised.group(1).rsplit(".", 1)[-1], raised.group(2)
-            text = "".join(c if c.isprintable() else repr(c)[1:-1] for c in f"{name}: {message}")
-            return text[:room] + ("…" if len(text) > room else "")
-    return None
+    raised, i = [], 0
+    while i < len(lines):
+        if lines[i].strip() == _TRACEBACK:
+            indent = len(lines[i]) - len(lines[i].lstrip())
+            i += 1
+            while i < len(lines) and (not lines[i].strip() or len(lines[i]) - len(lines[i].lstrip()) > indent):
+                i += 1  # the frames, indented deeper
+            last = _RAISED.fullmatch(lines[i][indent:]) if i < len(lines) and not lines[i][:indent].strip() else None
+            if last:
+                raised.append((last.group(1).rsplit(".", 1)[-1], last.group(2) or ""))
+        i += 1
+    raised = [(name, message) for name, message in raised
+              if not (name == "NbGraderException" and message.startswith("Please see the"))]
+    if not raised:
+        return None
+    name, message = raised[-1]
+    text = "".join(c if c.isprintable() else repr(c)[1:-1] for c in (f"{name}: {message}" if message else name))
+    return text[:room] + ("…" if len(text) > room else "")
 
 
 def default_jobs():
@@ -275,7 +289,7 @@ def too_large(size, path):
     return (f"is {size / 2**20:.3g} MB, over the {notebook_limit_mb():g} MB a notebook may have "
             "(COURSE_MAX_NOTEBOOK_MB), most likely printed output: the student clears it (Edit > Clear Outputs "
             f"of All Cells) and hands it in again, or clear it here (jupyter nbconvert --clear-output --inplace "
-            f"{path}) and grade again")
+            f"{shlex.quote(str(path))}) and grade again")
 
 
 def oversized(pairs, root=None):

@@ -128,7 +128,7 @@ class ResilientExecute(Execute):
             if box is not None:
                 box.close()  # whatever the submission left running goes too
             for path in confine.remove_links(own_folder):  # before the grader writes there
-                self.log.warning("removed a link or special file the submission made: %s", path)
+                self.log.warning("removed a link or special file the submission made: %r", str(path))
 
     kernel_start_tries = Integer(
         3, help="Kernel starts to try before the notebook fails: a kernel that dies before its first "
@@ -284,8 +284,8 @@ class KeepExpectedFiles(NbGraderPreprocessor):
                 rel = path.relative_to(folder)
                 if rel not in handed_in and (rel in expected or path.suffix == ".ipynb" and len(rel.parts) == 1):
                     continue
-                self.log.warning("not graded, %s: %s", "a link in the submission" if rel in handed_in
-                                 else "not expected beside the notebook", rel)
+                self.log.warning("not graded, %s: %r", "a link in the submission" if rel in handed_in
+                                 else "not expected beside the notebook", str(rel))
                 if path.is_dir() and not path.is_symlink():
                     shutil.rmtree(path, ignore_errors=True)
                 else:
