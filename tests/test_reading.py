@@ -62,3 +62,14 @@ def test_what_is_no_notebook_even_so_fails_as_nbformat_fails_it(text):
         read_leniently(text)
     with pytest.raises(type(refused.value)):
         nbformat.reads(text.lstrip("\ufeff"), as_version=4)
+
+
+def test_tags_that_are_not_a_list_are_read_as_one():
+    """nbclient skips the demos by `"demo" in tags`: a string is tested by substring, and `null` fails."""
+    data = json.loads(_release_text())
+    data["cells"][2]["metadata"]["tags"] = "demos, plots"
+    data["cells"][3]["metadata"]["tags"] = None
+    data["cells"][4]["metadata"]["tags"] = ["demo", 7]
+    nb, said = read_leniently(json.dumps(data))
+    assert [nb.cells[i].metadata["tags"] for i in (2, 3, 4)] == [["demos, plots"], [], ["demo"]]
+    assert said == ["the tags of 3 cells were not a list of words: read as one"]

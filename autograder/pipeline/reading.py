@@ -8,7 +8,7 @@
   hook cannot stop a submission (it logs the hook's error and goes on).
 - A notebook that Jupyter would refuse for its form alone is read as it was meant: a UTF-8
   byte-order mark in front (Windows tools write one), a cell or the notebook with `null` or no
-  metadata. nbformat failed the whole submission on either, with a traceback for the instructor.
+  metadata; cell tags that are not a list of strings become one. nbformat failed the whole submission on either, with a traceback for the instructor.
   What was mended goes to MendCopiedCells, which tells the log and the feedback page.
 """
 import json
@@ -49,7 +49,8 @@ def read_leniently(text):
         said.append("your notebook was saved with a byte-order mark in front (by an editor other than "
                     "Jupyter?), which Jupyter refuses: it was read without it")
     try:
-        return nbformat.reads(text, as_version=4), said
+        nb = nbformat.reads(text, as_version=4)
+        return nb, said + _tags_as_lists(nb)
     except Exception as refused:
         try:
             data = json.loads(text)
@@ -62,7 +63,21 @@ def read_leniently(text):
             nb = nbformat.reads(json.dumps(data), as_version=4)
         except Exception:
             raise refused from None
-        return nb, said + [f"{bare} had no metadata (edited outside JupyterLab?): read with none"]
+        return nb, said + [f"{bare} had no metadata (edited outside JupyterLab?): read with none"] + _tags_as_lists(nb)
+
+
+def _tags_as_lists(nb):
+    """A cell's tags are a list of strings; nbformat reads a string there too (it only warns), which
+    nbclient, skipping the demos, tests by substring ("demo" in "demos, plots"), and `null`, on which
+    it fails. A string becomes a list of itself, anything else none; say so, or nothing."""
+    mended = 0
+    for cell in nb.cells:
+        found = cell.get("metadata", {}).get("tags", [])
+        if not (isinstance(found, list) and all(isinstance(tag, str) for tag in found)):
+            cell.metadata["tags"] = [found] if isinstance(found, str) else (
+                [tag for tag in found if isinstance(tag, str)] if isinstance(found, list) else [])
+            mended += 1
+    return [f"the tags of {mended} cell{'s' * (mended > 1)} were not a list of words: read as one"] if mended else []
 
 
 def _without_metadata(data):
