@@ -4,6 +4,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from pathlib import Path
 
 import pytest
 
@@ -346,7 +347,8 @@ def test_a_replayed_cell_keeps_its_line_numbers():
 def test_magics_that_run_python_in_the_kernel_run_it_in_the_replay_too(tmp_path, monkeypatch):
     """The student's process stood in a QuietShell whose magics did nothing: an answer cell under
     `%%time` (or `%%capture`, `%%prun`, or an answer bound on a `%time` line) was defined in the
-    kernel and not in the replay, and lost every check (0/8 on 01 for `%%time` on each answer)."""
+    kernel and not in the replay, and lost every check (0/8 on 01 for `%%time` on each answer);
+    `lines = !cmd` was None there."""
     from autograder.sandbox import student as student_side
 
     monkeypatch.chdir(tmp_path)
@@ -366,3 +368,15 @@ def test_magics_that_run_python_in_the_kernel_run_it_in_the_replay_too(tmp_path,
     assert namespace["r"] is False and "w" not in namespace  # a function's %time: its locals, as IPython
     assert "not_bound" not in namespace  # %%timeit runs its body in a function of its own, as IPython
     assert (tmp_path / "tasks.py").read_text() == "A = 1\n" and (tmp_path / "more tasks.py").read_text() == "B = 1\n"
+    # Shell lines, %run, %cd and %env do what they do in the kernel.
+    (tmp_path / "script.py").write_text("import sys\nARGS = sys.argv[1:]\nY = 5\n")
+    monkeypatch.delenv("COURSE_TEST_VALUE", raising=False)
+    cells = {"shell": "n = 3\nlines = !echo {n} $n\n!echo printed\n",
+             "run": "%run script.py one two\n",
+             "env": "%env COURSE_TEST_VALUE=7\nv = %env COURSE_TEST_VALUE\n",
+             "cd": "%mkdir sub\n%cd sub\nhere = %pwd\n%cd ..\n"}
+    for label, source in cells.items():
+        student_side.run_cell(namespace, label, source)
+    assert list(namespace["lines"]) == ["3 3"] and namespace["lines"].s == "3 3"  # an SList, as IPython's
+    assert namespace["ARGS"] == ["one", "two"] and namespace["Y"] == 5 and namespace["v"] == "7"
+    assert namespace["here"] == str(tmp_path / "sub") and Path.cwd() == tmp_path

@@ -57,11 +57,19 @@ class QuietShell:
     """Stands in for get_ipython() in student code. The magics that run Python in the kernel's
     namespace (`%%time`, `%%prun`, `%%capture`, `%time`, `%prun`) run it here too, so that what they
     define is defined here as in the kernel (an answer cell under `%%time` lost every exercise it
-    defined, 0/8 on 01); `%%writefile`/`%%file` write their file; the others do nothing."""
+    defined, 0/8 on 01); `%%writefile`/`%%file` write their file; `%run`, `%cd`, `%env`, `!cmd` and
+    `lines = !cmd` do what they do there; the others do nothing."""
 
     RUN_BODY = ("time", "prun")
 
     def run_line_magic(self, name, line, *args, **kwargs):
+        if name in ("run", "cd", "env"):
+            return getattr(self, f"_{name}")(line, sys._getframe(1).f_globals)
+        if name == "pwd":
+            return os.getcwd()
+        if name in ("mkdir", "rmdir", "mv", "rm", "cp", "cat", "ls"):  # IPython's shell aliases
+            sys.stdout.write(_shell(f"{name} {line}", sys._getframe(1)))
+            return None
         statement = _without_options(line) if name in self.RUN_BODY else ""
         if statement:
             caller = sys._getframe(1)  # the student's code: module level, or a function's body
@@ -93,13 +101,69 @@ class QuietShell:
                     namespace[names[0]] = Captured(out.getvalue(), err.getvalue())
         return None
 
-    def system(self, *args, **kwargs):
+    def system(self, cmd, *args, **kwargs):
+        """`!cmd`: run in a shell, as the kernel runs it, its output printed."""
+        sys.stdout.write(_shell(cmd, sys._getframe(1)))
+
+    def getoutput(self, cmd, *args, **kwargs):
+        """`lines = !cmd`: its output as IPython gives it, a list of lines (an SList)."""
+        lines = _shell(cmd, sys._getframe(1)).splitlines()
+        try:
+            from IPython.utils.text import SList
+            return SList(lines)
+        except ImportError:
+            return lines
+
+    def _run(self, line, namespace):
+        """`%run [-i] script.py args`: the script as __main__, its globals then the notebook's
+        (with -i, in the notebook's namespace)."""
+        import runpy
+        import shlex
+
+        words = shlex.split(line)
+        inside = "-i" in words
+        words = [word for word in words if word not in ("-i", "-e", "-t", "-p", "-n", "-d", "-G")]
+        if not words:
+            return None
+        argv, sys.argv = sys.argv, words
+        try:
+            if inside:
+                run_cell(namespace, f"%run {words[0]}", open(words[0]).read())
+            else:
+                ran = runpy.run_path(words[0], run_name="__main__")
+                namespace.update({k: v for k, v in ran.items() if not k.startswith("__")})
+        finally:
+            sys.argv = argv
         return None
 
-    getoutput = system
+    def _cd(self, line, namespace):
+        os.chdir(os.path.expanduser(line.strip().strip("'\"") or "~"))
+        return None
+
+    def _env(self, line, namespace):
+        name, _, value = line.strip().replace("=", " ", 1).partition(" ")
+        if not name:
+            return dict(os.environ)
+        if not value:
+            return os.environ.get(name)
+        os.environ[name] = value.strip()
+        return None
 
     def __getattr__(self, name):
         return lambda *args, **kwargs: None
+
+
+def _shell(cmd, caller):
+    """A shell command's output (stderr with it), after IPython's expansion of {expr} and $name
+    from the caller's names."""
+    import subprocess
+    try:
+        from IPython.utils.text import DollarFormatter
+        cmd = DollarFormatter().vformat(cmd, args=[], kwargs={**caller.f_globals, **caller.f_locals})
+    except Exception:  # noqa: BLE001 (IPython leaves what it cannot expand as it is)
+        pass
+    return subprocess.run(cmd, shell=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                          errors="replace").stdout
 
 
 class Captured:
