@@ -8,8 +8,9 @@
   hook cannot stop a submission (it logs the hook's error and goes on).
 - A notebook that Jupyter would refuse for its form alone is read as it was meant: a UTF-8
   byte-order mark in front (Windows tools write one), a cell or the notebook with `null` or no
-  metadata; cell tags that are not a list of strings become one. nbformat failed the whole submission on either, with a traceback for the instructor.
-  What was mended goes to MendCopiedCells, which tells the log and the feedback page.
+  metadata (nbformat failed the whole submission on either, with a traceback for the
+  instructor); cell tags that are not a list of strings become one. What was mended goes to
+  MendCopiedCells, which tells the log and the feedback page.
 """
 import json
 import os
@@ -63,7 +64,8 @@ def read_leniently(text):
             nb = nbformat.reads(json.dumps(data), as_version=4)
         except Exception:
             raise refused from None
-        return nb, said + [f"{bare} had no metadata (edited outside JupyterLab?): read with none"] + _tags_as_lists(nb)
+        said.append(f"{bare} had no metadata (edited outside JupyterLab?): read with none")
+        return nb, said + _tags_as_lists(nb)
 
 
 def _tags_as_lists(nb):

@@ -46,8 +46,8 @@ def payload_for(nb, source_nb):
     The student's process runs what the kernel runs, as the kernel runs it: the submission's code
     cells in its order and with its text (a teaching cell the student edited, as their own Run
     All would run it), but the test cells (their hidden checks are the judge's) and the cells
-    tagged demo without a grade_id, which the kernel skips (ResilientExecute; helpers.demos.skipped). The kernel
-    and the judge then agree on every cell whatever the cells' ids: copies, cells moved or split,
+    tagged demo without a grade_id, which the kernel skips (ResilientExecute; helpers.demos.skipped).
+    The kernel and the judge then agree on every cell whatever the cells' ids: copies, cells moved or split,
     ids an editor renewed. A cell's label says whose it is, for the place an error is reported
     at: an answer's grade_id, a course cell (an id of the source's teaching cells) or an added cell.
     In the test cells' places, ("test cell <grade_id>", {KEEP: [exercises]}): the student's process

@@ -60,7 +60,7 @@ class QuietShell:
     defined, 0/8 on 01); `%%writefile`/`%%file` write their file; `%run`, `%cd`, `%env`, `!cmd` and
     `lines = !cmd` do what they do there; the others do nothing."""
 
-    RUN_BODY = ("time", "prun")
+    RUN_BODY = ("time", "prun")  # cell magics whose body runs in the namespace as it is
 
     def run_line_magic(self, name, line, *args, **kwargs):
         if name in ("run", "cd", "env"):
@@ -70,7 +70,7 @@ class QuietShell:
         if name in ("mkdir", "rmdir", "mv", "rm", "cp", "cat", "ls"):  # IPython's shell aliases
             sys.stdout.write(_shell(f"{name} {line}", sys._getframe(1)))
             return None
-        statement = _without_options(line) if name in self.RUN_BODY else ""
+        statement = {"time": line.strip(), "prun": _without_options(line)}.get(name, "")
         if statement:
             caller = sys._getframe(1)  # the student's code: module level, or a function's body
             if caller.f_locals is caller.f_globals:
