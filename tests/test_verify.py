@@ -71,6 +71,18 @@ def test_the_checks_get_the_exercise_as_its_test_cell_saw_it(tmp_path):
     assert not passed and not undecided and "NotImplementedError" in report, report
 
 
+def test_an_answer_under_time_that_displays_is_judged_as_the_kernel_ran_it(tmp_path):
+    """The kernel defines an answer cell run under `%%time` and calls `display` without an import;
+    the student's process did neither (the stand-in's magics did nothing, `display` was undefined),
+    and every check of the exercise failed: 0/8 on 01 with either in each answer cell."""
+    reference = notebooks.answer_cells(notebooks.read(course.source_notebook("01_processes_threads")))["cpu_info"]
+    answer = "%%time\ndisplay('my answer below')\n" + notebooks.solution_code(reference)
+    cells = [("cpu_info", answer), ("test cell test_cpu_info", {verify.KEEP: ["cpu_info"]})]
+    passed, report, _ = verify.verify({"cells": cells, "exercises": [("01_processes_threads", "cpu_info")]},
+                                      str(tmp_path))["cpu_info"]
+    assert passed, report
+
+
 def test_payload_takes_answers_and_added_cells_from_the_submission():
     a = "01_processes_threads"
     source = notebooks.read(course.source_notebook(a))

@@ -506,6 +506,9 @@ def main():
     sys.path.append(os.getcwd())
     namespace = sys.modules["__main__"].__dict__
     namespace["get_ipython"] = lambda: QuietShell()
+    # The kernel's namespace has `display` without an import: a cell that calls it must not stop here.
+    from IPython.display import display
+    namespace["display"] = display
     before = snapshot()
     server = Server(requests_fd, replies_fd, namespace, before)
     failures, kept = {}, {}
