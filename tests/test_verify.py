@@ -382,13 +382,16 @@ def test_magics_that_run_python_in_the_kernel_run_it_in_the_replay_too(tmp_path,
     assert (tmp_path / "tasks.py").read_text() == "A = 1\n" and (tmp_path / "more tasks.py").read_text() == "B = 1\n"
     # Shell lines, %run, %cd and %env do what they do in the kernel.
     (tmp_path / "script.py").write_text("import sys\nARGS = sys.argv[1:]\nY = 5\n")
+    monkeypatch.syspath_prepend(str(tmp_path))  # as the student's process has the submission's folder
     monkeypatch.delenv("COURSE_TEST_VALUE", raising=False)
     cells = {"shell": "n = 3\nlines = !echo {n} $n\n!echo printed\n",
-             "run": "%run script.py one two\n",
+             "run": "%run script.py one two\nFIRST = ARGS\n",
+             "run a module": "%run -m script three\n",
              "env": "%env COURSE_TEST_VALUE=7\nv = %env COURSE_TEST_VALUE\n",
              "cd": "%mkdir sub\n%cd sub\nhere = %pwd\n%cd ..\n"}
     for label, source in cells.items():
         student_side.run_cell(namespace, label, source)
+    assert namespace["FIRST"] == ["one", "two"]
     assert list(namespace["lines"]) == ["3 3"] and namespace["lines"].s == "3 3"  # an SList, as IPython's
-    assert namespace["ARGS"] == ["one", "two"] and namespace["Y"] == 5 and namespace["v"] == "7"
+    assert namespace["ARGS"] == ["three"] and namespace["Y"] == 5 and namespace["v"] == "7"
     assert namespace["here"] == str(tmp_path / "sub") and Path.cwd() == tmp_path

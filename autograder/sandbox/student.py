@@ -115,22 +115,23 @@ class QuietShell:
             return lines
 
     def _run(self, line, namespace):
-        """`%run [-i] script.py args`: the script as __main__, its globals then the notebook's
-        (with -i, in the notebook's namespace)."""
+        """`%run [-i] script.py args` or `%run -m module`: the script as __main__, its globals then
+        the notebook's (with -i, in the notebook's namespace)."""
         import runpy
         import shlex
 
         words = shlex.split(line)
-        inside = "-i" in words
-        words = [word for word in words if word not in ("-i", "-e", "-t", "-p", "-n", "-d", "-G")]
+        inside, module = "-i" in words, "-m" in words
+        words = [word for word in words if word not in ("-i", "-m", "-e", "-t", "-p", "-n", "-d", "-G")]
         if not words:
             return None
         argv, sys.argv = sys.argv, words
         try:
-            if inside:
+            if inside and not module:
                 run_cell(namespace, f"%run {words[0]}", open(words[0]).read())
             else:
-                ran = runpy.run_path(words[0], run_name="__main__")
+                run = runpy.run_module if module else runpy.run_path
+                ran = run(words[0], run_name="__main__")
                 namespace.update({k: v for k, v in ran.items() if not k.startswith("__")})
         finally:
             sys.argv = argv
