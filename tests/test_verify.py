@@ -364,6 +364,9 @@ def test_magics_that_run_python_in_the_kernel_run_it_in_the_replay_too(tmp_path,
     from autograder.sandbox import student as student_side
 
     monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))  # as the student's process has the submission's folder
+    monkeypatch.delenv("COURSE_TEST_VALUE", raising=False)
+    (tmp_path / "script.py").write_text("import sys\nARGS = sys.argv[1:]\nY = 5\n")
     namespace = {"get_ipython": lambda: student_side.QuietShell()}  # as the student's process has it
     cells = {"time": "%%time\ndef f():\n    return 1\n",
              "capture": "%%capture out --no-stderr\nprint('hi')\ny = 2\n",
@@ -372,7 +375,13 @@ def test_magics_that_run_python_in_the_kernel_run_it_in_the_replay_too(tmp_path,
              "in a function": "def g():\n    %time w = 5\n    return 'w' in globals()\nr = g()\n",
              "timeit": "%%timeit\nnot_bound = 1\n",
              "file": "%%file -a tasks.py\nA = 1\n",
-             "writefile": "%%writefile 'more tasks.py'\nB = 1\n"}
+             "writefile": "%%writefile 'more tasks.py'\nB = 1\n",
+             # Shell lines, %run, %cd and %env do what they do in the kernel.
+             "shell": "n = 3\nlines = !echo {n} $n\n!echo printed\n",
+             "run": "%run script.py one two\nFIRST = ARGS\n",
+             "run a module": "%run -m script three\n",
+             "env": "%env COURSE_TEST_VALUE=7\nv = %env COURSE_TEST_VALUE\n",
+             "cd": "%mkdir sub\n%cd sub\nhere = %pwd\n%cd ..\n"}
     for label, source in cells.items():
         student_side.run_cell(namespace, label, source)
     assert namespace["f"]() == 1 and namespace["y"] == 2 and namespace["out"].stdout == "hi\n"
@@ -380,18 +389,6 @@ def test_magics_that_run_python_in_the_kernel_run_it_in_the_replay_too(tmp_path,
     assert namespace["r"] is False and "w" not in namespace  # a function's %time: its locals, as IPython
     assert "not_bound" not in namespace  # %%timeit runs its body in a function of its own, as IPython
     assert (tmp_path / "tasks.py").read_text() == "A = 1\n" and (tmp_path / "more tasks.py").read_text() == "B = 1\n"
-    # Shell lines, %run, %cd and %env do what they do in the kernel.
-    (tmp_path / "script.py").write_text("import sys\nARGS = sys.argv[1:]\nY = 5\n")
-    monkeypatch.syspath_prepend(str(tmp_path))  # as the student's process has the submission's folder
-    monkeypatch.delenv("COURSE_TEST_VALUE", raising=False)
-    cells = {"shell": "n = 3\nlines = !echo {n} $n\n!echo printed\n",
-             "run": "%run script.py one two\nFIRST = ARGS\n",
-             "run a module": "%run -m script three\n",
-             "env": "%env COURSE_TEST_VALUE=7\nv = %env COURSE_TEST_VALUE\n",
-             "cd": "%mkdir sub\n%cd sub\nhere = %pwd\n%cd ..\n"}
-    for label, source in cells.items():
-        student_side.run_cell(namespace, label, source)
-    assert namespace["FIRST"] == ["one", "two"]
+    assert namespace["FIRST"] == ["one", "two"] and namespace["ARGS"] == ["three"] and namespace["Y"] == 5
     assert list(namespace["lines"]) == ["3 3"] and namespace["lines"].s == "3 3"  # an SList, as IPython's
-    assert namespace["ARGS"] == ["three"] and namespace["Y"] == 5 and namespace["v"] == "7"
-    assert namespace["here"] == str(tmp_path / "sub") and Path.cwd() == tmp_path
+    assert namespace["v"] == "7" and namespace["here"] == str(tmp_path / "sub") and Path.cwd() == tmp_path
