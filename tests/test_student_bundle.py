@@ -215,8 +215,9 @@ def test_validate_warns_of_modules_that_are_not_handed_in(bundle, tmp_path):
                               env=env, capture_output=True, text=True, timeout=300)
         return done.returncode, " ".join((done.stdout + done.stderr).split())
 
+    # A failed check, which the Validate button shows (it shows no log), and a failed exit status.
     status, report = validate()
-    assert status == 0 and "my_tasks.py, beside the notebook, is not graded (only the notebook is)" in report, report[-2000:]
+    assert status == 1 and "my_tasks.py, beside the notebook, is not graded (only the notebook is)" in report, report[-2000:]
     assert "(%%writefile my_tasks.py)" in report and "pool_tasks.py is not as" not in report, report[-2000:]
     with open(folder / "pool_tasks.py", "a") as shipped:
         shipped.write("\ndef cube(x):\n    return x ** 3\n")

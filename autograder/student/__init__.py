@@ -85,7 +85,7 @@ SHIPPED_MODULES = "course_files.json"
 
 
 def _write_shipped_modules(out, assignments):
-    """{assignment: {module file: sha256}} of the modules each assignment ships: Validate warns about
+    """{assignment: {module file: sha256}} of the modules each assignment ships: Validate fails on
     a module the notebook imports from beside it that is not one of them (not handed in: grading
     has none) or that differs from it (grading puts the course's copy back)."""
     shipped = {assignment: {path.name: hashlib.sha256(path.read_bytes()).hexdigest()

@@ -59,8 +59,13 @@ class RunNeededDemos(NbGraderPreprocessor):
 import hashlib  # noqa: E402
 import json  # noqa: E402
 
+import nbformat  # noqa: E402
+
 
 class WarnModulesNotHandedIn(NbGraderPreprocessor):
+    """Says so as a failed check (the Validate button shows failed cells, not the log): a cell
+    added at the end of the copy that is checked, never to the notebook."""
+
     def preprocess(self, nb, resources):
         folder = os.path.abspath(resources.get("metadata", {}).get("path") or ".")
         try:
@@ -72,6 +77,7 @@ class WarnModulesNotHandedIn(NbGraderPreprocessor):
             return nb, resources
         runs = [cell.source for cell in nb.cells if cell.cell_type == "code" and not skipped(cell)]
         imported, written = module_files(runs)
+        said = []
         for name in sorted(imported - written):
             path = os.path.join(folder, name)
             if not os.path.isfile(path):
@@ -79,13 +85,19 @@ class WarnModulesNotHandedIn(NbGraderPreprocessor):
             with open(path, "rb") as module:
                 digest = hashlib.sha256(module.read()).hexdigest()
             if name not in shipped:
-                self.log.warning("%s, beside the notebook, is not graded (only the notebook is): grading has no "
-                                 "such module, and the code that imports it fails there. Write it from a cell of "
-                                 "the notebook instead (%%%%writefile %s), which grading runs too", name, name)
+                said.append(f"{name}, beside the notebook, is not graded (only the notebook is): grading has no "
+                            "such module, and the code that imports it fails there. Write it from a cell of the "
+                            f"notebook instead (%%writefile {name}), which grading runs too.")
             elif digest != shipped[name]:
-                self.log.warning("%s is not as the course shipped it: grading uses the course's copy, not your "
-                                 "edits. Put functions of your own in a module written from a cell of the notebook "
-                                 "(%%%%writefile my_tasks.py)", name)
+                said.append(f"{name} is not as the course shipped it: grading uses the course's copy, not your "
+                            "edits. Put functions of your own in a module written from a cell of the notebook "
+                            "(%%writefile my_tasks.py).")
+        if said:
+            check = nbformat.v4.new_code_cell("# Added by Validate, not in your notebook: what grading will not have.\n"
+                                              f"raise ImportError({' '.join(said)!r})")
+            check.metadata["nbgrader"] = {"grade": True, "grade_id": "course_modules_beside_the_notebook",
+                                          "locked": True, "points": 0, "solution": False, "schema_version": 3}
+            nb.cells.append(check)
         return nb, resources
 
 
