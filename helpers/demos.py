@@ -33,7 +33,7 @@ MAX_READ_CELL, MAX_READ_TOTAL = 64 * 1024, 2 * 1024 * 1024
 # (binds, reads now, reads when a function it defines is called, star-imports)
 NOTHING = (frozenset(), frozenset(), frozenset(), False)
 # Cell magics whose body runs as Python in the kernel's namespace.
-_PYTHON_BODY = {"time", "timeit", "prun", "capture"}
+_PYTHON_BODY = {"time", "timeit", "prun", "capture"}  # (timeit's in a function of its own)
 _WRITES = {"writefile", "file"}
 
 
@@ -168,7 +168,8 @@ def _inner_globals(table, binds, now, later):
         todo += [(child, deferred) for child in scope.get_children()]
 
 
-_ESCAPED = re.compile(r"^\s*[%!]|\?\s*$")             # a line magic, a shell line, a help request
+# A line magic or shell line; a help request (`obj?`, `??obj`), and no other line ending in `?`.
+_ESCAPED = re.compile(r"^\s*[%!]|^\s*\?{1,2}[\w.]*\s*$|^\s*[\w.]+\?{1,2}\s*$")
 _CAPTURED = re.compile(r"^(\s*)([\w.,\s()\[\]]+?)\s*=\s*[%!]")  # `files = !ls`, `t = %timeit -o f()`
 
 
@@ -190,6 +191,8 @@ def _as_python(source):
         if magic == "capture":
             bound = [w for w in words[1:] if not w.startswith("-")][:1]
         lines = lines[1:]
+        if magic == "timeit":  # its body runs in a function of its own: it binds nothing that lasts
+            lines = ["def __timeit__():"] + ["    " + line for line in lines] + ["    pass"]
     out = []
     for line in lines:
         captured = _CAPTURED.match(line)
