@@ -120,8 +120,16 @@ def test_library_laziness_is_not_tampering_but_student_patches_are():
         np.array_equal = before[("numpy", "array_equal")]
         sys.settrace(lambda *a: None)
         print(student_side.changed(before))
+        sys.settrace(None)
+        # A cell's code is named "<label>": from a trusted folder (a `%cd` into helpers/) it must
+        # not pass for the course's own.
+        import os, helpers
+        os.chdir(os.path.dirname(helpers.__file__))
+        exec(compile("import numpy as np\\nnp.allclose = lambda *a, **k: True", "<cpu_info>", "exec"), {})
+        print(student_side.changed(before))
     ''')
-    assert lines == ["[]", "['numpy.allclose']", "['numpy.array_equal']", "['sys.settrace/sys.setprofile']"]
+    assert lines == ["[]", "['numpy.allclose']", "['numpy.array_equal']", "['sys.settrace/sys.setprofile']",
+                     "['numpy.allclose']"]
 
 
 def test_the_quick_look_finds_what_the_full_look_finds():
@@ -381,7 +389,15 @@ def test_magics_that_run_python_in_the_kernel_run_it_in_the_replay_too(tmp_path,
              "run": "%run script.py one two\nFIRST = ARGS\n",
              "run a module": "%run -m script three\n",
              "env": "%env COURSE_TEST_VALUE=7\nv = %env COURSE_TEST_VALUE\n",
-             "cd": "%mkdir sub\n%cd sub\nhere = %pwd\n%cd ..\n"}
+             "cd": "%mkdir sub\n%cd sub\nhere = %pwd\n%cd ..\n",
+             # What a review found the replay did otherwise than IPython:
+             "time's value": "timed = %time f() + 41\n",
+             "timeit -o": "t = %timeit -o -n1 -r1 f()\n",
+             "run without .py, ending in exit": "%%writefile ends.py\nimport sys\nE = 1\nsys.exit(0)\n",
+             "run it": "%run ends\n",
+             "capture an error": "%%capture err_out\nC = 1\n{}['no such key']\n",
+             "expanded": "d = 'sub'\n%cd -q {d}\nthere = %pwd\n%cd -q -\n",
+             "user_ns": "get_ipython().user_ns['U'] = 1\n"}
     for label, source in cells.items():
         student_side.run_cell(namespace, label, source)
     assert namespace["f"]() == 1 and namespace["y"] == 2 and namespace["out"].stdout == "hi\n"
@@ -392,3 +408,6 @@ def test_magics_that_run_python_in_the_kernel_run_it_in_the_replay_too(tmp_path,
     assert namespace["FIRST"] == ["one", "two"] and namespace["ARGS"] == ["three"] and namespace["Y"] == 5
     assert list(namespace["lines"]) == ["3 3"] and namespace["lines"].s == "3 3"  # an SList, as IPython's
     assert namespace["v"] == "7" and namespace["here"] == str(tmp_path / "sub") and Path.cwd() == tmp_path
+    assert namespace["timed"] == 42 and type(namespace["t"]).__name__ == "TimeitResult" and namespace["E"] == 1
+    assert namespace["C"] == 1 and "KeyError" in namespace["err_out"].stderr  # the kernel goes on, as here
+    assert namespace["there"] == str(tmp_path / "sub") and namespace["U"] == 1

@@ -63,20 +63,30 @@ class QuietShell:
     RUN_BODY = ("time", "prun")  # cell magics whose body runs in the namespace as it is
 
     def run_line_magic(self, name, line, *args, **kwargs):
+        caller = sys._getframe(1)  # the student's code: module level, or a function's body
+        if name not in ("time", "prun", "timeit"):  # IPython expands {expr} and $name in the others
+            line = _expanded(line, caller)
         if name in ("run", "cd", "env"):
-            return getattr(self, f"_{name}")(line, sys._getframe(1).f_globals)
+            return getattr(self, f"_{name}")(line, caller.f_globals)
         if name == "pwd":
             return os.getcwd()
         if name in ("mkdir", "rmdir", "mv", "rm", "cp", "cat", "ls"):  # IPython's shell aliases
-            sys.stdout.write(_shell(f"{name} {line}", sys._getframe(1)))
+            sys.stdout.write(_shell(f"{name} {line}", caller, expand=False))  # expanded above
             return None
+        if name == "timeit":
+            return _timeit(line, caller) if "-o" in line.split() else None
         statement = {"time": line.strip(), "prun": _without_options(line)}.get(name, "")
         if statement:
-            caller = sys._getframe(1)  # the student's code: module level, or a function's body
-            if caller.f_locals is caller.f_globals:
-                run_cell(caller.f_globals, f"%{name} line", statement)
-            else:  # IPython runs it with the function's locals, whose changes do not last
-                exec(compile(to_python(statement), f"<%{name} line>", "exec"), caller.f_globals, dict(caller.f_locals))
+            # IPython runs it with a function's locals, whose changes do not last; an expression's value
+            # is what `x = %time f()` binds.
+            local = None if caller.f_locals is caller.f_globals else dict(caller.f_locals)
+            code = to_python(statement)
+            try:
+                expression = compile(code, f"<%{name} line>", "eval")
+            except SyntaxError:
+                exec(compile(code, f"<%{name} line>", "exec"), caller.f_globals, local)
+            else:
+                return eval(expression, caller.f_globals, local)
         return None
 
     def run_cell_magic(self, name, line, cell):
@@ -94,7 +104,10 @@ class QuietShell:
             namespace, out, err = sys._getframe(1).f_globals, io.StringIO(), io.StringIO()
             try:
                 with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-                    run_cell(namespace, "%%capture cell", cell)
+                    try:
+                        run_cell(namespace, "%%capture cell", cell)
+                    except Exception:  # noqa: BLE001 (the kernel shows it in the captured output, and goes on)
+                        traceback.print_exc()
             finally:
                 names = [word for word in line.split() if not word.startswith("-")]
                 if names:
@@ -115,31 +128,56 @@ class QuietShell:
             return lines
 
     def _run(self, line, namespace):
-        """`%run [-i] script.py args` or `%run -m module`: the script as __main__, its globals then
-        the notebook's (with -i, in the notebook's namespace)."""
+        """`%run [-i] script[.py] args` or `%run -m module`, as IPython runs it: the script as __main__
+        in a namespace of its own (with -i, the notebook's), its names then the notebook's even where
+        it ended in sys.exit() or an error (shown, the cell going on)."""
         import runpy
         import shlex
 
         words = shlex.split(line)
         inside, module = "-i" in words, "-m" in words
-        words = [word for word in words if word not in ("-i", "-m", "-e", "-t", "-p", "-n", "-d", "-G")]
+        words = [word for word in words if word not in ("-i", "-m", "-e", "-t", "-p", "-n", "-d", "-G", "-q")]
         if not words:
             return None
         argv, sys.argv = sys.argv, words
         try:
-            if inside and not module:
-                run_cell(namespace, f"%run {words[0]}", open(words[0]).read())
-            else:
-                run = runpy.run_module if module else runpy.run_path
-                ran = run(words[0], run_name="__main__")
+            if module:
+                ran = runpy.run_module(words[0], run_name="__main__")
                 namespace.update({k: v for k, v in ran.items() if not k.startswith("__")})
+                return None
+            path = words[0] if os.path.isfile(words[0]) or not os.path.isfile(words[0] + ".py") else words[0] + ".py"
+            with open(path, encoding="utf-8") as script:
+                code = compile(script.read(), os.path.abspath(path), "exec")
+            scope = namespace if inside else {"__name__": "__main__", "__builtins__": __builtins__}
+            kept_file, scope["__file__"] = scope.get("__file__"), path
+            try:
+                exec(code, scope)
+            except SystemExit:
+                pass
+            except Exception:  # noqa: BLE001 (IPython shows it; what the script defined stays)
+                traceback.print_exc()
+            finally:
+                if inside:
+                    if kept_file is None:
+                        scope.pop("__file__", None)
+                    else:
+                        scope["__file__"] = kept_file
+            if not inside:
+                namespace.update({k: v for k, v in scope.items() if not k.startswith("__")})
         finally:
             sys.argv = argv
         return None
 
     def _cd(self, line, namespace):
-        os.chdir(os.path.expanduser(line.strip().strip("'\"") or "~"))
+        words = [word for word in line.split() if word != "-q"]
+        target = " ".join(words).strip("'\"")
+        if target == "-":
+            target = QuietShell._last_dir
+        QuietShell._last_dir = os.getcwd()  # get_ipython() makes a new QuietShell each call
+        os.chdir(os.path.expanduser(target or "~"))
         return None
+
+    _last_dir = "."
 
     def _env(self, line, namespace):
         name, _, value = line.strip().replace("=", " ", 1).partition(" ")
@@ -150,20 +188,44 @@ class QuietShell:
         os.environ[name] = value.strip()
         return None
 
+    @property
+    def user_ns(self):
+        return sys._getframe(1).f_globals  # the notebook's namespace, where the student's code runs
+
     def __getattr__(self, name):
         return lambda *args, **kwargs: None
 
 
-def _shell(cmd, caller):
+def _expanded(text, caller):
+    """IPython's expansion of {expr} and $name in a magic's line or a shell command, from the caller's
+    names (what it cannot expand it leaves as it is)."""
+    try:
+        from IPython.utils.text import DollarFormatter
+        return DollarFormatter().vformat(text, args=[], kwargs={**caller.f_globals, **caller.f_locals})
+    except Exception:  # noqa: BLE001
+        return text
+
+
+def _timeit(line, caller):
+    """`t = %timeit -o stmt`: the statement timed once, as the TimeitResult IPython returns (the
+    replay needs the object, not a careful timing)."""
+    import time
+    from IPython.core.magics.execution import TimeitResult
+
+    statement = _without_options(line, valued=("-n", "-r", "-p"))
+    code = compile(to_python(statement), "<%timeit line>", "exec")
+    local = None if caller.f_locals is caller.f_globals else dict(caller.f_locals)
+    start = time.perf_counter()
+    exec(code, caller.f_globals, local)
+    took = time.perf_counter() - start
+    return TimeitResult(1, 1, took, took, [took], 0.0, 3)
+
+
+def _shell(cmd, caller, expand=True):
     """A shell command's output (stderr with it), after IPython's expansion of {expr} and $name
     from the caller's names."""
     import subprocess
-    try:
-        from IPython.utils.text import DollarFormatter
-        cmd = DollarFormatter().vformat(cmd, args=[], kwargs={**caller.f_globals, **caller.f_locals})
-    except Exception:  # noqa: BLE001 (IPython leaves what it cannot expand as it is)
-        pass
-    return subprocess.run(cmd, shell=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    return subprocess.run(_expanded(cmd, caller) if expand else cmd, shell=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                           errors="replace").stdout
 
 
@@ -180,11 +242,11 @@ class Captured:
     __call__ = show
 
 
-def _without_options(line):
-    """The statement of a `%prun -s time f()` line: its options dropped (-l, -s, -T and -D take a value)."""
-    words = line.split(" ")
+def _without_options(line, valued=("-l", "-s", "-T", "-D")):
+    """The statement of a `%prun -s time f()` line: its options dropped (`valued` take a value)."""
+    words = line.strip().split(" ")
     while words and words[0].startswith("-"):
-        words = words[2:] if words[0] in ("-l", "-s", "-T", "-D") and len(words) > 1 else words[1:]
+        words = words[2:] if words[0] in valued and len(words) > 1 else words[1:]
     return " ".join(words).strip()
 
 
@@ -322,7 +384,9 @@ def _from_trusted_code(obj, trusted):
     code = obj if isinstance(obj, types.CodeType) else _code_of(obj)
     if code is not None:
         name = code.co_filename
-        return name.startswith("<frozen") or os.path.realpath(name).startswith(trusted)
+        # A cell's code is named "<label>": relative, so after a %cd into a trusted folder realpath would
+        # have put it there. Only an absolute file name can be a library's or the course's.
+        return name.startswith("<frozen") or os.path.isabs(name) and os.path.realpath(name).startswith(trusted)
     module = str(getattr(obj, "__module__", "") or "")
     return module.split(".")[0] in WATCHED_PREFIXES
 
