@@ -83,3 +83,15 @@ def test_a_sandboxed_kernel_leaves_no_connection_file_behind(tmp_path, monkeypat
     nb = step.preprocess(_notebook(), {"metadata": {"path": str(tmp_path)}})[0]
     assert nb.cells[0].outputs[0]["text"] == "42\n"  # the kernel ran, in the sandbox
     assert not list(temp.glob("course-kernel-*"))
+
+
+def test_magics_that_keep_state_in_ipythons_profile_work_in_the_sandbox(tmp_path):
+    """IPython picks its profile folder when the kernel starts, as the grader; the student's uid could
+    not write there, and `%cd` (which keeps its history in the profile's db) raised PermissionError:
+    an answer cell that began with `%cd -q .` lost its exercise (6/8 on 01)."""
+    config = Config({"VerifyHiddenChecks": {"enabled": False}})
+    step = ResilientExecute(config=config, kernel_manager_class=SandboxedKernelManager, timeout=60)
+    nb = _notebook()
+    nb.cells[0].source = "%cd -q .\n%bookmark here\nprint(6 * 7)"
+    nb = step.preprocess(nb, {"metadata": {"path": str(tmp_path)}})[0]
+    assert [o.get("text") for o in nb.cells[0].outputs] == ["42\n"], nb.cells[0].outputs

@@ -51,6 +51,12 @@ def kernel_main():
         shutil.rmtree(private, ignore_errors=True)
     isolate_network(limits)
     become_student(limits)
+    if os.environ.get("IPYTHONDIR") and app.shell is not None:
+        # IPython chose its profile folder at initialize, as the grader, where the student's uid cannot
+        # write: `%cd` (which keeps its history in the profile's db), `%bookmark` and `%store` failed
+        # with PermissionError. The db goes to the student's own IPython folder (enter.private_home).
+        from IPython.external.pickleshare import PickleShareDB
+        app.shell.db = PickleShareDB(os.path.join(os.environ["IPYTHONDIR"], "profile_default", "db"))
     # The kernel starts with -P: the notebook's own folder (its modules, a `%%writefile`)
     # comes last on sys.path, where it cannot stand in for a library or the grader.
     sys.path.append(os.getcwd())
