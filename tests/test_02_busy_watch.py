@@ -49,14 +49,26 @@ def test_the_reader_is_not_counted_among_the_calls_processes():
 
 def test_the_threads_work_is_read_against_the_serial_runs_on_cpu_clocks():
     """The serial run, then four threads on shares of its work: the others' CPU is about the
-    busiest thread's; each thread on all of it: about four times (the check's bounds 2.0 and 2.5)."""
+    busiest thread's; each thread on all of it: about four times (the check's bounds 2.0 and 2.5).
+
+    As the check does, each case counts at the first try that shows it, of up to five: the CPU
+    cost of one ~0.1 s serial run varies with what shares the core (0.083 to 0.135 CPU-s for the
+    same 2M draws, an idle VM and a CI run), and one such run at 1.6 times the usual read the
+    all-of-the-work case at 2.3 in a CI run."""
     work = 2_000_000
     for share, low, high in ((work // 4, 0.5, checks.THREADS_WORK_PASS), (work, checks.THREADS_WORK_AGAINST, 8)):
-        with checks._BusyWatch() as seen:
-            gil.draw_randoms(work)
-            _four_threads(share)
-        busiest, rest = seen.busiest_thread_and_rest()
-        assert low <= rest / busiest < high, f"threads of {share} draws: {rest:.3f} CPU-s against {busiest:.3f}"
+        seen_ratios = []
+        for _ in range(5):
+            with checks._BusyWatch() as seen:
+                gil.draw_randoms(work)
+                _four_threads(share)
+            busiest, rest = seen.busiest_thread_and_rest()
+            seen_ratios.append(rest / busiest)
+            if low <= seen_ratios[-1] < high:
+                break
+        else:
+            raise AssertionError(f"threads of {share} draws against a serial run of {work}: "
+                                 f"{', '.join(f'{r:.2f}' for r in seen_ratios)}, never in [{low}, {high})")
 
 
 def _watch_of(shares, dt=0.005):
