@@ -1,4 +1,5 @@
-"""Which teaching demos a notebook's graded code needs.
+"""How grading and Validate read a notebook's cells: which teaching demos its graded code needs,
+and which copy of a graded cell is graded.
 
 Grading skips the cells tagged `demo` (measurements and plots that grade nothing), and so does
 Validate. A cell the student made by copying a demo keeps the tag: a helper function typed into
@@ -14,6 +15,10 @@ function's body is looked up when the function is called, after the cells above 
 it may come from anywhere in the notebook. Only what the graded cells (answers, tests) read, and
 what the cells they read from read in turn, can call for a demo: a cell a student added to look at
 a demo's result does not make the demo run.
+
+A copied, pasted or split graded cell carries its grade_id along: the last cell of each grade_id
+is graded and the others run as cells the student added (`drop_earlier_copies`), in grading
+and in Validate alike.
 """
 import ast
 import bisect
@@ -51,6 +56,20 @@ def grade_id(cell):
 def skipped(cell):
     """Whether grading and Validate skip this cell: tagged demo, and not graded (a graded cell always runs)."""
     return DEMO_TAG in tags(cell) and grade_id(cell) is None
+
+
+def drop_earlier_copies(cells):
+    """Leave a grade_id on the last of the cells that share it, and none on the others (they run as
+    cells the student added); {grade_id: how many cells had it} of those that more than one had."""
+    copies, kept = {}, set()
+    for cell in reversed(cells):
+        graded_as = grade_id(cell)
+        if graded_as in kept:
+            del cell["metadata"]["nbgrader"]
+            copies[graded_as] = copies.get(graded_as, 1) + 1
+        elif graded_as is not None:
+            kept.add(graded_as)
+    return copies
 
 
 def needed_demos(cells):

@@ -115,16 +115,11 @@ def _shown(name, room=60):
 
 
 def _keep_last_of_copies(nb):
-    copies, kept = {}, set()
-    for cell in reversed(nb.cells):
-        grade_id = _grade_id(cell)
-        if grade_id in kept:
-            del cell.metadata["nbgrader"]
-            copies[grade_id] = copies.get(grade_id, 1) + 1
-        elif grade_id is not None:
-            kept.add(grade_id)
+    from helpers.demos import drop_earlier_copies
+
     return [f"'{grade_id}' was in {count} cells (a copied or split cell): the last of them was graded as "
-            f"'{grade_id}', the others ran as cells you added, where they are" for grade_id, count in copies.items()]
+            f"'{grade_id}', the others ran as cells you added, where they are"
+            for grade_id, count in drop_earlier_copies(nb.cells).items()]
 
 
 def _restore_lost(nb, released):

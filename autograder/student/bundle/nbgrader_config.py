@@ -7,41 +7,33 @@ c.Execute.timeout = 180
 # passes only because a demo ran first would fail when graded.
 c.Execute.skip_cells_with_tag = "demo"
 
-# A copied, pasted or split cell carries its nbgrader metadata along, grade_id and all, and stock
-# validate then stops on "the nbgrader metadata may be corrupted". Grading keeps the metadata on
-# the last cell of each grade_id and runs the others as cells the student added; validate does
-# the same, and says so.
+# Grading reads the notebook's cells by the rules of helpers/demos.py; validate follows the same.
+import os  # noqa: E402
+import sys  # noqa: E402
+
 from nbgrader.preprocessors import CheckCellMetadata, ClearOutput, Execute, NbGraderPreprocessor  # noqa: E402
 from nbgrader.validator import Validator  # noqa: E402
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # `helpers`, with a server started by hand too
+from helpers.demos import (drop_earlier_copies, grade_id, module_files, needed_demos, said, skipped,  # noqa: E402
+                           tags)
 
+
+# A copied, pasted or split cell carries its nbgrader metadata along, grade_id and all, and stock
+# validate then stops on "the nbgrader metadata may be corrupted". Grading keeps the metadata on
+# the last cell of each grade_id and runs the others as cells you added; validate does the same,
+# and says so.
 class KeepLastOfCopies(NbGraderPreprocessor):
     def preprocess(self, nb, resources):
-        kept, copies = set(), {}
-        for cell in reversed(nb.cells):
-            meta = cell.get("metadata", {}).get("nbgrader")
-            grade_id = meta.get("grade_id") if isinstance(meta, dict) else None
-            if grade_id in kept:
-                del cell.metadata["nbgrader"]
-                copies[grade_id] = copies.get(grade_id, 1) + 1
-            elif grade_id is not None:
-                kept.add(grade_id)
-        for grade_id, count in copies.items():
+        for copied, count in drop_earlier_copies(nb.cells).items():
             self.log.warning("'%s' is in %d cells (a copied or split cell): grading grades the last of them as "
                              "'%s' and runs the others as cells you added, where they are; delete the copies you "
-                             "do not need", grade_id, count, grade_id)
+                             "do not need", copied, count, copied)
         return nb, resources
 
 
 # A cell tagged demo that your graded code needs (a helper typed into a copy of a demo cell, an import
 # or a worker module only a demo made) runs while grading, as in your notebook; validate the same.
-import os  # noqa: E402
-import sys  # noqa: E402
-
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # `helpers`, with a server started by hand too
-from helpers.demos import grade_id, module_files, needed_demos, said, skipped, tags  # noqa: E402
-
-
 class RunNeededDemos(NbGraderPreprocessor):
     def preprocess(self, nb, resources):
         code = [cell for cell in nb.cells if cell.cell_type == "code"]
