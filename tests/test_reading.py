@@ -73,3 +73,55 @@ def test_tags_that_are_not_a_list_are_read_as_one():
     nb, said = read_leniently(json.dumps(data))
     assert [nb.cells[i].metadata["tags"] for i in (2, 3, 4)] == [["demos, plots"], [], ["demo"]]
     assert said == ["the tags of 3 cells were not a list of words: read as one"]
+
+
+def _out_of_form(data):
+    """The release as other tools save it: parts the schema refuses, none that grading needs."""
+    data["metadata"]["kernelspec"] = {"name": "course-env"}  # JupyterLab, once that kernel is uninstalled
+    data["metadata"]["language_info"] = {}
+    data["cells"].insert(1, {"cell_type": "heading", "level": 2, "source": ["Old ", "title"], "metadata": {}})
+    code = next(cell for cell in data["cells"] if cell["cell_type"] == "code" and "nbgrader" not in cell["metadata"])
+    code["outputs"] = [{"output_type": "stream", "text": "no name\n"}]
+    code["metadata"]["jupyter"] = "hidden"
+    return data
+
+
+def test_parts_out_of_form_that_grading_does_not_need_are_read_as_jupyter_writes_them():
+    data = _out_of_form(json.loads(_release_text()))
+    graded = next(cell for cell in data["cells"] if "nbgrader" in cell["metadata"])
+    graded["metadata"]["collapsed"] = "yes, please"
+    with pytest.raises(nbformat.ValidationError):
+        nbformat.validate(nbformat.from_dict(json.loads(json.dumps(data))), relax_add_props=True)
+    nb, said = read_leniently(json.dumps(data))
+    nbformat.validate(nb, relax_add_props=True)
+    assert nb.metadata.kernelspec == {"name": "course-env", "display_name": "course-env"}
+    assert "language_info" not in nb.metadata
+    assert nb.cells[1].cell_type == "raw" and nb.cells[1].source == "Old title"
+    release = nbformat.reads(_release_text(), as_version=4)
+    graded = [(c.source, c.metadata) for c in release.cells if "nbgrader" in c.metadata]
+    assert [(c.source, c.metadata) for c in nb.cells if "nbgrader" in c.metadata] == graded  # collapsed: gone
+    assert len(said) == 1 and "not in Jupyter's form" in said[0], said
+    for words in ("display name", "'language_info'", "'heading'", "outputs were read as none", "'jupyter'"):
+        assert words in said[0], said
+
+
+def test_a_graded_cell_of_a_kind_jupyter_does_not_have_is_left_for_nbconvert_to_refuse():
+    data = json.loads(_release_text())
+    graded = next(cell for cell in data["cells"] if "nbgrader" in cell["metadata"])
+    graded["cell_type"] = "heading"
+    nb, said = read_leniently(json.dumps(data))
+    assert nb.cells[data["cells"].index(graded)].cell_type == "heading" and said == [], said
+    with pytest.raises(nbformat.ValidationError):
+        nbformat.validate(nb, relax_add_props=True)
+
+
+def test_a_notebook_out_of_form_grades_through_nbgraders_api(workdir_factory):
+    """nbconvert checks the notebook against the schema after each step: before this reading, a
+    kernelspec without display_name (or empty) failed the whole submission."""
+    from autograder import samples
+    work = workdir_factory("out-of-form", [A1])
+    notebook = work.submit("bob", A1, samples.submissions(A1)["sample_perfect"]) / f"{A1}.ipynb"
+    notebook.write_text(json.dumps(_out_of_form(json.loads(notebook.read_text()))))
+    result = work.course.api().autograde(A1, "bob")
+    assert result["success"], result["log"][-3000:]
+    assert "not in Jupyter's form" in result["log"]

@@ -9,8 +9,15 @@
 - A notebook that Jupyter would refuse for its form alone is read as it was meant: a UTF-8
   byte-order mark in front (Windows tools write one), a cell or the notebook with `null` or no
   metadata (nbformat failed the whole submission on either, with a traceback for the
-  instructor); cell tags that are not a list of strings become one. What was mended goes to
-  MendCopiedCells, which tells the log and the feedback page.
+  instructor); cell tags that are not a list of strings become one. Parts that the schema
+  refuses and grading does not need are read as Jupyter would have written them: a `kernelspec`
+  without a `display_name` (JupyterLab saves one so once the kernel it names is uninstalled;
+  jupytext writes one so) or empty, or an empty `language_info` (nbconvert failed the whole
+  submission on either, when it checks the notebook after each step), an output, attachment or
+  cell-metadata entry out of form (how a cell is shown; never its `nbgrader` or `tags`), a cell
+  of a kind Jupyter no longer has (read as raw text, unless graded). What cannot be mended so
+  fails as before, with nbformat's words. What was mended goes to MendCopiedCells, which tells the log and the feedback
+  page.
 """
 import json
 import os
@@ -51,7 +58,7 @@ def read_leniently(text):
                     "Jupyter?), which Jupyter refuses: it was read without it")
     try:
         nb = nbformat.reads(text, as_version=4)
-        return nb, said + _tags_as_lists(nb)
+        return nb, said + _tags_as_lists(nb) + _in_form(nb)
     except Exception as refused:
         try:
             data = json.loads(text)
@@ -65,7 +72,7 @@ def read_leniently(text):
         except Exception:
             raise refused from None
         said.append(f"{bare} had no metadata (edited outside JupyterLab?): read with none")
-        return nb, said + _tags_as_lists(nb)
+        return nb, said + _tags_as_lists(nb) + _in_form(nb)
 
 
 def _tags_as_lists(nb):
@@ -96,3 +103,60 @@ def _without_metadata(data):
         data["metadata"] = {}
     parts = (["the notebook"] if whole else []) + ([f"{len(bare)} cell{'s' * (len(bare) > 1)}"] if bare else [])
     return " and ".join(parts) or None
+
+
+def _in_form(nb):
+    """Mend, in place, what nbformat's schema refuses where grading does not need it (see above);
+    say what, or nothing. Errors it cannot mend are left for nbconvert to report as before."""
+    mended, seen = [], set()
+    for _ in range(8):  # a mend can bring the next error to light; each round mends at least one
+        errors = [error for error in nbformat.validator.iter_validate(nb, relax_add_props=True)
+                  if tuple(error.absolute_path) not in seen]
+        done = [said for said in map(lambda error: _mend_one(nb, list(error.absolute_path)), errors) if said]
+        seen.update(tuple(error.absolute_path) for error in errors)
+        if not done:
+            break
+        mended += [said for said in done if said not in mended]
+    return [f"parts of your notebook were not in Jupyter's form (saved by another tool?), which grading "
+            f"does not need: {', '.join(mended)}"] if mended else []
+
+
+def _mend_one(nb, path):
+    """Mend the part of `nb` at `path` (a schema error's); what was done, in a few words, or None."""
+    if path[:1] == ["metadata"] and len(path) >= 2 and path[1] in nb.metadata:
+        spec = nb.metadata[path[1]]
+        if path[1] == "kernelspec" and isinstance(spec, dict) and isinstance(spec.get("name"), str) and spec["name"]:
+            spec["display_name"] = spec["name"]
+            return "the kernel's display name was read as its name"
+        del nb.metadata[path[1]]
+        return f"the notebook's {path[1]!r} was read as missing"
+    if path[:1] != ["cells"] or len(path) < 2 or not isinstance(path[1], int) or path[1] >= len(nb.cells):
+        return None
+    cell = nb.cells[path[1]]
+    graded = _grade_id(cell) is not None
+    part = path[2] if len(path) > 2 else None
+    if part == "outputs" and cell.get("cell_type") == "code":
+        cell.outputs = []
+        return "outputs were read as none (grading clears them anyway)"
+    if part == "execution_count" and cell.get("cell_type") == "code":
+        cell.execution_count = None
+        return "execution counts were read as none"
+    if part == "attachments" and "attachments" in cell:
+        del cell["attachments"]
+        return "a cell's attachments were read as none"
+    if part == "metadata" and len(path) > 3 and path[3] not in ("nbgrader", "tags") and path[3] in cell.metadata:
+        del cell.metadata[path[3]]  # how the cell is shown (collapsed, hidden, ...)
+        return f"a cell's {path[3]!r} was read as missing"
+    if part is None and not graded and cell.get("cell_type") not in ("code", "markdown", "raw"):
+        source = cell.get("source", "")
+        nb.cells[path[1]] = nbformat.v4.new_raw_cell(source if isinstance(source, str) else "".join(map(str, source)),
+                                                     metadata=cell.get("metadata", {}))
+        if isinstance(cell.get("id"), str):
+            nb.cells[path[1]].id = cell["id"]
+        return f"a cell of a kind Jupyter no longer has ({str(cell.get('cell_type'))[:20]!r}) was read as text"
+    return None
+
+
+def _grade_id(cell):
+    from helpers.demos import grade_id
+    return grade_id(cell)
