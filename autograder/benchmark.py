@@ -210,12 +210,17 @@ def stability(assignments, repeat, busy):
             seconds = time.perf_counter() - start
             scores = totals(assignments, work)
             maxima = {a: _max(a, work) for a in assignments}
+            # Cells that scored below full other than because a check could not decide, twice
+            # (scored zero and listed for a person: what grading must do on a machine too busy to tell).
+            lost = sorted((row["student"], row["assignment"], row["cell"])
+                          for row in gradebook.cell_scores(assignments, work) if row["score"] < row["max_score"]
+                          and row["cell"] not in unsure.get((row["assignment"], row["student"]), ()))
             per_assignment = _per_assignment(work, students, assignments, results)
     finally:
         if spinner:
             spinner.kill()
     distinct = {a: sorted({v for (_, b), v in scores.items() if b == a}) for a in assignments}
-    return {"runs": repeat, "all_graded": all(r.ok for r in results), "distinct_scores": distinct,
+    return {"runs": repeat, "all_graded": all(r.ok for r in results), "distinct_scores": distinct, "lost_decided": lost,
             "maxima": maxima, "regraded": len(regraded), "undecided": len(unsure), "seconds": seconds, "per_assignment": per_assignment}
 
 

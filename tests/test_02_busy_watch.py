@@ -28,15 +28,23 @@ def _four_threads(draws):
 
 
 def test_pure_python_threads_are_seen_working_at_once_without_a_judge():
+    """Counted at the first of up to five tries, as the check counts its own threads (a thread
+    holding the GIL that the machine takes off its core stalls the others)."""
     assert hidden.STUDENT is None  # the checks' own process is the student's
-    with checks._BusyWatch() as seen:
-        wall = _four_threads(3_000_000)  # about 0.5 s at once here: windows of 60 ms
-    assert seen.available, "no scheduler statistics here"
-    assert seen._reader is not None, "the readings were taken by a thread of this process"
-    # Half of one thread's share of the time: threads run one after another show at most 2 here.
-    window = 0.5 * wall / 4
-    assert seen.most_working_in_a_window(window, min(0.002, 0.1 * window)) >= 3, (
-        f"{len(seen.readings)} readings, the longest gap {seen.longest_gap():.3f} s, window {window:.3f} s")
+    seen_tries = []
+    for _ in range(5):
+        with checks._BusyWatch() as seen:
+            wall = _four_threads(3_000_000)  # about 0.5 s at once here: windows of 60 ms
+        assert seen.available, "no scheduler statistics here"
+        assert seen._reader is not None, "the readings were taken by a thread of this process"
+        # Half of one thread's share of the time: threads run one after another show at most 2 here.
+        window = 0.5 * wall / 4
+        most = seen.most_working_in_a_window(window, min(0.002, 0.1 * window))
+        seen_tries.append(f"{most} threads ({len(seen.readings)} readings, the longest gap "
+                          f"{seen.longest_gap():.3f} s, window {window:.3f} s)")
+        if most >= 3:
+            return
+    raise AssertionError("; ".join(seen_tries))
 
 
 def test_the_reader_is_not_counted_among_the_calls_processes():
