@@ -9,9 +9,11 @@ from autograder import course, notebooks
 from autograder.pipeline import lease, verify
 
 
-def _holder(folder, exclusive, log, name, seconds, started=None):
+def _holder(folder, exclusive, log, name, seconds, started=None, waiting=None):
+    """A thread holding the lease `seconds`; `started` is set once it holds it, `waiting` once it
+    had to wait for it (the order of the threads taken from the lease, not from sleeps)."""
     def run():
-        with lease.hold(exclusive, folder=folder):
+        with lease.hold(exclusive, folder=folder, on_wait=waiting.set if waiting is not None else None):
             log.append((name, "in", time.monotonic()))
             if started is not None:
                 started.set()
@@ -30,10 +32,11 @@ def test_shared_holders_overlap_and_an_exclusive_one_is_alone(tmp_path):
     log, first_in = [], threading.Event()
     a = _holder(tmp_path, False, log, "cell A", 0.6, first_in)
     first_in.wait(5)
-    b = _holder(tmp_path, False, log, "cell B", 0.6)
-    time.sleep(0.1)
-    timing = _holder(tmp_path, True, log, "timing check", 0.4)
-    time.sleep(0.1)
+    b_in, timing_waits = threading.Event(), threading.Event()
+    b = _holder(tmp_path, False, log, "cell B", 0.6, b_in)
+    b_in.wait(5)
+    timing = _holder(tmp_path, True, log, "timing check", 0.4, waiting=timing_waits)
+    timing_waits.wait(5)
     late = _holder(tmp_path, False, log, "later cell", 0.2)  # comes after the check: waits behind it
     for thread in (a, b, timing, late):
         thread.join(10)
@@ -53,11 +56,11 @@ def _machine(monkeypatch, cores_busy):
 
 
 def _an_exclusive_taker_waits_for_an_asleep_holder(tmp_path):
-    log, inside = [], threading.Event()
+    log, inside, timing_waits = [], threading.Event(), threading.Event()
     asleep = _holder(tmp_path, False, log, "a hung cell", 2.5, inside)
     inside.wait(5)
-    timing = _holder(tmp_path, True, log, "timing check", 0.2)
-    time.sleep(0.1)
+    timing = _holder(tmp_path, True, log, "timing check", 0.2, waiting=timing_waits)
+    timing_waits.wait(5)
     late = _holder(tmp_path, False, log, "later cell", 0.2)
     for thread in (asleep, timing, late):
         thread.join(15)
@@ -100,12 +103,12 @@ def test_without_a_lease_folder_holding_is_free(monkeypatch):
 def test_no_holder_waits_for_ever(tmp_path, monkeypatch):
     monkeypatch.setattr(lease, "MAX_WAIT", 0.3)
     log, inside = [], threading.Event()
-    stuck = _holder(tmp_path, True, log, "stuck", 2.0, inside)
+    stuck = _holder(tmp_path, True, log, "stuck", 3.0, inside)
     inside.wait(5)
     started = time.monotonic()
     with lease.hold(True, folder=tmp_path):
-        assert time.monotonic() - started < 1.5, "it goes on without the lease after MAX_WAIT"
-    stuck.join(5)
+        assert time.monotonic() - started < 2.5, "it goes on without the lease after MAX_WAIT"
+    stuck.join(10)
 
 
 def test_a_judge_waiting_for_the_machine_is_not_out_of_time(tmp_path, monkeypatch):
@@ -143,13 +146,13 @@ def test_alone_waits_for_the_others_then_shares_again(tmp_path):
     first_in.wait(5)
     with lease.hold(folder=tmp_path):
         log.append(("check, shared", "in", time.monotonic()))
-        late = None
+        late, late_in, late_waits = None, threading.Event(), threading.Event()
         with lease.alone() as waited:
             log.append(("check, alone", "in", time.monotonic()))
-            late = _holder(tmp_path, False, log, "later cell", 0.6)
-            time.sleep(0.3)
+            late = _holder(tmp_path, False, log, "later cell", 0.6, late_in, late_waits)
+            late_waits.wait(5)
             log.append(("check, alone", "out", time.monotonic()))
-        time.sleep(0.2)
+        late_in.wait(10)  # it gets in while the check holds the machine shared again
         log.append(("check, shared", "out", time.monotonic()))
     for thread in (cell, late):
         thread.join(10)
@@ -158,7 +161,7 @@ def test_alone_waits_for_the_others_then_shares_again(tmp_path):
     a0, a1 = _span(log, "check, alone")
     l0, l1 = _span(log, "later cell")
     assert s0 < c1, "the check held the machine shared beside the cell"
-    assert a0 >= c1 and waited > 0.2, "alone, it waited for the cell in progress"
+    assert a0 >= c1 and waited > 0, "alone, it waited for the cell in progress"
     assert l0 >= a1, "a newcomer waited while the check was alone"
     assert l0 < s1, "back to shared, the check runs beside the newcomer"
 
@@ -176,14 +179,14 @@ def test_a_check_waiting_to_be_alone_is_not_out_of_time(tmp_path, monkeypatch):
     time limit (autograder/hidden.py)."""
     from autograder import hidden
     log, inside = [], threading.Event()
-    other = _holder(tmp_path, False, log, "a long cell", 1.5, inside)
+    other = _holder(tmp_path, False, log, "a long cell", 3.0, inside)
     inside.wait(5)
 
     def check():
         with lease.alone():
             return "measured"
-    with lease.hold(folder=tmp_path):
-        assert hidden._call_with_timeout(check, {}, 0.5) == "measured"
+    with lease.hold(folder=tmp_path):  # waits about 3 s for the cell, against a limit of 1.5 s
+        assert hidden._call_with_timeout(check, {}, 1.5) == "measured"
     other.join(10)
 
 

@@ -182,13 +182,22 @@ def test_another_uid_cannot_ask_for_a_child(probe_zygote):
     assert answer == b"answer:", f"the zygote answered another uid: {answer!r}"
 
 
+def _catches(pid, signum):
+    with open(f"/proc/{pid}/status") as status:
+        caught = next(line.split()[1] for line in status if line.startswith("SigCgt:"))
+    return bool(int(caught, 16) >> (signum - 1) & 1)
+
+
 def test_the_thin_client_forwards_signals_and_exit_codes(probe_zygote):
     command = [sys.executable, "-S", "-P", "-m", "autograder.sandbox.zygote", probe_zygote["socket"],
                "zygote_probe:exit_with", "5"]
     assert subprocess.run(command, env=probe_zygote["env"], timeout=60).returncode == 5
     command[-2:] = ["zygote_probe:wait_forever"]
     client = subprocess.Popen(command, env=probe_zygote["env"])
-    time.sleep(1)
+    # Once it forwards SIGTERM (it catches it: /proc's SigCgt), not after a guessed while.
+    deadline = time.monotonic() + 60
+    while not _catches(client.pid, signal.SIGTERM) and client.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.01)
     client.send_signal(signal.SIGTERM)
     assert client.wait(timeout=30) == 128 + signal.SIGTERM
 
