@@ -143,8 +143,10 @@ def _ranking_problem(found, expected, runs, wall, cpu):
         return "the functions are not those with the largest own time, in order"
     # Against CPU time, not the judge's wall clock: on a busy machine the call can wait seconds for
     # a core outside the profiled code (a correct answer once failed here at load 7 on 2 cores).
-    # The top function does about 65 % of the process's CPU work in the call.
-    assert seconds[0] >= 0.25 * cpu, "the seconds of the top function are far below its own time (units?)"
+    # The top function does about 65 % of the process's CPU work in the call. Retried as a wrong
+    # ranking is: other threads of the process (a BLAS pool spinning down) could add CPU to one try.
+    if seconds[0] < 0.25 * cpu:
+        return "the seconds of the top function are far below its own time (units?)"
     return None
 
 
