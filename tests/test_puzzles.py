@@ -25,11 +25,17 @@ def test_the_long_way_and_the_judges_shortcut_agree():
 def test_puzzles_differ_and_cost_what_they_say():
     first, second = _puzzles.make(0.1), _puzzles.make(0.1)
     assert first.task != second.task and first.answer != second.answer
-    start = time.thread_time()
-    solve_puzzle(first.task)
-    spent = time.thread_time() - start
-    # Sized by the fastest of three timings: the long way cannot be much quicker than that.
-    assert spent >= 0.5 * first.seconds, (spent, first.seconds)
+    # Sized by the fastest of three timings: the long way cannot be much quicker than that. The
+    # same pure-Python work costs up to 1.6 times the CPU from one moment to the next on a shared
+    # machine, so the size may have been taken in a slow moment: the first of three tries counts.
+    seen = []
+    for puzzle in (first, second, _puzzles.make(0.1)):
+        start = time.thread_time()
+        solve_puzzle(puzzle.task)
+        seen.append((time.thread_time() - start, puzzle.seconds))
+        if seen[-1][0] >= 0.5 * seen[-1][1]:
+            return
+    raise AssertionError(f"(CPU seconds, the puzzle's nominal seconds): {seen}")
 
 
 def test_the_process_cpu_the_judge_reads_counts_every_thread_even_ended_ones():
@@ -60,7 +66,7 @@ def test_the_judge_reads_how_the_process_spent_its_cpu():
     """User and system time and page faults, which say, when a caller spends more than expected,
     whether its code ran or the kernel worked for it; the message shows them."""
     before = _support._process_counts(os.getpid())
-    solve_puzzle(_puzzles.make(0.1).task)
+    solve_puzzle(_puzzles.make(0.2).task)  # 4 times the user time asserted: /proc's ticks, a slow moment
     touched = bytearray(64 * 2**20)  # fresh pages: a minor fault for each page first touched
     for i in range(0, len(touched), 4096):
         touched[i] = 1
@@ -148,7 +154,7 @@ def test_the_judges_split_of_the_callers_time_adds_up():
     hidden.STUDENT = student
     try:
         with _support.caller_cpu() as spent:
-            _support.there(solve_puzzle, _puzzles.make(0.1).task)
+            _support.there(solve_puzzle, _puzzles.make(0.2).task)  # 4 times the bound below
     finally:
         hidden.STUDENT = None
         student.stop()
@@ -191,8 +197,8 @@ def test_threads_started_during_the_call_are_not_the_callers():
         worker.join()
     assert spent.seconds < 0.1 and not spent.ended, spent.seconds
     with _support.caller_threads_cpu() as spent:
-        solve_puzzle(_puzzles.make(0.2).task)
-    assert spent.seconds >= 0.1, spent.seconds
+        solve_puzzle(_puzzles.make(0.4).task)
+    assert spent.seconds >= 0.1, spent.seconds  # a quarter of its nominal cost
 
 
 def test_a_thread_ending_as_the_block_starts_ends_before_it():
@@ -228,15 +234,19 @@ def _full_collection():
 def _charged_and_real(cpu_of_caller):
     """(CPU seconds caller_cpu() charges for a full collection over a large heap, made through
     there(), and what the same collection costs unwatched, read with cpu_of_caller())."""
-    _support.there(_grow_heap, 1_000_000)
-    try:
-        with _support.caller_cpu() as spent:
+    for objects in (1_000_000, 2_000_000, 4_000_000):  # a faster machine collects 1M in under 0.05 s
+        _support.there(_grow_heap, objects)
+        try:
+            with _support.caller_cpu() as spent:
+                _support.there(_full_collection)
+            before = cpu_of_caller()
             _support.there(_full_collection)
-        before = cpu_of_caller()
-        _support.there(_full_collection)
-        return spent.seconds, cpu_of_caller() - before
-    finally:
-        _support.there(_drop_heap)
+            charged, real = spent.seconds, cpu_of_caller() - before
+        finally:
+            _support.there(_drop_heap)
+        if real > 0.05:
+            break
+    return charged, real
 
 
 def test_a_full_garbage_collection_in_the_caller_is_not_charged():
