@@ -13,11 +13,15 @@
   refuses and grading does not need are read as Jupyter would have written them: a `kernelspec`
   without a `display_name` (JupyterLab saves one so once the kernel it names is uninstalled;
   jupytext writes one so) or empty, or an empty `language_info` (nbconvert failed the whole
-  submission on either, when it checks the notebook after each step), an output, attachment or
+  submission on either, when it checks the notebook after each step), an attachment or a
   cell-metadata entry out of form (how a cell is shown; never its `nbgrader` or `tags`), a cell
   of a kind Jupyter no longer has (read as raw text, unless graded). What cannot be mended so
-  fails as before, with nbformat's words. What was mended goes to MendCopiedCells, which tells the log and the feedback
-  page.
+  fails as before, with nbformat's words. What was mended goes to MendCopiedCells, which tells
+  the log and the feedback page.
+- The outputs of code cells are left out before nbformat reads the notebook (grading clears them
+  first anyway), and a notebook of more than MAX_CELLS cells is refused: nbformat's check of a
+  part out of form costs about half a millisecond each, so that an 8 MB notebook of 200,000
+  made-up outputs kept a grading worker 135 s (a 100 MB one, half an hour); it takes 4 s now.
 """
 import json
 import os
@@ -27,6 +31,7 @@ from nbconvert.exporters import NotebookExporter
 
 from . import jobs
 
+MAX_CELLS = 10_000  # the course's notebooks have 33 to 84
 READ_MENDED = "course_read_mended"  # resources: what reading mended, in plain words (mend.MendCopiedCells says it)
 
 
@@ -56,6 +61,7 @@ def read_leniently(text):
         text = text[1:]
         said.append("your notebook was saved with a byte-order mark in front (by an editor other than "
                     "Jupyter?), which Jupyter refuses: it was read without it")
+    text = _without_outputs(text)
     try:
         nb = nbformat.reads(text, as_version=4)
         return nb, said + _tags_as_lists(nb) + _in_form(nb)
@@ -73,6 +79,29 @@ def read_leniently(text):
             raise refused from None
         said.append(f"{bare} had no metadata (edited outside JupyterLab?): read with none")
         return nb, said + _tags_as_lists(nb) + _in_form(nb)
+
+
+def _without_outputs(text):
+    """The notebook's text with its code cells' outputs left out (grading clears them first
+    anyway: ClearOutput), before nbformat checks them: an output out of form costs its schema
+    check about half a millisecond (20,000 of them, 0.8 MB, took 9 s in each of nbformat's reading
+    and the first check after it), and a notebook of more than MAX_CELLS cells is refused, so that
+    no notebook within the size limit can cost minutes that way. Text that is no notebook is
+    left for nbformat to refuse."""
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return text
+    cells = data.get("cells") if isinstance(data, dict) else None
+    if not isinstance(cells, list):
+        return text
+    if len(cells) > MAX_CELLS:
+        raise NotebookTooLargeError(f"the notebook has {len(cells)} cells, more than the {MAX_CELLS} a notebook "
+                                    "may have: it was not graded")
+    for cell in cells:
+        if isinstance(cell, dict) and cell.get("cell_type") == "code" and cell.get("outputs"):
+            cell["outputs"] = []
+    return json.dumps(data)
 
 
 def _tags_as_lists(nb):
@@ -107,18 +136,27 @@ def _without_metadata(data):
 
 def _in_form(nb):
     """Mend, in place, what nbformat's schema refuses where grading does not need it (see above);
-    say what, or nothing. Errors it cannot mend are left for nbconvert to report as before."""
-    mended, seen = [], set()
+    say what, or nothing. Errors it cannot mend are left for nbconvert to report as before, and so
+    is the notebook where mending itself fails."""
+    try:
+        return _mend_all(nb)
+    except Exception:  # noqa: BLE001 (nbconvert's check after the first step says what is wrong)
+        return []
+
+
+def _mend_all(nb):
+    mended, seen = {}, set()  # what was done: how many times
     for _ in range(8):  # a mend can bring the next error to light; each round mends at least one
-        errors = [error for error in nbformat.validator.iter_validate(nb, relax_add_props=True)
-                  if tuple(error.absolute_path) not in seen]
-        done = [said for said in map(lambda error: _mend_one(nb, list(error.absolute_path)), errors) if said]
-        seen.update(tuple(error.absolute_path) for error in errors)
+        errors = [tuple(error.absolute_path) for error in nbformat.validator.iter_validate(nb, relax_add_props=True)]
+        done = [said for said in (_mend_one(nb, list(path)) for path in errors if path not in seen) if said]
+        seen.update(errors)
         if not done:
             break
-        mended += [said for said in done if said not in mended]
+        for said in done:
+            mended[said] = mended.get(said, 0) + 1
     return [f"parts of your notebook were not in Jupyter's form (saved by another tool?), which grading "
-            f"does not need: {', '.join(mended)}"] if mended else []
+            f"does not need: {', '.join(said + (f' ({count} times)' if count > 1 else '') for said, count in mended.items())}"
+            ] if mended else []
 
 
 def _mend_one(nb, path):
@@ -149,11 +187,12 @@ def _mend_one(nb, path):
         return f"a cell's {path[3]!r} was read as missing"
     if part is None and not graded and cell.get("cell_type") not in ("code", "markdown", "raw"):
         source = cell.get("source", "")
-        nb.cells[path[1]] = nbformat.v4.new_raw_cell(source if isinstance(source, str) else "".join(map(str, source)),
-                                                     metadata=cell.get("metadata", {}))
+        raw = {"cell_type": "raw", "metadata": cell.get("metadata", {}),
+               "source": source if isinstance(source, str) else "".join(map(str, source))}
         if isinstance(cell.get("id"), str):
-            nb.cells[path[1]].id = cell["id"]
-        return f"a cell of a kind Jupyter no longer has ({str(cell.get('cell_type'))[:20]!r}) was read as text"
+            raw["id"] = cell["id"]
+        nb.cells[path[1]] = nbformat.from_dict(raw)  # its metadata is mended in the next round
+        return "a cell of a kind Jupyter no longer has (a heading?) was read as text"
     return None
 
 
