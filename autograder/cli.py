@@ -160,6 +160,12 @@ def _environment():
     os.environ.setdefault("MPLBACKEND", "Agg")
 
 
+INTERRUPTED = {
+    "grade": ("; the submissions graded before it keep their scores; those in progress were stopped, "
+              "their kernels and judges with them: run the same command again to grade them"),
+}
+
+
 def main(argv=None):
     _environment()
     args = parser().parse_args(argv)
@@ -167,4 +173,8 @@ def main(argv=None):
     if unknown:
         raise SystemExit(f"unknown assignment(s): {', '.join(unknown)}; "
                          f"known: {', '.join(course.assignments())}")
-    return args.fn(args)
+    try:
+        return args.fn(args)
+    except KeyboardInterrupt:  # Ctrl-C: what was done stays done; no traceback for it
+        print(f"\n{args.verb}: interrupted{INTERRUPTED.get(args.verb, '')}", file=sys.stderr, flush=True)
+        return 130

@@ -70,8 +70,8 @@ def probe_zygote():
                                socket, json.dumps(spec)], env=without_secrets(env))
     zygote.connect(socket, timeout=60).close()
     yield {"socket": socket, "env": env, "folder": folder, "server": server}
-    server.kill()
-    server.wait()
+    server.terminate()  # it kills what it forked on the way out
+    server.wait(timeout=30)
     shutil.rmtree(folder, ignore_errors=True)
 
 
@@ -465,3 +465,77 @@ def test_an_orphaned_holder_ends(tmp_path):
     while any(Path(f"/proc/{pid}").exists() for pid in (holder, *pids)) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not any(Path(f"/proc/{pid}").exists() for pid in (holder, *pids))
+
+
+def _gone(pid, within=15.0):
+    """Whether process `pid` has ended (or is a zombie no one reaps yet) within `within` seconds."""
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        try:
+            with open(f"/proc/{pid}/stat") as stat:
+                if stat.read().rsplit(")", 1)[1].split()[0] == "Z":
+                    return True
+        except FileNotFoundError:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_a_thin_client_whose_parent_is_killed_takes_its_child_with_it(probe_zygote):
+    """A grading worker stopped with SIGKILL never shuts its kernel down: the kernel's stand-in
+    sees its parent go and ends the kernel (it ran on, waiting for messages, before)."""
+    parent = subprocess.Popen([sys.executable, "-c", (
+        "import subprocess, sys, time\n"
+        f"client = subprocess.Popen([sys.executable, '-S', '-P', '-m', 'autograder.sandbox.zygote', "
+        f"{probe_zygote['socket']!r}, 'zygote_probe:wait_forever'], start_new_session=True)\n"
+        "print(client.pid, flush=True)\n"
+        "time.sleep(600)\n")], env=probe_zygote["env"], stdout=subprocess.PIPE, text=True)
+    client = int(parent.stdout.readline())
+    deadline = time.monotonic() + 60
+    children = []
+    while not children and time.monotonic() < deadline:  # the child forked for it, in its own session
+        children = [int(p) for p in os.listdir("/proc") if p.isdigit() and _cmdline(int(p)).startswith("-P -c")
+                    and _ppid(int(p)) == probe_zygote["server"].pid]
+        time.sleep(0.05)
+    assert children, "the zygote forked no child for the thin client"
+    parent.kill()
+    parent.wait()
+    assert _gone(client) and all(_gone(pid) for pid in children)
+
+
+def _cmdline(pid):
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return b" ".join(f.read().split(b"\0")[1:]).decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def _ppid(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return int(stat.read().rsplit(")", 1)[1].split()[1])
+    except (OSError, ValueError):
+        return None
+
+
+def test_a_zygote_stopped_with_sigterm_kills_what_it_forked(tmp_path):
+    """warm.py stops its zygotes with SIGTERM once `grade` ends, interrupted or not: a judge or a
+    student's process still running then dies with the zygote (SIGKILL left it running on)."""
+    folder = Path(tempfile.mkdtemp(prefix="course-zygote-test-"))
+    (folder / "zygote_probe.py").write_text(PROBE)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(folder), os.environ.get("PYTHONPATH", "")])}
+    socket = str(folder / "socket")
+    server = subprocess.Popen([sys.executable, "-P", "-c", "from autograder.sandbox.zygote import serve; serve()",
+                               socket, json.dumps({"preload": ["zygote_probe"], "entries": ["zygote_probe:wait_forever"]})],
+                              env=without_secrets(env))
+    try:
+        zygote.connect(socket, timeout=60).close()
+        child = zygote.start(socket, "zygote_probe:wait_forever", [], env=env, cwd=str(folder))
+        server.terminate()
+        assert server.wait(timeout=30) == 128 + signal.SIGTERM
+        assert _gone(child.pid), "the forked child outlived its zygote"
+    finally:
+        if server.poll() is None:
+            server.kill()
+        shutil.rmtree(folder, ignore_errors=True)

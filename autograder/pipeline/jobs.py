@@ -102,8 +102,11 @@ class _Worker:
     def run(self, verb, assignment, student, log_dir):
         if self.process is None or self.process.poll() is not None:
             with open(self.log, "a") as stderr:  # the child keeps its own copy of the handle
+                # A session of its own: a Ctrl-C in the instructor's terminal reaches `grade`, which
+                # stops the workers itself (run_all), not each worker in the middle of nbgrader.
                 self.process = subprocess.Popen(self.command, cwd=course.ROOT, env=self.env, stdin=subprocess.PIPE,
-                                                stdout=subprocess.PIPE, stderr=stderr, text=True)
+                                                stdout=subprocess.PIPE, stderr=stderr, text=True,
+                                                start_new_session=True)
         start = time.perf_counter()
         try:
             self.process.stdin.write(f"{assignment} {student}\n")
@@ -125,6 +128,13 @@ class _Worker:
         answer = json.loads(reply)
         return JobResult(assignment, student, answer["ok"], answer["seconds"], Path(answer["log"]))
 
+    def kill(self):
+        """Stop it at once (`grade` interrupted): its judge and kernel go with it (their zygote
+        kills a child whose requester is gone; a kernel's stand-in ends with its parent)."""
+        process = self.process
+        if process is not None and process.poll() is None:
+            process.kill()
+
     def close(self):
         if self.process is not None and self.process.poll() is None:
             self.process.stdin.close()
@@ -141,7 +151,9 @@ def run_all(verb, pairs, n_jobs=None, desc=None, log_dir=None, work=None, schedu
     """Run nbgrader's `verb` (autograde, generate_feedback) on every (assignment, student).
 
     n_jobs workers, each a long-lived process, take submissions from one queue
-    (joblib threads drive them); returns JobResults sorted by assignment, student.
+    (a thread of this process drives each); returns JobResults sorted by assignment, student.
+    Interrupted (Ctrl-C), it stops every worker at once, with the kernels and judges they ran,
+    and raises KeyboardInterrupt: no result of a submission it stopped is kept.
     With a Dask scheduler address (`scheduler`, or COURSE_SCHEDULER) the same
     workers run on that cluster instead (autograder/pipeline/cluster.py).
     `alone`: one submission at a time with nothing beside it, its judge after
@@ -157,7 +169,6 @@ def run_all(verb, pairs, n_jobs=None, desc=None, log_dir=None, work=None, schedu
     if scheduler:
         from . import cluster
         return cluster.run_all(verb, pairs, scheduler, desc=desc, log_dir=log_dir, work=work)
-    from joblib import Parallel, delayed
     n_jobs = 1 if alone else max(1, min(n_jobs or default_jobs(), len(pairs) or 1))
     env = job_environment(n_jobs, work)
     if alone:
@@ -168,34 +179,56 @@ def run_all(verb, pairs, n_jobs=None, desc=None, log_dir=None, work=None, schedu
     for pair in pairs:
         todo.put(pair)
     bar = progress.bar(len(pairs), desc or verb)
-    lock = threading.Lock()
+    lock, stopping, workers, errors = threading.Lock(), threading.Event(), [], []
 
-    def drain(worker_env):
-        worker, done = _Worker(verb, worker_env, log_dir), []
+    def drain(worker_env, done):
+        worker = _Worker(verb, worker_env, log_dir)
+        workers.append(worker)
         try:
-            while True:
+            while not stopping.is_set():
                 try:
                     assignment, student = todo.get_nowait()
                 except queue.Empty:
-                    return done
+                    return
                 result = worker.run(verb, assignment, student, log_dir)
+                if stopping.is_set():
+                    return  # killed on the way out: no result
                 done.append(result)
                 with lock:
                     bar.update()
                     if not result.ok:
                         bar.write(f"  {verb} failed for {student}/{assignment}: see {result.log}")
+        except BaseException as err:  # noqa: BLE001 (raised again in the main thread)
+            errors.append(err)
         finally:
             worker.close()
 
+    batches = [[] for _ in range(n_jobs)]
     try:
         with contextlib.ExitStack() as stack:
             worker_env = env
             if verb == "autograde":  # one pair of zygotes for all the workers, and a lease on the machine
                 worker_env = stack.enter_context(warm.shared(worker_env))
                 worker_env = stack.enter_context(lease.folder_for_run(worker_env))
-            batches = Parallel(n_jobs=n_jobs, prefer="threads")(delayed(drain)(worker_env) for _ in range(n_jobs))
+            threads = [threading.Thread(target=drain, args=(worker_env, batch), name=f"{verb}-job-{i}", daemon=True)
+                       for i, batch in enumerate(batches)]
+            for thread in threads:
+                thread.start()
+            try:
+                for thread in threads:  # in steps, so that a Ctrl-C reaches this thread at once
+                    while thread.is_alive():
+                        thread.join(0.5)
+            except BaseException:
+                stopping.set()  # no next submission; those in progress stop now
+                for worker in list(workers):
+                    worker.kill()
+                for thread in threads:
+                    thread.join(60)
+                raise
     finally:
         bar.close()
+    if errors:
+        raise errors[0]
     return sorted((r for batch in batches for r in batch), key=lambda r: (r.assignment, r.student))
 
 

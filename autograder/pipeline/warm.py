@@ -209,9 +209,15 @@ class _Zygote:
         return True
 
     def stop(self):
+        """SIGTERM first: the zygote then kills what it forked (a judge, a kernel, a student's
+        process still running when `grade` was interrupted); SIGKILL left them running on."""
         if self.process.poll() is None:
-            self.process.kill()
-            self.process.wait()
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
         shutil.rmtree(self.folder, ignore_errors=True)
 
 

@@ -243,11 +243,21 @@ def launch_main():
     A stand-in for `python -P -m <module> args...` whose process is forked from the
     zygote: signals sent here go on to it, and this exits as it does.
     """
+    import subprocess
     path, entry, args = sys.argv[1], sys.argv[2], sys.argv[3:]
+    parent = os.getppid()
     child = start(path, entry, args, stdin=0, stdout=1, stderr=2)
     for signum in _FORWARDED:
         signal.signal(signum, lambda s, frame: child.send_signal(s))
-    code = child.wait()
+    # A parent killed without a word (a grading worker stopped with SIGKILL) never shuts its kernel
+    # down: the child then goes too, as a child of that parent's would.
+    while True:
+        try:
+            code = child.wait(timeout=0.5)
+            break
+        except subprocess.TimeoutExpired:
+            if os.getppid() != parent:
+                child.kill()
     sys.stdout.flush()
     os._exit(code if code >= 0 else 128 - code)
 
@@ -277,6 +287,9 @@ def serve():
     """
     path, spec = sys.argv[1], json.loads(sys.argv[2])
     parent = spec.get("parent") or os.getppid()
+    # Stopped with SIGTERM (warm.py), it kills its children on the way out, as below: a judge, a
+    # kernel or a student's process forked from here dies with it, whatever it was doing.
+    signal.signal(signal.SIGTERM, _exit_on_sigterm)
     try:
         _preload(spec)
     except BaseException:
@@ -324,6 +337,10 @@ def serve():
                 remove(path if remove is os.unlink else os.path.dirname(path))
             except OSError:
                 pass
+
+
+def _exit_on_sigterm(signum, frame):
+    raise SystemExit(128 + signum)
 
 
 def _kill_group(pid):
@@ -391,6 +408,7 @@ def _fork_for(conn, entries, me, listener, selector):
 def _become_child(request, received):
     code = 1
     try:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)  # the zygote's own way out is not the child's
         os.setsid()
         targets = list(request["fds"])
         # Out of the way of every target first, then into place; nothing else stays open.

@@ -1,0 +1,90 @@
+"""Ctrl-C in the instructor's terminal while `grade` runs: it stops at once, says what to do, and
+leaves nothing of the submissions running (autograder/pipeline/jobs.py, warm.py, sandbox/zygote.py).
+
+Before: `grade` waited for the submission in progress (40 to 60 s here, up to a judge's limits),
+printed a traceback, and the judge's student's process of a notebook that sleeps ran on, orphaned,
+for as long as the cell slept (SIGKILL stopped its zygote without a word)."""
+import copy
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import nbformat
+
+from autograder import notebooks, samples
+
+A = "01_processes_threads"
+
+
+def _sleepy_submission():
+    nb = copy.deepcopy(samples.submissions(A)["sample_perfect"])
+    first = next(i for i, cell in enumerate(nb.cells) if notebooks.is_answer_cell(cell))
+    nb.cells.insert(first, nbformat.v4.new_code_cell(
+        "from pathlib import Path\nimport time\nPath('sleeping').touch()\ntime.sleep(100_000)"))
+    return nb
+
+
+def _holding(path):
+    """Processes other than this one whose working folder or an open file is under `path`."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        if int(pid) == os.getpid():
+            continue
+        try:
+            places = [os.readlink(f"/proc/{pid}/cwd")] + [os.readlink(f"/proc/{pid}/fd/{fd}")
+                                                         for fd in os.listdir(f"/proc/{pid}/fd")]
+        except OSError:
+            continue
+        if any(place.startswith(str(path)) for place in places):
+            found.append(int(pid))
+    return found
+
+
+def _started_by(pid):
+    """Processes whose command line names `pid` as the parent they serve: the zygotes of `grade`
+    and what they forked (kernels, judges, students' processes keep a zygote's command line)."""
+    mark = f'"parent": {pid}'.encode()
+    found = []
+    for other in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{other}/cmdline", "rb") as cmdline:
+                if mark in cmdline.read():
+                    found.append(int(other))
+        except OSError:
+            continue
+    return found
+
+
+def test_ctrl_c_stops_grading_at_once_and_leaves_nothing_running(workdir_factory):
+    work = workdir_factory("interrupted", [A])
+    work.submit("sleepy", A, _sleepy_submission())
+    env = {**os.environ, **work.course.environment()}
+    env.pop("COURSE_ZYGOTE_SANDBOX", None), env.pop("COURSE_ZYGOTE_JUDGE", None)  # its own pair, as an instructor's
+    grade = subprocess.Popen(
+        [sys.executable, "-c", "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); "
+         "os.execvp(sys.executable, [sys.executable, '-m', 'autograder', 'grade', sys.argv[1]])", A],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 180
+        while not list(work.path.rglob("sleeping")) and grade.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert grade.poll() is None and list(work.path.rglob("sleeping")), "the kernel never reached the sleeping cell"
+        zygotes = _started_by(grade.pid)
+        assert len(zygotes) >= 3, zygotes  # two zygotes and at least the kernel
+        os.killpg(grade.pid, signal.SIGINT)  # what the terminal does with Ctrl-C
+        out, err = grade.communicate(timeout=60)
+    finally:
+        if grade.poll() is None:
+            os.killpg(grade.pid, signal.SIGKILL)
+            grade.wait()
+    assert grade.returncode == 130, (out[-2000:], err[-3000:])
+    assert "grade: interrupted; the submissions graded before it keep their scores" in err, err[-3000:]
+    assert "Traceback" not in err, err[-3000:]
+    deadline = time.monotonic() + 15
+    while (_holding(work.path) or any(Path(f"/proc/{pid}").exists() for pid in zygotes)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not _holding(work.path), "a process of the stopped grading runs on"
+    assert not any(Path(f"/proc/{pid}").exists() for pid in zygotes), "a zygote or a process it forked runs on"
