@@ -6,25 +6,29 @@
   reaches nbgrader (`jobs.oversized`); this holds the same limit wherever else nbgrader grades with
   the course's configuration, formgrader's Autograde button included, where nbgrader's pre-convert
   hook cannot stop a submission (it logs the hook's error and goes on).
-- A notebook that Jupyter would refuse for its form alone is read as it was meant: a UTF-8
-  byte-order mark in front (Windows tools write one), a cell or the notebook with `null` or no
-  metadata (nbformat failed the whole submission on either, with a traceback for the
-  instructor); cell tags that are not a list of strings become one. Parts that the schema
-  refuses and grading does not need are read as Jupyter would have written them: a `kernelspec`
-  without a `display_name` (JupyterLab saves one so once the kernel it names is uninstalled;
-  jupytext writes one so) or empty, or an empty `language_info` (nbconvert failed the whole
-  submission on either, when it checks the notebook after each step), an attachment or a
-  cell-metadata entry out of form (how a cell is shown; never its `nbgrader` or `tags`), a cell
-  of a kind Jupyter no longer has (read as raw text, unless graded). What cannot be mended so
-  fails as before, with nbformat's words. What was mended goes to MendCopiedCells, which tells
-  the log and the feedback page.
-- The outputs of code cells are left out before nbformat reads the notebook (grading clears them
-  first anyway), and a notebook of more than MAX_CELLS cells is refused: nbformat's check of a
-  part out of form costs about half a millisecond each, so that an 8 MB notebook of 200,000
-  made-up outputs kept a grading worker 135 s (a 100 MB one, half an hour); it takes 4 s now.
+- A notebook that Jupyter would refuse for its form alone is read as it was meant (_prepared,
+  on its JSON, before nbformat reads it): a UTF-8 byte-order mark in front (Windows tools write
+  one), a cell or the notebook with `null` or no metadata, tags that are not a list of distinct
+  words without commas, a display setting of the wrong type (`collapsed`, `scrolled`, ...), an
+  execution count out of form; each of these failed the whole submission, with a traceback for
+  the instructor. Then, by nbformat's schema (_in_form), what grading does not need: a
+  `kernelspec` without a `display_name` (JupyterLab saves one so once the kernel it names is
+  uninstalled; jupytext writes one so) or empty, an empty `language_info`, an attachment out of
+  form, a cell of a kind Jupyter no longer has (read as raw text, unless graded). A graded cell's
+  source, `nbgrader` entry, tags and kind are never changed. What cannot be mended so fails as
+  before, with nbformat's words. What was mended goes to MendCopiedCells, which tells the log and
+  the feedback page.
+- What costs nbformat time or memory out of proportion is refused or left out before it reads
+  the text: the code cells' outputs (grading clears them first anyway), a notebook of more than
+  MAX_CELLS cells or of millions of JSON objects. nbformat's schema check costs about half a
+  millisecond for each part out of form, in reading and after each step of nbconvert: an 8 MB
+  notebook of 200,000 made-up outputs kept a grading worker 135 s (a 100 MB one, half an hour),
+  and 3 million empty mappings in 12 MB took nbformat to 3.8 GB. Now 4 s and a refusal.
 """
+import itertools
 import json
 import os
+import re
 
 import nbformat
 from nbconvert.exporters import NotebookExporter
@@ -61,69 +65,119 @@ def read_leniently(text):
         text = text[1:]
         said.append("your notebook was saved with a byte-order mark in front (by an editor other than "
                     "Jupyter?), which Jupyter refuses: it was read without it")
-    text = _without_outputs(text)
-    try:
-        nb = nbformat.reads(text, as_version=4)
-        return nb, said + _tags_as_lists(nb) + _in_form(nb)
-    except Exception as refused:
-        try:
-            data = json.loads(text)
-        except ValueError:
-            raise refused from None
-        bare = _without_metadata(data)
-        if not bare:
-            raise
-        try:
-            nb = nbformat.reads(json.dumps(data), as_version=4)
-        except Exception:
-            raise refused from None
-        said.append(f"{bare} had no metadata (edited outside JupyterLab?): read with none")
-        return nb, said + _tags_as_lists(nb) + _in_form(nb)
+    text, prepared, out_of_form = _prepared(text)
+    nb = nbformat.reads(text, as_version=4)
+    out_of_form += _in_form(nb)
+    if out_of_form:
+        prepared.append("parts of your notebook were not in Jupyter's form (saved by another tool?), which grading "
+                        f"does not need: {', '.join(out_of_form)}")
+    return nb, said + prepared
 
 
-def _without_outputs(text):
-    """The notebook's text with its code cells' outputs left out (grading clears them first
-    anyway: ClearOutput), before nbformat checks them: an output out of form costs its schema
-    check about half a millisecond (20,000 of them, 0.8 MB, took 9 s in each of nbformat's reading
-    and the first check after it), and a notebook of more than MAX_CELLS cells is refused, so that
-    no notebook within the size limit can cost minutes that way. Text that is no notebook is
-    left for nbformat to refuse."""
+def _prepared(text):
+    """(the notebook's text as nbformat should read it, what was mended, the parts out of form it
+    read as missing), mended on its JSON, where
+    a mend costs nothing (nbformat's schema check costs about half a millisecond for each part out
+    of form, in reading and again after each step of nbconvert: 20,000 made-up outputs in 0.8 MB
+    took 9 s each time, 3,000 cells with five display settings out of form 10 s to mend in rounds):
+
+    - refused: a notebook of more than MAX_CELLS cells, or of more than MAX_CONTAINERS JSON
+      objects and lists outside its outputs (3 million empty ones in 12 MB took nbformat to 3.8 GB);
+    - the code cells' outputs are left out (grading clears them first anyway: ClearOutput);
+    - a cell or the notebook with `null` or no metadata gets an empty one; tags become a list of
+      distinct words without commas (nbclient, skipping the demos, tests a string by substring,
+      "demo" in "demos, plots", and fails on `null`; nbconvert refuses the rest); a display
+      setting of the wrong type (collapsed, scrolled, ...) or an execution count out of form is
+      read as missing.
+
+    v3 notebooks keep their cells in worksheets: the same holds for them. Text that is no notebook
+    is left for nbformat to refuse."""
+    containers = text.count("{") + text.count("[")
+    if containers > MAX_CONTAINERS:  # braces in strings (sources, printed output) count here: look closer
+        containers = _containers_outside_strings(text)
+        if containers > MAX_CONTAINERS:
+            raise NotebookTooLargeError(_too_many(containers))
     try:
         data = json.loads(text)
     except ValueError:
-        return text
-    cells = data.get("cells") if isinstance(data, dict) else None
-    if not isinstance(cells, list):
-        return text
+        return text, [], []
+    if not isinstance(data, dict):
+        return text, [], []
+    cells = _cells(data)
     if len(cells) > MAX_CELLS:
         raise NotebookTooLargeError(f"the notebook has {len(cells)} cells, more than the {MAX_CELLS} a notebook "
                                     "may have: it was not graded")
     for cell in cells:
-        if isinstance(cell, dict) and cell.get("cell_type") == "code" and cell.get("outputs"):
+        if cell.get("cell_type") == "code" and cell.get("outputs"):
             cell["outputs"] = []
-    return json.dumps(data)
+    left = _count_containers(data)
+    if left > MAX_CONTAINERS_KEPT:
+        raise NotebookTooLargeError(_too_many(left, MAX_CONTAINERS_KEPT))
+    said = []
+    bare = _without_metadata(data, cells)
+    if bare:
+        said.append(f"{bare} had no metadata (edited outside JupyterLab?): read with none")
+    said += _tags_in_form(cells)
+    out_of_form = _display_in_form(cells)
+    return json.dumps(data), said, out_of_form
 
 
-def _tags_as_lists(nb):
-    """A cell's tags are a list of strings; nbformat reads a string there too (it only warns), which
-    nbclient, skipping the demos, tests by substring ("demo" in "demos, plots"), and `null`, on which
-    it fails. A string becomes a list of itself, anything else none; say so, or nothing."""
+MAX_CONTAINERS = 2_000_000  # JSON objects and lists in the whole file (a course notebook: about 1,000)
+MAX_CONTAINERS_KEPT = 200_000  # ... once the outputs are left out
+
+
+def _too_many(count, limit=MAX_CONTAINERS):
+    return (f"the notebook holds {count} JSON objects and lists{' outside its outputs' if limit != MAX_CONTAINERS else ''}, "
+            f"more than the {limit} a notebook may have (made up?): it was not graded")
+
+
+def _containers_outside_strings(text):
+    return sum(text.count(c) for c in "{[") - sum(s.count("{") + s.count("[")
+                                                 for s in re.findall(r'"(?:[^"\\]|\\.)*"', text))
+
+
+def _count_containers(value):
+    count, todo = 0, [value]
+    while todo:
+        item = todo.pop()
+        if isinstance(item, dict):
+            count += 1
+            todo.extend(item.values())
+        elif isinstance(item, list):
+            count += 1
+            todo.extend(item)
+    return count
+
+
+def _cells(data):
+    """The cell mappings of a notebook's JSON: v4's `cells`, or v3's and v2's worksheets' cells."""
+    if isinstance(data.get("cells"), list):
+        lists = [data["cells"]]
+    else:
+        sheets = data.get("worksheets")
+        lists = [sheet["cells"] for sheet in sheets if isinstance(sheet, dict) and isinstance(sheet.get("cells"), list)
+                 ] if isinstance(sheets, list) else []
+    return [cell for cells in lists for cell in cells if isinstance(cell, dict)]
+
+
+def _tags_in_form(cells):
+    """Tags as nbclient and the schema take them: a list of distinct, non-empty words without
+    commas. A string becomes a list of itself, a comma a semicolon (never split: "demo,plots" was
+    no demo to nbclient, and stays none), anything else nothing; say so, or nothing."""
     mended = 0
-    for cell in nb.cells:
-        found = cell.get("metadata", {}).get("tags", [])
-        if not (isinstance(found, list) and all(isinstance(tag, str) for tag in found)):
-            cell.metadata["tags"] = [found] if isinstance(found, str) else (
-                [tag for tag in found if isinstance(tag, str)] if isinstance(found, list) else [])
+    for cell in cells:
+        found = cell["metadata"].get("tags", [])
+        tags = [found] if isinstance(found, str) else found if isinstance(found, list) else []
+        tags = list(dict.fromkeys(tag.replace(",", ";") for tag in tags if isinstance(tag, str) and tag))
+        if tags != found:
+            cell["metadata"]["tags"] = tags
             mended += 1
     return [f"the tags of {mended} cell{'s' * (mended > 1)} were not a list of words: read as one"] if mended else []
 
 
-def _without_metadata(data):
+def _without_metadata(data, cells):
     """Give the notebook and its cells whose metadata is missing or not a mapping an empty one; say
     which, or None where none lacked it."""
-    if not isinstance(data, dict):
-        return None
-    cells = [cell for cell in data.get("cells", []) if isinstance(cell, dict)]
     bare = [cell for cell in cells if not isinstance(cell.get("metadata"), dict)]
     for cell in bare:
         cell["metadata"] = {}
@@ -132,6 +186,40 @@ def _without_metadata(data):
         data["metadata"] = {}
     parts = (["the notebook"] if whole else []) + ([f"{len(bare)} cell{'s' * (len(bare) > 1)}"] if bare else [])
     return " and ".join(parts) or None
+
+
+# How a cell is shown, by the schema's form of each setting; nothing of grading reads them.
+_DISPLAY = {"collapsed": lambda v: isinstance(v, bool), "scrolled": lambda v: v is True or v is False or v == "auto",
+            "name": lambda v: isinstance(v, str), "jupyter": lambda v: isinstance(v, dict),
+            "execution": lambda v: isinstance(v, dict), "deletable": lambda v: isinstance(v, bool),
+            "editable": lambda v: isinstance(v, bool), "format": lambda v: isinstance(v, str)}
+
+
+def _display_in_form(cells):
+    mended = {}
+    for cell in cells:
+        meta = cell["metadata"]
+        for key, in_form in _DISPLAY.items():
+            if key in meta and not in_form(meta[key]):
+                del meta[key]
+                mended[repr(key)] = mended.get(repr(key), 0) + 1
+        if "collapsed" in cell and not isinstance(cell["collapsed"], bool):  # v3 keeps it on the cell
+            del cell["collapsed"]
+            mended["'collapsed'"] = mended.get("'collapsed'", 0) + 1
+        found = cell.get("attachments")
+        if "attachments" in cell and not isinstance(found, dict):  # nbformat's reader fails on it
+            del cell["attachments"]
+            mended["attachment"] = mended.get("attachment", 0) + 1
+        elif isinstance(found, dict):
+            for name in [name for name, bundle in found.items() if not isinstance(bundle, dict)]:
+                del found[name]
+                mended["attachment"] = mended.get("attachment", 0) + 1
+        for key in ("execution_count", "prompt_number"):  # v4's and v3's
+            count = cell.get(key)
+            if cell.get("cell_type") == "code" and count is not None and not (type(count) is int and count >= 0):
+                cell[key] = None
+                mended["execution count"] = mended.get("execution count", 0) + 1
+    return [f"a cell's {key} was read as missing" + (f" ({n} times)" if n > 1 else "") for key, n in mended.items()]
 
 
 def _in_form(nb):
@@ -147,16 +235,16 @@ def _in_form(nb):
 def _mend_all(nb):
     mended, seen = {}, set()  # what was done: how many times
     for _ in range(8):  # a mend can bring the next error to light; each round mends at least one
-        errors = [tuple(error.absolute_path) for error in nbformat.validator.iter_validate(nb, relax_add_props=True)]
+        # At most a thousand a round: finding each costs the schema check about a millisecond.
+        errors = [tuple(error.absolute_path) for error in
+                  itertools.islice(nbformat.validator.iter_validate(nb, relax_add_props=True), 1000)]
         done = [said for said in (_mend_one(nb, list(path)) for path in errors if path not in seen) if said]
         seen.update(errors)
         if not done:
             break
         for said in done:
             mended[said] = mended.get(said, 0) + 1
-    return [f"parts of your notebook were not in Jupyter's form (saved by another tool?), which grading "
-            f"does not need: {', '.join(said + (f' ({count} times)' if count > 1 else '') for said, count in mended.items())}"
-            ] if mended else []
+    return [said + (f" ({count} times)" if count > 1 else "") for said, count in mended.items()]
 
 
 def _mend_one(nb, path):
@@ -179,9 +267,9 @@ def _mend_one(nb, path):
     if part == "execution_count" and cell.get("cell_type") == "code":
         cell.execution_count = None
         return "execution counts were read as none"
-    if part == "attachments" and "attachments" in cell:
-        del cell["attachments"]
-        return "a cell's attachments were read as none"
+    if part == "attachments" and len(path) > 3 and path[3] in cell.get("attachments", {}):
+        del cell["attachments"][path[3]]
+        return "an attachment out of form was read as missing"
     if part == "metadata" and len(path) > 3 and path[3] not in ("nbgrader", "tags") and path[3] in cell.metadata:
         del cell.metadata[path[3]]  # how the cell is shown (collapsed, hidden, ...)
         return f"a cell's {path[3]!r} was read as missing"
