@@ -3,6 +3,7 @@ import argparse
 import ast
 import importlib
 import os
+import signal
 import sys
 import time
 from pathlib import Path
@@ -173,8 +174,14 @@ def main(argv=None):
     if unknown:
         raise SystemExit(f"unknown assignment(s): {', '.join(unknown)}; "
                          f"known: {', '.join(course.assignments())}")
+    stopped_by = []
+
+    def stop(signum, frame):  # a scheduler's or service manager's SIGTERM (a job's time limit): as Ctrl-C
+        stopped_by.append(signum)
+        raise KeyboardInterrupt
+    signal.signal(signal.SIGTERM, stop)
     try:
         return args.fn(args)
     except KeyboardInterrupt:  # Ctrl-C: what was done stays done; no traceback for it
         print(f"\n{args.verb}: interrupted{INTERRUPTED.get(args.verb, '')}", file=sys.stderr, flush=True)
-        return 130
+        return 128 + (stopped_by[0] if stopped_by else signal.SIGINT)

@@ -1,5 +1,6 @@
-"""Ctrl-C in the instructor's terminal while `grade` runs: it stops at once, says what to do, and
-leaves nothing of the submissions running (autograder/pipeline/jobs.py, warm.py, sandbox/zygote.py).
+"""Ctrl-C in the instructor's terminal while `grade` runs, or a SIGTERM (a batch job's time limit):
+it stops at once, says what to do, and leaves nothing of the submissions running
+(autograder/cli.py, pipeline/jobs.py, pipeline/warm.py, sandbox/zygote.py).
 
 Before: `grade` waited for the submission in progress (40 to 60 s here, up to a judge's limits),
 printed a traceback, and the judge's student's process of a notebook that sleeps ran on, orphaned,
@@ -13,6 +14,7 @@ import time
 from pathlib import Path
 
 import nbformat
+import pytest
 
 from autograder import notebooks, samples
 
@@ -58,8 +60,10 @@ def _started_by(pid):
     return found
 
 
-def test_ctrl_c_stops_grading_at_once_and_leaves_nothing_running(workdir_factory):
-    work = workdir_factory("interrupted", [A])
+@pytest.mark.parametrize("signum, to_group", [(signal.SIGINT, True), (signal.SIGTERM, False)],
+                         ids=["ctrl-c in the terminal", "sigterm from a job scheduler"])
+def test_an_interrupt_stops_grading_at_once_and_leaves_nothing_running(workdir_factory, signum, to_group):
+    work = workdir_factory(f"interrupted-{signum}", [A])
     work.submit("sleepy", A, _sleepy_submission())
     env = {**os.environ, **work.course.environment()}
     env.pop("COURSE_ZYGOTE_SANDBOX", None), env.pop("COURSE_ZYGOTE_JUDGE", None)  # its own pair, as an instructor's
@@ -74,13 +78,16 @@ def test_ctrl_c_stops_grading_at_once_and_leaves_nothing_running(workdir_factory
         assert grade.poll() is None and list(work.path.rglob("sleeping")), "the kernel never reached the sleeping cell"
         zygotes = _started_by(grade.pid)
         assert len(zygotes) >= 3, zygotes  # two zygotes and at least the kernel
-        os.killpg(grade.pid, signal.SIGINT)  # what the terminal does with Ctrl-C
+        if to_group:
+            os.killpg(grade.pid, signum)  # what the terminal does with Ctrl-C
+        else:
+            os.kill(grade.pid, signum)  # `kill <pid>`, a batch job's time limit
         out, err = grade.communicate(timeout=60)
     finally:
         if grade.poll() is None:
             os.killpg(grade.pid, signal.SIGKILL)
             grade.wait()
-    assert grade.returncode == 130, (out[-2000:], err[-3000:])
+    assert grade.returncode == 128 + signum, (out[-2000:], err[-3000:])
     assert "grade: interrupted; the submissions graded before it keep their scores" in err, err[-3000:]
     assert "Traceback" not in err, err[-3000:]
     deadline = time.monotonic() + 15

@@ -484,6 +484,7 @@ def _gone(pid, within=15.0):
 def test_a_thin_client_whose_parent_is_killed_takes_its_child_with_it(probe_zygote):
     """A grading worker stopped with SIGKILL never shuts its kernel down: the kernel's stand-in
     sees its parent go and ends the kernel (it ran on, waiting for messages, before)."""
+    before = _children_of(probe_zygote["server"].pid)  # another test's may still be there
     parent = subprocess.Popen([sys.executable, "-c", (
         "import subprocess, sys, time\n"
         f"client = subprocess.Popen([sys.executable, '-S', '-P', '-m', 'autograder.sandbox.zygote', "
@@ -494,8 +495,7 @@ def test_a_thin_client_whose_parent_is_killed_takes_its_child_with_it(probe_zygo
     deadline = time.monotonic() + 60
     children = []
     while not children and time.monotonic() < deadline:  # the child forked for it, in its own session
-        children = [int(p) for p in os.listdir("/proc") if p.isdigit() and _cmdline(int(p)).startswith("-P -c")
-                    and _ppid(int(p)) == probe_zygote["server"].pid]
+        children = _children_of(probe_zygote["server"].pid) - before
         time.sleep(0.05)
     assert children, "the zygote forked no child for the thin client"
     parent.kill()
@@ -503,12 +503,8 @@ def test_a_thin_client_whose_parent_is_killed_takes_its_child_with_it(probe_zygo
     assert _gone(client) and all(_gone(pid) for pid in children)
 
 
-def _cmdline(pid):
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as f:
-            return b" ".join(f.read().split(b"\0")[1:]).decode(errors="replace")
-    except OSError:
-        return ""
+def _children_of(pid):
+    return {int(p) for p in os.listdir("/proc") if p.isdigit() and _ppid(int(p)) == pid}
 
 
 def _ppid(pid):

@@ -311,12 +311,19 @@ def serve():
             for key, _ in selector.select(timeout=0.05):
                 if key.fileobj is listener:
                     conn, _ = listener.accept()
-                    pid = _fork_for(conn, entries, me, listener, selector)
-                    if pid is None:
-                        conn.close()
-                        continue
-                    children[pid], owners[conn] = conn, pid
-                    selector.register(conn, selectors.EVENT_READ)
+                    # No signal between the fork and the child's own settings (it would run the
+                    # zygote's handler there, or this loop's clean-up), nor before the child is
+                    # counted here (a SIGTERM would leave it out of the children killed).
+                    mask = signal.pthread_sigmask(signal.SIG_BLOCK, _FORWARDED)
+                    try:
+                        pid = _fork_for(conn, entries, me, listener, selector, mask)
+                        if pid is None:
+                            conn.close()
+                            continue
+                        children[pid], owners[conn] = conn, pid
+                        selector.register(conn, selectors.EVENT_READ)
+                    finally:
+                        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
                 else:  # data or EOF from a requester that still waits: it went away
                     conn = key.fileobj
                     try:
@@ -377,8 +384,9 @@ def _reap(children, owners, selector):
         conn.close()
 
 
-def _fork_for(conn, entries, me, listener, selector):
-    """Fork the child a connection asks for; its pid (None when refused)."""
+def _fork_for(conn, entries, me, listener, selector, mask):
+    """Fork the child a connection asks for; its pid (None when refused). `mask`: the signal
+    mask the child takes once its signal handlers are its own."""
     creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
     if struct.unpack("3i", creds)[1] != me:
         return None  # only the grader's own processes may ask
@@ -392,7 +400,7 @@ def _fork_for(conn, entries, me, listener, selector):
         sys.stderr.flush()
         pid = os.fork()
         if pid == 0:
-            _become_child(request, fds)  # never returns
+            _become_child(request, fds, mask)  # never returns
         conn.sendall((json.dumps({"pid": pid}) + "\n").encode())
         return pid
     except (OSError, ValueError):
@@ -405,10 +413,11 @@ def _fork_for(conn, entries, me, listener, selector):
                 pass
 
 
-def _become_child(request, received):
+def _become_child(request, received, mask):
     code = 1
     try:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)  # the zygote's own way out is not the child's
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)  # a signal sent meanwhile arrives now
         os.setsid()
         targets = list(request["fds"])
         # Out of the way of every target first, then into place; nothing else stays open.
