@@ -167,6 +167,10 @@ INTERRUPTED = {
 }
 
 
+INTERRUPTED_ON_CLUSTER = ("; the submissions graded before it keep their scores; those the cluster's workers "
+                          "hold may still finish there: run the same command again to grade every one left")
+
+
 def main(argv=None):
     _environment()
     args = parser().parse_args(argv)
@@ -179,9 +183,15 @@ def main(argv=None):
     def stop(signum, frame):  # a scheduler's or service manager's SIGTERM (a job's time limit): as Ctrl-C
         stopped_by.append(signum)
         raise KeyboardInterrupt
-    signal.signal(signal.SIGTERM, stop)
+    for signum in (signal.SIGTERM, signal.SIGHUP):  # SIGHUP: the terminal or ssh session closed
+        signal.signal(signum, stop)
     try:
         return args.fn(args)
     except KeyboardInterrupt:  # Ctrl-C: what was done stays done; no traceback for it
-        print(f"\n{args.verb}: interrupted{INTERRUPTED.get(args.verb, '')}", file=sys.stderr, flush=True)
+        on_cluster = getattr(args, "scheduler", None) or os.environ.get("COURSE_SCHEDULER")
+        said = INTERRUPTED_ON_CLUSTER if on_cluster and args.verb == "grade" else INTERRUPTED.get(args.verb, "")
+        try:
+            print(f"\n{args.verb}: interrupted{said}", file=sys.stderr, flush=True)
+        except OSError:  # the terminal is gone (SIGHUP)
+            pass
         return 128 + (stopped_by[0] if stopped_by else signal.SIGINT)

@@ -10,13 +10,14 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 import nbformat
 import pytest
 
-from autograder import notebooks, samples
+from autograder import gradebook, notebooks, samples
 
 A = "01_processes_threads"
 
@@ -60,11 +61,12 @@ def _started_by(pid):
     return found
 
 
-@pytest.mark.parametrize("signum, to_group", [(signal.SIGINT, True), (signal.SIGTERM, False)],
-                         ids=["ctrl-c in the terminal", "sigterm from a job scheduler"])
+@pytest.mark.parametrize("signum, to_group", [(signal.SIGINT, True), (signal.SIGTERM, False), (signal.SIGHUP, False)],
+                         ids=["ctrl-c in the terminal", "sigterm from a job scheduler", "sighup: the session closed"])
 def test_an_interrupt_stops_grading_at_once_and_leaves_nothing_running(workdir_factory, signum, to_group):
     work = workdir_factory(f"interrupted-{signum}", [A])
     work.submit("sleepy", A, _sleepy_submission())
+    copies_before = set(Path(tempfile.gettempdir()).glob("course-judge-*"))
     env = {**os.environ, **work.course.environment()}
     env.pop("COURSE_ZYGOTE_SANDBOX", None), env.pop("COURSE_ZYGOTE_JUDGE", None)  # its own pair, as an instructor's
     grade = subprocess.Popen(
@@ -95,3 +97,8 @@ def test_an_interrupt_stops_grading_at_once_and_leaves_nothing_running(workdir_f
         time.sleep(0.1)
     assert not _holding(work.path), "a process of the stopped grading runs on"
     assert not any(Path(f"/proc/{pid}").exists() for pid in zygotes), "a zygote or a process it forked runs on"
+    # Nothing of the stopped submission reads as graded (nbgrader had copied it into autograded/:
+    # `feedback` and `report` took it for graded, with zeros), and the judge's copy of the student's
+    # files is gone from the temp folder.
+    assert gradebook.status("sleepy", A, work.course) == gradebook.NOT_GRADED
+    assert set(Path(tempfile.gettempdir()).glob("course-judge-*")) <= copies_before

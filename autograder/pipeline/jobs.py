@@ -11,6 +11,7 @@ import os
 import queue
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 import threading
@@ -97,16 +98,20 @@ class _Worker:
     def __init__(self, verb, env, log_dir):
         self.command = [sys.executable, "-m", "autograder.pipeline.worker", verb, str(log_dir)]
         self.env, self.log = env, Path(log_dir) / f"{verb}-worker-{id(self)}.log"
-        self.process = None
+        self.process, self.pids, self.stopped = None, [], False
+        self._starting = threading.Lock()  # kill() and a start never cross
 
     def run(self, verb, assignment, student, log_dir):
         if self.process is None or self.process.poll() is not None:
-            with open(self.log, "a") as stderr:  # the child keeps its own copy of the handle
+            with self._starting, open(self.log, "a") as stderr:  # the child keeps its own copy of the handle
+                if self.stopped:
+                    raise InterruptedError("grading was interrupted")
                 # A session of its own: a Ctrl-C in the instructor's terminal reaches `grade`, which
                 # stops the workers itself (run_all), not each worker in the middle of nbgrader.
                 self.process = subprocess.Popen(self.command, cwd=course.ROOT, env=self.env, stdin=subprocess.PIPE,
                                                 stdout=subprocess.PIPE, stderr=stderr, text=True,
                                                 start_new_session=True)
+                self.pids.append(self.process.pid)
         start = time.perf_counter()
         try:
             self.process.stdin.write(f"{assignment} {student}\n")
@@ -129,11 +134,14 @@ class _Worker:
         return JobResult(assignment, student, answer["ok"], answer["seconds"], Path(answer["log"]))
 
     def kill(self):
-        """Stop it at once (`grade` interrupted): its judge and kernel go with it (their zygote
-        kills a child whose requester is gone; a kernel's stand-in ends with its parent)."""
-        process = self.process
-        if process is not None and process.poll() is None:
-            process.kill()
+        """Stop it at once, and start no other (`grade` interrupted): its judge and kernel go with
+        it (their zygote kills a child whose requester is gone; a kernel's stand-in ends with its
+        parent)."""
+        with self._starting:
+            self.stopped = True
+            process = self.process
+            if process is not None and process.poll() is None:
+                process.kill()
 
     def close(self):
         if self.process is not None and self.process.poll() is None:
@@ -145,6 +153,38 @@ class _Worker:
                 self.process.wait()
         if self.process is not None:
             self.process.stdout.close()
+
+
+def _stop(workers, stopping, finished, in_progress, verb, work):
+    """`grade` interrupted: no next submission, the workers killed (a second Ctrl-C meanwhile
+    waits), and what the stopped submissions left removed: their half-made autograded/ folder
+    (nbgrader copies the submission there first: it read as graded, with zeros, to `feedback` and
+    `report`), an earlier grading's feedback, and the judges' copies of the students' files in the
+    temp folder (kept 6 hours otherwise)."""
+    import signal
+    from .preprocessors import COPY_PREFIX
+    held = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+    main = threading.current_thread() is threading.main_thread()
+    previous = {signum: signal.signal(signum, signal.SIG_IGN) for signum in held} if main else {}
+    try:
+        stopping.set()
+        for worker in workers:
+            worker.kill()
+        for done in finished:
+            done.wait(60)
+        if verb == "autograde":
+            for assignment, student in in_progress:  # as nbgrader does with a submission it failed
+                shutil.rmtree(work.autograded / student / assignment, ignore_errors=True)
+                shutil.rmtree(work.feedback / student / assignment, ignore_errors=True)  # an earlier grading's
+        import tempfile
+        for worker in workers:
+            for pid in worker.pids:
+                for copy in Path(tempfile.gettempdir()).glob(f"{COPY_PREFIX}{pid}-*"):
+                    if not copy.is_symlink():
+                        shutil.rmtree(copy, ignore_errors=True)
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
 
 
 def run_all(verb, pairs, n_jobs=None, desc=None, log_dir=None, work=None, scheduler=None, alone=False):
@@ -179,51 +219,51 @@ def run_all(verb, pairs, n_jobs=None, desc=None, log_dir=None, work=None, schedu
     for pair in pairs:
         todo.put(pair)
     bar = progress.bar(len(pairs), desc or verb)
-    lock, stopping, workers, errors = threading.Lock(), threading.Event(), [], []
+    lock, stopping, workers, errors, in_progress = threading.Lock(), threading.Event(), [], [], set()
 
-    def drain(worker_env, done):
-        worker = _Worker(verb, worker_env, log_dir)
-        workers.append(worker)
+    def drain(worker, done, finished):
         try:
             while not stopping.is_set():
                 try:
                     assignment, student = todo.get_nowait()
                 except queue.Empty:
                     return
+                with lock:
+                    in_progress.add((assignment, student))
                 result = worker.run(verb, assignment, student, log_dir)
                 if stopping.is_set():
                     return  # killed on the way out: no result
+                with lock:
+                    in_progress.discard((assignment, student))
                 done.append(result)
                 with lock:
                     bar.update()
                     if not result.ok:
                         bar.write(f"  {verb} failed for {student}/{assignment}: see {result.log}")
         except BaseException as err:  # noqa: BLE001 (raised again in the main thread)
-            errors.append(err)
+            if not stopping.is_set():
+                errors.append(err)
         finally:
             worker.close()
+            finished.set()
 
     batches = [[] for _ in range(n_jobs)]
+    finished = [threading.Event() for _ in range(n_jobs)]
     try:
         with contextlib.ExitStack() as stack:
             worker_env = env
             if verb == "autograde":  # one pair of zygotes for all the workers, and a lease on the machine
                 worker_env = stack.enter_context(warm.shared(worker_env))
                 worker_env = stack.enter_context(lease.folder_for_run(worker_env))
-            threads = [threading.Thread(target=drain, args=(worker_env, batch), name=f"{verb}-job-{i}", daemon=True)
-                       for i, batch in enumerate(batches)]
-            for thread in threads:
-                thread.start()
+            workers = [_Worker(verb, worker_env, log_dir) for _ in range(n_jobs)]
             try:
-                for thread in threads:  # in steps, so that a Ctrl-C reaches this thread at once
-                    while thread.is_alive():
-                        thread.join(0.5)
+                for worker, batch, done in zip(workers, batches, finished):
+                    threading.Thread(target=drain, args=(worker, batch, done), daemon=True).start()
+                for done in finished:  # in steps, so that a Ctrl-C reaches this thread at once
+                    while not done.wait(0.5):
+                        pass
             except BaseException:
-                stopping.set()  # no next submission; those in progress stop now
-                for worker in list(workers):
-                    worker.kill()
-                for thread in threads:
-                    thread.join(60)
+                _stop(workers, stopping, finished, in_progress, verb, work)
                 raise
     finally:
         bar.close()

@@ -311,12 +311,13 @@ def serve():
             for key, _ in selector.select(timeout=0.05):
                 if key.fileobj is listener:
                     conn, _ = listener.accept()
+                    request, fds = _request_of(conn, entries, me)  # up to 10 s: signals still arrive
                     # No signal between the fork and the child's own settings (it would run the
                     # zygote's handler there, or this loop's clean-up), nor before the child is
                     # counted here (a SIGTERM would leave it out of the children killed).
                     mask = signal.pthread_sigmask(signal.SIG_BLOCK, _FORWARDED)
                     try:
-                        pid = _fork_for(conn, entries, me, listener, selector, mask)
+                        pid = _fork_for(conn, request, fds, mask) if request is not None else None
                         if pid is None:
                             conn.close()
                             continue
@@ -324,6 +325,7 @@ def serve():
                         selector.register(conn, selectors.EVENT_READ)
                     finally:
                         signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+                        _close_all(fds)
                 else:  # data or EOF from a requester that still waits: it went away
                     conn = key.fileobj
                     try:
@@ -384,33 +386,44 @@ def _reap(children, owners, selector):
         conn.close()
 
 
-def _fork_for(conn, entries, me, listener, selector, mask):
-    """Fork the child a connection asks for; its pid (None when refused). `mask`: the signal
-    mask the child takes once its signal handlers are its own."""
+def _request_of(conn, entries, me):
+    """(the request a connection makes, the descriptors it passed), or (None, those descriptors)
+    when it is refused: from another uid, for an entry not served here, or out of form."""
     creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
     if struct.unpack("3i", creds)[1] != me:
-        return None  # only the grader's own processes may ask
+        return None, []  # only the grader's own processes may ask
     conn.settimeout(10)
-    fds = []
     try:
         request, fds = _receive_request(conn)
-        if request.get("entry") not in entries or len(fds) != len(request.get("fds", ())):
-            return None
-        sys.stdout.flush()
-        sys.stderr.flush()
-        pid = os.fork()
-        if pid == 0:
-            _become_child(request, fds, mask)  # never returns
+    except (OSError, ValueError):
+        return None, []
+    if request.get("entry") not in entries or len(fds) != len(request.get("fds", ())):
+        return None, fds
+    return request, fds
+
+
+def _fork_for(conn, request, fds, mask):
+    """Fork the child `request` asks for; its pid (None when its requester cannot be told, and
+    the child is killed). `mask`: the signal mask the child takes once its handlers are its own."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:
+        _become_child(request, fds, mask)  # never returns
+    try:
         conn.sendall((json.dumps({"pid": pid}) + "\n").encode())
         return pid
-    except (OSError, ValueError):
+    except OSError:
+        _kill_group(pid)
         return None
-    finally:
-        for fd in fds:
-            try:
-                os.close(fd)
-            except OSError:
-                pass
+
+
+def _close_all(fds):
+    for fd in fds:
+        try:
+            os.close(fd)
+        except OSError:
+            pass
 
 
 def _become_child(request, received, mask):
