@@ -61,6 +61,26 @@ def _started_by(pid):
     return found
 
 
+def _connection_file_of_kernel(zygotes):
+    """The `-f` file of the kernel's stand-in (`-m autograder.sandbox.zygote <socket> ...`) of these zygotes."""
+    sockets = set()
+    for pid in zygotes:
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
+                sockets |= {arg for arg in cmdline.read().decode().split("\0") if arg.endswith("/socket")}
+        except OSError:
+            continue
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
+                args = cmdline.read().decode(errors="replace").split("\0")
+        except OSError:
+            continue
+        if "autograder.sandbox.zygote" in args and sockets & set(args) and "-f" in args:
+            return args[args.index("-f") + 1]
+    return None
+
+
 @pytest.mark.parametrize("signum, to_group", [(signal.SIGINT, True), (signal.SIGTERM, False), (signal.SIGHUP, False)],
                          ids=["ctrl-c in the terminal", "sigterm from a job scheduler", "sighup: the session closed"])
 def test_an_interrupt_stops_grading_at_once_and_leaves_nothing_running(workdir_factory, signum, to_group):
@@ -80,6 +100,7 @@ def test_an_interrupt_stops_grading_at_once_and_leaves_nothing_running(workdir_f
         assert grade.poll() is None and list(work.path.rglob("sleeping")), "the kernel never reached the sleeping cell"
         zygotes = _started_by(grade.pid)
         assert len(zygotes) >= 3, zygotes  # two zygotes and at least the kernel
+        connection_file = _connection_file_of_kernel(zygotes)
         if to_group:
             os.killpg(grade.pid, signum)  # what the terminal does with Ctrl-C
         else:
@@ -102,3 +123,4 @@ def test_an_interrupt_stops_grading_at_once_and_leaves_nothing_running(workdir_f
     # files is gone from the temp folder.
     assert gradebook.status("sleepy", A, work.course) == gradebook.NOT_GRADED
     assert set(Path(tempfile.gettempdir()).glob("course-judge-*")) <= copies_before
+    assert connection_file and not Path(connection_file).exists(), "the kernel's connection file (its key) is left"

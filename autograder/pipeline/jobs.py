@@ -168,6 +168,7 @@ def _stop(workers, stopping, finished, in_progress, verb, work):
     previous = {signum: signal.signal(signum, signal.SIG_IGN) for signum in held} if main else {}
     try:
         stopping.set()
+        files = _connection_files([pid for worker in workers for pid in worker.pids])
         for worker in workers:
             worker.kill()
         for done in finished:
@@ -176,6 +177,8 @@ def _stop(workers, stopping, finished, in_progress, verb, work):
             for assignment, student in in_progress:  # as nbgrader does with a submission it failed
                 shutil.rmtree(work.autograded / student / assignment, ignore_errors=True)
                 shutil.rmtree(work.feedback / student / assignment, ignore_errors=True)  # an earlier grading's
+        for path in files:  # a stopped kernel's connection file (its key), which its worker no longer removes
+            Path(path).unlink(missing_ok=True)
         import tempfile
         for worker in workers:
             for pid in worker.pids:
@@ -185,6 +188,23 @@ def _stop(workers, stopping, finished, in_progress, verb, work):
     finally:
         for signum, handler in previous.items():
             signal.signal(signum, handler)
+
+
+def _connection_files(pids):
+    """The connection files (`-f <file>.json`) on the command lines of the children of `pids`:
+    the kernels' stand-ins that these workers started."""
+    found = []
+    for child in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{child}/stat") as stat:
+                if int(stat.read().rsplit(")", 1)[1].split()[1]) not in pids:
+                    continue
+            with open(f"/proc/{child}/cmdline", "rb") as cmdline:
+                args = cmdline.read().decode(errors="replace").split("\0")
+        except (OSError, ValueError, IndexError):
+            continue
+        found += [args[i + 1] for i, arg in enumerate(args[:-1]) if arg == "-f" and args[i + 1].endswith(".json")]
+    return found
 
 
 def run_all(verb, pairs, n_jobs=None, desc=None, log_dir=None, work=None, scheduler=None, alone=False):
