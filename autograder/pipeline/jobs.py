@@ -204,7 +204,8 @@ def _connection_files(pids):
         except (OSError, ValueError, IndexError):
             continue
         found += [args[i + 1] for i, arg in enumerate(args[:-1]) if arg == "-f" and args[i + 1].endswith(".json")]
-    return found
+    import tempfile
+    return [path for path in found if Path(path).parent == Path(tempfile.gettempdir())]  # jupyter_client's own
 
 
 def run_all(verb, pairs, n_jobs=None, desc=None, log_dir=None, work=None, scheduler=None, alone=False):
