@@ -179,20 +179,24 @@ def test_a_v3_notebook_is_held_to_the_same_limits_and_read():
         read_leniently(_v3([{"cell_type": "markdown", "source": "", "metadata": {}}] * (MAX_CELLS + 1)))
 
 
-def test_a_notebook_of_millions_of_json_objects_is_refused_before_it_is_read():
-    """3 million empty mappings in 12 MB took nbformat to 3.8 GB: more than MAX_CONTAINERS in the
-    file, or MAX_CONTAINERS_KEPT outside the outputs, is refused; braces in strings do not count."""
-    from autograder.pipeline.reading import MAX_CONTAINERS, MAX_CONTAINERS_KEPT, NotebookTooLargeError
+def test_a_notebook_of_millions_of_json_values_is_refused_before_it_is_read(monkeypatch):
+    """3 million empty mappings in 12 MB took nbformat to 3.8 GB: more than MAX_VALUES in the file,
+    or MAX_VALUES_KEPT outside the outputs, is refused; braces and commas in strings do not count.
+    (Limits a hundredth of the course's here: the same rule, less to build.)"""
+    from autograder.pipeline import reading
+    monkeypatch.setattr(reading, "MAX_VALUES", reading.MAX_VALUES // 100)
+    monkeypatch.setattr(reading, "MAX_VALUES_KEPT", reading.MAX_VALUES_KEPT // 100)
+    MAX_VALUES, MAX_VALUES_KEPT, NotebookTooLargeError = reading.MAX_VALUES, reading.MAX_VALUES_KEPT, reading.NotebookTooLargeError
     data = json.loads(_release_text())
-    data["cells"][3]["metadata"]["made_up"] = [{}] * (MAX_CONTAINERS + 1)
-    with pytest.raises(NotebookTooLargeError, match="JSON objects and lists, more than"):
+    data["cells"][3]["metadata"]["made_up"] = [{}] * (MAX_VALUES // 2 + 1)
+    with pytest.raises(NotebookTooLargeError, match="JSON values, more than"):
         read_leniently(json.dumps(data))
-    data["cells"][3]["metadata"]["made_up"] = [{}] * (MAX_CONTAINERS_KEPT + 1)
+    data["cells"][3]["metadata"]["made_up"] = [0] * (MAX_VALUES_KEPT + 1)
     with pytest.raises(NotebookTooLargeError, match="outside its outputs"):
         read_leniently(json.dumps(data))
-    data["cells"][3]["metadata"]["made_up"] = "{[" * (MAX_CONTAINERS + 1)  # text, as printed output can be
+    data["cells"][3]["metadata"]["made_up"] = "{[," * (MAX_VALUES + 1)  # text, as printed output can be
     nb, _ = read_leniently(json.dumps(data))
-    assert nb.cells[3].metadata["made_up"].startswith("{[")
+    assert nb.cells[3].metadata["made_up"].startswith("{[,")
 
 
 def test_display_settings_out_of_form_are_read_as_missing_at_once():

@@ -81,8 +81,8 @@ def _prepared(text):
     of form, in reading and again after each step of nbconvert: 20,000 made-up outputs in 0.8 MB
     took 9 s each time, 3,000 cells with five display settings out of form 10 s to mend in rounds):
 
-    - refused: a notebook of more than MAX_CELLS cells, or of more than MAX_CONTAINERS JSON
-      objects and lists outside its outputs (3 million empty ones in 12 MB took nbformat to 3.8 GB);
+    - refused: a notebook of more than MAX_CELLS cells, or of more than MAX_VALUES JSON values
+      (MAX_VALUES_KEPT outside its outputs: 3 million empty mappings in 12 MB took nbformat to 3.8 GB);
     - the code cells' outputs are left out (grading clears them first anyway: ClearOutput);
     - a cell or the notebook with `null` or no metadata gets an empty one; tags become a list of
       distinct words without commas (nbclient, skipping the demos, tests a string by substring,
@@ -92,11 +92,11 @@ def _prepared(text):
 
     v3 notebooks keep their cells in worksheets: the same holds for them. Text that is no notebook
     is left for nbformat to refuse."""
-    containers = text.count("{") + text.count("[")
-    if containers > MAX_CONTAINERS:  # braces in strings (sources, printed output) count here: look closer
-        containers = _containers_outside_strings(text)
-        if containers > MAX_CONTAINERS:
-            raise NotebookTooLargeError(_too_many(containers))
+    values = sum(text.count(c) for c in "{[,")  # about one a JSON value (object, list or item)
+    if values > MAX_VALUES:  # braces and commas in strings (sources, printed output) count here: look closer
+        values = _values_outside_strings(text)
+        if values > MAX_VALUES:
+            raise NotebookTooLargeError(_too_many(values, MAX_VALUES, ""))
     try:
         data = json.loads(text)
     except ValueError:
@@ -110,9 +110,9 @@ def _prepared(text):
     for cell in cells:
         if cell.get("cell_type") == "code" and cell.get("outputs"):
             cell["outputs"] = []
-    left = _count_containers(data)
-    if left > MAX_CONTAINERS_KEPT:
-        raise NotebookTooLargeError(_too_many(left, MAX_CONTAINERS_KEPT))
+    left = _count_values(data)
+    if left > MAX_VALUES_KEPT:
+        raise NotebookTooLargeError(_too_many(left, MAX_VALUES_KEPT, " outside its outputs"))
     said = []
     bare = _without_metadata(data, cells)
     if bare:
@@ -122,29 +122,29 @@ def _prepared(text):
     return json.dumps(data), said, out_of_form
 
 
-MAX_CONTAINERS = 2_000_000  # JSON objects and lists in the whole file (a course notebook: about 1,000)
-MAX_CONTAINERS_KEPT = 200_000  # ... once the outputs are left out
+MAX_VALUES = 20_000_000  # JSON values in the file: json.loads of as many short strings takes about 1.5 GB
+# (a course notebook with its outputs holds about 10,000; 100 MB of printed lines of 10 characters, 7 million)
+MAX_VALUES_KEPT = 1_000_000  # ... once the outputs are left out
 
 
-def _too_many(count, limit=MAX_CONTAINERS):
-    return (f"the notebook holds {count} JSON objects and lists{' outside its outputs' if limit != MAX_CONTAINERS else ''}, "
-            f"more than the {limit} a notebook may have (made up?): it was not graded")
+def _too_many(count, limit, where):
+    return (f"the notebook holds about {count} JSON values{where}, more than the {limit} a notebook may have "
+            "(made up?): it was not graded")
 
 
-def _containers_outside_strings(text):
-    return sum(text.count(c) for c in "{[") - sum(s.count("{") + s.count("[")
-                                                 for s in re.findall(r'"(?:[^"\\]|\\.)*"', text))
+def _values_outside_strings(text):
+    bare = re.sub(r'"(?:[^"\\]|\\.)*"', "", text)  # one string no longer than the text
+    return sum(bare.count(c) for c in "{[,")
 
 
-def _count_containers(value):
+def _count_values(value):
     count, todo = 0, [value]
     while todo:
         item = todo.pop()
+        count += 1
         if isinstance(item, dict):
-            count += 1
             todo.extend(item.values())
         elif isinstance(item, list):
-            count += 1
             todo.extend(item)
     return count
 
