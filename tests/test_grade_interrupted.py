@@ -61,6 +61,20 @@ def _started_by(pid):
     return found
 
 
+def _workers_of(path):
+    """The grading workers of the course at `path` (their log folder is under it)."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
+                args = cmdline.read().decode(errors="replace").split("\0")
+        except OSError:
+            continue
+        if "autograder.pipeline.worker" in args and any(arg.startswith(str(path)) for arg in args):
+            found.append(int(pid))
+    return found
+
+
 def _connection_file_of_kernel(zygotes):
     """The `-f` file of the kernel's stand-in (`-m autograder.sandbox.zygote <socket> ...`) of these zygotes."""
     sockets = set()
@@ -86,7 +100,6 @@ def _connection_file_of_kernel(zygotes):
 def test_an_interrupt_stops_grading_at_once_and_leaves_nothing_running(workdir_factory, signum, to_group):
     work = workdir_factory(f"interrupted-{signum}", [A])
     work.submit("sleepy", A, _sleepy_submission())
-    copies_before = set(Path(tempfile.gettempdir()).glob("course-judge-*"))
     env = {**os.environ, **work.course.environment()}
     env.pop("COURSE_ZYGOTE_SANDBOX", None), env.pop("COURSE_ZYGOTE_JUDGE", None)  # its own pair, as an instructor's
     grade = subprocess.Popen(
@@ -101,6 +114,8 @@ def test_an_interrupt_stops_grading_at_once_and_leaves_nothing_running(workdir_f
         zygotes = _started_by(grade.pid)
         assert len(zygotes) >= 3, zygotes  # two zygotes and at least the kernel
         connection_file = _connection_file_of_kernel(zygotes)
+        workers = _workers_of(work.path)  # whose judges' copies are named after them (other tests' run beside)
+        assert workers and all(list(Path(tempfile.gettempdir()).glob(f"course-judge-{pid}-*")) for pid in workers)
         if to_group:
             os.killpg(grade.pid, signum)  # what the terminal does with Ctrl-C
         else:
@@ -122,5 +137,5 @@ def test_an_interrupt_stops_grading_at_once_and_leaves_nothing_running(workdir_f
     # `feedback` and `report` took it for graded, with zeros), and the judge's copy of the student's
     # files is gone from the temp folder.
     assert gradebook.status("sleepy", A, work.course) == gradebook.NOT_GRADED
-    assert set(Path(tempfile.gettempdir()).glob("course-judge-*")) <= copies_before
+    assert not [copy for pid in workers for copy in Path(tempfile.gettempdir()).glob(f"course-judge-{pid}-*")]
     assert connection_file and not Path(connection_file).exists(), "the kernel's connection file (its key) is left"
