@@ -46,50 +46,33 @@ def _holding(path):
     return found
 
 
+def _command_lines():
+    """(pid, its command line's arguments) of every process readable here."""
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
+                yield int(pid), cmdline.read().decode(errors="replace").split("\0")
+        except OSError:
+            continue
+
+
 def _started_by(pid):
     """Processes whose command line names `pid` as the parent they serve: the zygotes of `grade`
     and what they forked (kernels, judges, students' processes keep a zygote's command line)."""
-    mark = f'"parent": {pid}'.encode()
-    found = []
-    for other in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            with open(f"/proc/{other}/cmdline", "rb") as cmdline:
-                if mark in cmdline.read():
-                    found.append(int(other))
-        except OSError:
-            continue
-    return found
+    return [other for other, args in _command_lines() if any(f'"parent": {pid}' in arg for arg in args)]
 
 
 def _workers_of(path):
     """The grading workers of the course at `path` (their log folder is under it)."""
-    found = []
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
-                args = cmdline.read().decode(errors="replace").split("\0")
-        except OSError:
-            continue
-        if "autograder.pipeline.worker" in args and any(arg.startswith(str(path)) for arg in args):
-            found.append(int(pid))
-    return found
+    return [pid for pid, args in _command_lines()
+            if "autograder.pipeline.worker" in args and any(arg.startswith(str(path)) for arg in args)]
 
 
 def _connection_file_of_kernel(zygotes):
     """The `-f` file of the kernel's stand-in (`-m autograder.sandbox.zygote <socket> ...`) of these zygotes."""
-    sockets = set()
-    for pid in zygotes:
-        try:
-            with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
-                sockets |= {arg for arg in cmdline.read().decode().split("\0") if arg.endswith("/socket")}
-        except OSError:
-            continue
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
-                args = cmdline.read().decode(errors="replace").split("\0")
-        except OSError:
-            continue
+    lines = dict(_command_lines())
+    sockets = {arg for pid in zygotes for arg in lines.get(pid, []) if arg.endswith("/socket")}
+    for args in lines.values():
         if "autograder.sandbox.zygote" in args and sockets & set(args) and "-f" in args:
             return args[args.index("-f") + 1]
     return None
