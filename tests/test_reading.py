@@ -90,6 +90,8 @@ def _out_of_form(data):
     code["metadata"]["jupyter"] = "hidden"
     text = next(cell for cell in data["cells"] if cell["cell_type"] == "markdown")
     text["attachments"] = "figure.png"  # nbformat's own reading failed on it
+    graded = [cell for cell in data["cells"] if "nbgrader" in cell["metadata"]]
+    graded[0]["id"], graded[1]["id"], code["id"] = "x" * 65, "answer cell", None  # ids the schema refuses
     return data
 
 
@@ -108,9 +110,29 @@ def test_parts_out_of_form_that_grading_does_not_need_are_read_as_jupyter_writes
     graded = [(c.source, c.metadata) for c in release.cells if "nbgrader" in c.metadata]
     assert [(c.source, c.metadata) for c in nb.cells if "nbgrader" in c.metadata] == graded  # collapsed: gone
     assert len(said) == 1 and "not in Jupyter's form" in said[0], said
-    for words in ("display name", "'language_info'", "(a heading?) was read as text", "'jupyter'", "attachment"):
+    for words in ("display name", "'language_info'", "(a heading?) was read as text", "'jupyter'", "attachment",
+                  "a cell's id was read as a new one (3 times)"):
         assert words in said[0], said
     assert all(cell.outputs == [] for cell in nb.cells if cell.cell_type == "code")  # cleared as grading does
+
+
+@pytest.mark.parametrize("minor", [5, 4, 0])
+def test_cell_ids_out_of_form_are_read_as_new_ones_and_the_rest_kept(minor):
+    """nbformat refuses an id that is too long, has characters other than letters, digits, `-` and
+    `_`, or is no string, and ids in a notebook whose version number is older than 4.5 (a tool wrote
+    the older number): nothing of grading reads the id (nbgrader goes by `grade_id`)."""
+    data = json.loads(_release_text())
+    data["nbformat_minor"] = minor
+    kept = [cell["id"] for cell in data["cells"][3:]]
+    data["cells"][0]["id"], data["cells"][1]["id"], data["cells"][2]["id"] = "x" * 65, "a b/c", 7
+    with pytest.raises(nbformat.ValidationError):
+        nbformat.validate(nbformat.from_dict(json.loads(json.dumps(data))))
+    nb, said = read_leniently(json.dumps(data))
+    nbformat.validate(nb)
+    ids = [cell.id for cell in nb.cells]
+    assert ids[3:] == kept and len(set(ids)) == len(ids) and all(len(i) == 8 for i in ids[:3]), ids[:3]
+    assert len(said) == 1 and "a cell's id was read as a new one (3 times)" in said[0], said
+    assert ("read as meant (its version, 4.%d, has none)" % minor in said[0]) == (minor < 5), said
 
 
 def test_a_graded_cell_of_a_kind_jupyter_does_not_have_is_left_for_nbconvert_to_refuse():

@@ -14,7 +14,8 @@
   the instructor. Then, by nbformat's schema (_in_form), what grading does not need: a
   `kernelspec` without a `display_name` (JupyterLab saves one so once the kernel it names is
   uninstalled; jupytext writes one so) or empty, an empty `language_info`, an attachment out of
-  form, a cell of a kind Jupyter no longer has (read as raw text, unless graded). A graded cell's
+  form, a cell id out of form (or ids under a version number older than 4.5), a cell of a kind
+  Jupyter no longer has (read as raw text, unless graded). A graded cell's
   source, `nbgrader` entry, tags and kind are never changed. What cannot be mended so fails as
   before, with nbformat's words. What was mended goes to MendCopiedCells, which tells the log and
   the feedback page.
@@ -29,6 +30,7 @@ import itertools
 import json
 import os
 import re
+import uuid
 
 import nbformat
 from nbconvert.exporters import NotebookExporter
@@ -118,7 +120,7 @@ def _prepared(text):
     if bare:
         said.append(f"{bare} had no metadata (edited outside JupyterLab?): read with none")
     said += _tags_in_form(cells)
-    out_of_form = _display_in_form(cells)
+    out_of_form = _display_in_form(cells) + _ids_in_form(data, cells)
     return json.dumps(data), said, out_of_form
 
 
@@ -220,6 +222,36 @@ def _display_in_form(cells):
                 cell[key] = None
                 mended["execution count"] = mended.get("execution count", 0) + 1
     return [f"a cell's {key} was read as missing" + (f" ({n} times)" if n > 1 else "") for key, n in mended.items()]
+
+
+_CELL_ID = re.compile(r"[a-zA-Z0-9_-]{1,64}")  # the schema's (v4.5): nbformat refuses any other
+
+
+def _ids_in_form(data, cells):
+    """Give a cell whose id is out of form (too long, characters the schema refuses, not a string)
+    a new one; nothing of grading reads it (nbgrader goes by the cell's `grade_id`). A repeated id
+    nbformat itself mends."""
+    taken = {cell["id"] for cell in cells if isinstance(cell.get("id"), str)}
+    said = []
+    if (any("id" in cell for cell in cells) and data.get("nbformat") == 4
+            and isinstance(data.get("nbformat_minor"), int) and data["nbformat_minor"] < 5):
+        # ids came with 4.5, its only change: a tool wrote the older number
+        said.append(f"the notebook's cell ids were read as meant (its version, 4.{data['nbformat_minor']}, has none)")
+        data["nbformat_minor"] = 5
+    mended = 0
+    for cell in cells:
+        if "id" in cell and not (isinstance(cell["id"], str) and _CELL_ID.fullmatch(cell["id"])):
+            cell["id"] = _fresh_id(taken)
+            mended += 1
+    return said + (["a cell's id was read as a new one" + (f" ({mended} times)" if mended > 1 else "")] if mended else [])
+
+
+def _fresh_id(taken):
+    while True:
+        new = uuid.uuid4().hex[:8]
+        if new not in taken:
+            taken.add(new)
+            return new
 
 
 def _in_form(nb):
