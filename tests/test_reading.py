@@ -10,7 +10,7 @@ import nbformat
 import pytest
 
 from autograder import course
-from autograder.pipeline.reading import read_leniently
+from helpers.notebook_form import read_leniently
 A1 = "01_processes_threads"
 
 
@@ -172,7 +172,7 @@ def test_outputs_out_of_form_never_reach_the_schema_check():
 
 
 def test_a_notebook_of_too_many_cells_is_refused_before_nbformat_reads_it():
-    from autograder.pipeline.reading import MAX_CELLS, NotebookTooLargeError
+    from helpers.notebook_form import MAX_CELLS, NotebookTooLargeError
     data = json.loads(_release_text())
     data["cells"] += [{"cell_type": "markdown", "source": "", "metadata": {}}] * (MAX_CELLS + 1 - len(data["cells"]))
     with pytest.raises(NotebookTooLargeError, match=f"has {MAX_CELLS + 1} cells, more than the {MAX_CELLS}"):
@@ -189,7 +189,7 @@ def _v3(cells):
 def test_a_v3_notebook_is_held_to_the_same_limits_and_read():
     """v3 and v2 keep their cells in worksheets: 20,000 made-up outputs there took 44 s and 978 MB."""
     import time
-    from autograder.pipeline.reading import MAX_CELLS, NotebookTooLargeError
+    from helpers.notebook_form import MAX_CELLS, NotebookTooLargeError
     code = {"cell_type": "code", "input": "x = 1", "language": "python", "metadata": {},
             "outputs": [{"output_type": "pyout", "prompt_number": "x", "text": "a"}] * 20_000}
     start = time.thread_time()
@@ -205,7 +205,7 @@ def test_a_notebook_of_millions_of_json_values_is_refused_before_it_is_read(monk
     """3 million empty mappings in 12 MB took nbformat to 3.8 GB: more than MAX_VALUES in the file,
     or MAX_VALUES_KEPT outside the outputs, is refused; braces and commas in strings do not count.
     (Limits a hundredth of the course's here: the same rule, less to build.)"""
-    from autograder.pipeline import reading
+    from helpers import notebook_form as reading
     monkeypatch.setattr(reading, "MAX_VALUES", reading.MAX_VALUES // 100)
     monkeypatch.setattr(reading, "MAX_VALUES_KEPT", reading.MAX_VALUES_KEPT // 100)
     MAX_VALUES, MAX_VALUES_KEPT, NotebookTooLargeError = reading.MAX_VALUES, reading.MAX_VALUES_KEPT, reading.NotebookTooLargeError

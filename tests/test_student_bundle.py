@@ -1,6 +1,7 @@
 """dist/student/ (`python -m autograder student`) gives students the release and nothing more."""
 import copy
 import filecmp
+import json
 import os
 import re
 import shutil
@@ -229,6 +230,35 @@ def test_validate_warns_of_modules_that_are_not_handed_in(bundle, tmp_path):
     nbformat.write(uses, str(folder / "check.ipynb"))
     status, report = validate()
     assert status == 0 and "not graded" not in report and "shipped" not in report, report[-2000:]
+
+
+def test_validate_reads_a_notebook_out_of_form_as_grading_does(bundle, tmp_path):
+    """A notebook another tool saved slightly out of Jupyter's form (here: a byte-order mark, a
+    kernelspec without display_name, a cell id too long) is graded as meant
+    (helpers/notebook_form.py); nbgrader's own reader made Validate fail on it with a traceback."""
+    folder = shutil.copytree(bundle, tmp_path / "student")
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("VALUE = 41"),
+                                         _graded_cell("assert VALUE + 1 == 42", "test_value")])
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    (folder / "00_check").mkdir()
+    path = folder / "00_check" / "check.ipynb"
+    nbformat.write(nb, str(path))
+    data = json.loads(path.read_text())
+    del data["metadata"]["kernelspec"]["display_name"]
+    data["cells"][0]["id"] = "x" * 65
+    path.write_text("\ufeff" + json.dumps(data), encoding="utf-8")
+    with pytest.raises(Exception):
+        nbformat.read(str(path), 4)  # as nbgrader's Validator read it
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["PYTHONPATH"], env["CONDA_DEFAULT_ENV"] = str(folder), "parallel-course"
+    done = subprocess.run(["bash", str(folder / "bin" / "validate"), "check.ipynb"], cwd=folder / "00_check",
+                          env=env, capture_output=True, text=True, timeout=300)
+    report = " ".join((done.stdout + done.stderr).split())
+    assert done.returncode == 0 and "Traceback" not in report and "Success!" in report, report[-3000:]
+    for words in ("byte-order mark", "display name", "a cell's id was read as a new one", "grading reads it the same"):
+        assert words in report, (words, report[-3000:])
+    # The student's file is theirs: Validate reads it, never writes it.
+    assert path.read_text(encoding="utf-8") == "\ufeff" + json.dumps(data)
 
 
 def test_cli_verb_builds_dist_student():

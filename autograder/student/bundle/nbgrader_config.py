@@ -19,6 +19,26 @@ from helpers.demos import (drop_earlier_copies, grade_id, module_files, needed_d
                            tags)
 
 
+# A notebook another tool saved slightly out of Jupyter's form (VS Code, jupytext, an editor that
+# writes a byte-order mark, ...) is graded as it was meant; nbgrader's own reader refused it here
+# with a traceback. Validate reads it as grading does, and says what it read so.
+import traitlets.log  # noqa: E402
+from nbgrader import validator as _validator  # noqa: E402
+
+from helpers.notebook_form import read_leniently  # noqa: E402
+
+
+def _read_as_grading_reads(path, as_version=4):
+    with open(path, encoding="utf-8") as notebook:
+        nb, mended = read_leniently(notebook.read())
+    for words in mended:
+        traitlets.log.get_logger().warning("%s: %s (grading reads it the same way)", path, words)
+    return nb
+
+
+_validator.read_nb = _read_as_grading_reads
+
+
 # A copied, pasted or split cell carries its nbgrader metadata along, grade_id and all, and stock
 # validate then stops on "the nbgrader metadata may be corrupted". Grading keeps the metadata on
 # the last cell of each grade_id and runs the others as cells you added; validate does the same,
