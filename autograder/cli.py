@@ -167,10 +167,6 @@ INTERRUPTED = {
 }
 
 
-INTERRUPTED_ON_CLUSTER = ("; the submissions graded before it keep their scores; those the cluster's workers "
-                          "hold may still finish there: run the same command again to grade every one left")
-
-
 def main(argv=None):
     _environment()
     args = parser().parse_args(argv)
@@ -188,8 +184,7 @@ def main(argv=None):
     try:
         return args.fn(args)
     except KeyboardInterrupt:  # Ctrl-C: what was done stays done; no traceback for it
-        on_cluster = getattr(args, "scheduler", None) or os.environ.get("COURSE_SCHEDULER")
-        said = INTERRUPTED_ON_CLUSTER if on_cluster and args.verb == "grade" else INTERRUPTED.get(args.verb, "")
+        said = INTERRUPTED.get(args.verb, "")  # on a Dask cluster too: cluster.stop_run
         try:
             print(f"\n{args.verb}: interrupted{said}", file=sys.stderr, flush=True)
         except OSError:  # the terminal is gone (SIGHUP)

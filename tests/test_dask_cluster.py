@@ -11,6 +11,7 @@ gradebook must equal the local SQLite run. The same course then goes through
 `feedback` and `report` reading PostgreSQL: the gradebook in PostgreSQL end to
 end (release, samples, grade, feedback, report), with no SQLite file written.
 """
+import contextlib
 import csv
 import logging
 import os
@@ -121,3 +122,80 @@ def test_grade_on_dask_cluster_survives_a_killed_worker(postgres, course_tools, 
         totals[(student, assignment)] = totals.get((student, assignment), 0.0) + score
     assert report == totals
     assert not (tmp_path / "gradebook.db").exists(), "something wrote a SQLite gradebook"
+
+
+def test_grade_interrupted_on_a_dask_cluster_stops_the_run_there_too(course_tools, tmp_path):
+    """Ctrl-C on `grade --scheduler` stops the run on the workers as on one machine
+    (cluster.stop_run): the submissions in progress are stopped with their kernels and judges and
+    read as not graded, none starts after, and the workers grade the next run. Before, the run's
+    lease was dropped under the graders still at work, and each failed at its next cell (a
+    FileNotFoundError in its log) while `grade` said they might still finish."""
+    distributed = pytest.importorskip("distributed")
+    dask = pytest.importorskip("dask")
+    psutil = pytest.importorskip("psutil")
+    import re
+    import tempfile
+    from pathlib import Path
+
+    from autograder import gradebook
+    db_url = course_tools.prepare(tmp_path, [ASSIGNMENT])
+    work = course.Course(tmp_path, db_url)
+    leases = re.compile(r"course-lease-[0-9a-f]{12}$")  # a cluster run's (cluster.lease_folder)
+    leases_before = {p for p in os.listdir(tempfile.gettempdir()) if leases.match(p)}
+    with dask.config.set({"temporary-directory": str(tmp_path / "dask")}), \
+            distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
+                                     scheduler_port=course_tools.free_port(), dashboard_address=None,
+                                     silence_logs=logging.ERROR) as cluster, \
+            distributed.Client(cluster) as client:
+        pids = client.run(os.getpid)
+        dask_workers = [psutil.Process(pid) for pid in pids.values()]
+
+        def below():
+            found = []
+            for worker in dask_workers:
+                with contextlib.suppress(psutil.Error):
+                    found += worker.children(recursive=True)
+            return found
+
+        def kernels():
+            running = []
+            for p in below():
+                with contextlib.suppress(psutil.Error):
+                    if "kernel" in " ".join(p.cmdline()) or "sandbox" in " ".join(p.cmdline()):
+                        running.append(p)
+            return running
+
+        env = {**os.environ, "COURSE_WORKDIR": str(tmp_path), "COURSE_DB_URL": db_url}
+        command = [sys.executable, "-m", "autograder", "grade", ASSIGNMENT, "--scheduler", cluster.scheduler_address]
+        grading = subprocess.Popen(command, cwd=course.ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                   text=True)
+        try:
+            deadline = time.monotonic() + 300
+            while len(kernels()) < 2 and grading.poll() is None and time.monotonic() < deadline:
+                time.sleep(0.1)
+            assert len(kernels()) >= 2, "the two workers never graded side by side"
+            graders = [p.pid for p in below() if "autograder.pipeline.worker" in " ".join(p.cmdline())]
+            grading.send_signal(signal.SIGINT)
+            sent = time.monotonic()
+            out, err = grading.communicate(timeout=180)
+            took = time.monotonic() - sent
+        finally:
+            if grading.poll() is None:
+                grading.kill()
+        assert grading.returncode == 130, (out[-2000:], err[-3000:])
+        assert "grade: interrupted; the submissions graded before it keep their scores; those in progress were " \
+               "stopped" in err and "Traceback" not in err, err[-3000:]
+        assert took < 60, f"stopping took {took:.0f} s"  # 2 s here
+        # Nothing of the run goes on on the workers (stop_run waited for it before `grade` exited).
+        assert not below(), [p.cmdline() for p in below()]
+        assert {p for p in os.listdir(tempfile.gettempdir()) if leases.match(p)} <= leases_before, "the run's lease is left"
+        assert graders and not [c for pid in graders for c in Path(tempfile.gettempdir()).glob(f"course-judge-{pid}-*")]
+        states = {student: gradebook.status(student, ASSIGNMENT, work) for student in os.listdir(tmp_path / "submitted")}
+        assert list(states.values()).count(gradebook.NOT_GRADED) >= 2, states  # the two in progress, at least
+        logs = "".join(p.read_text(errors="replace") for p in (tmp_path / "reports" / "logs").glob("*.log"))
+        assert "FileNotFoundError" not in logs
+        # The same workers grade the next run.
+        done = subprocess.run(command + ["--students", "sample_blank"], cwd=course.ROOT, env=env,
+                              capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0 and "1 of 1 submissions graded" in done.stdout, done.stdout[-2000:] + done.stderr[-2000:]
+        assert gradebook.status("sample_blank", ASSIGNMENT, work) == gradebook.GRADED

@@ -13,6 +13,10 @@ A worker that dies mid-submission loses that task; the scheduler gives it to
 another worker (Dask's `allowed_failures` retries), and nbgrader's autograde
 with force=True regrades it from scratch. The orphaned grading process notices
 its parent is gone and exits (autograder/pipeline/worker.py), so it writes nothing more.
+
+`grade` interrupted (Ctrl-C, SIGTERM) stops its run on every worker before it exits, as on one
+machine (stop_run): no task of the run starts, and those in progress are stopped with their
+kernels and judges and read as not graded.
 """
 import contextlib
 import os
@@ -34,7 +38,10 @@ SETTING_PREFIX = "COURSE_"
 NOT_FORWARDED = ("COURSE_SCHEDULER",)
 
 _graders_lock = threading.Lock()
-_idle_graders = {}  # (verb, settings, log_dir) -> [jobs._Worker], per Dask worker process
+_idle_graders = {}  # (verb, settings, log_dir, run) -> [jobs._Worker], per Dask worker process
+# Per Dask worker process: run -> {id: (grader, (assignment, student), event set when its task
+# returns)} of the submissions in progress, and the runs stopped (`grade` interrupted: stop_run).
+_busy, _stopped_runs = {}, set()
 
 
 def _settings(work):
@@ -62,6 +69,27 @@ def lease_folder(run):
     return str(folder)
 
 
+def stop_run(run, verb, workdir, db_url):
+    """Run on every Dask worker when `grade` on the cluster is interrupted: as on one machine
+    (jobs.stop_workers), the graders of run `run` here are killed, with their kernels and judges,
+    and what the submissions in progress left is removed; no task of that run starts after it.
+    Otherwise they went on grading, and dropping the run's lease under them failed each at its
+    next cell, with a FileNotFoundError (and its zeros in the gradebook). The submissions stopped
+    here, as (assignment, student) pairs."""
+    with _graders_lock:
+        _stopped_runs.add(run)
+        busy = list(_busy.get(run, {}).values())
+        graders = [grader for grader, _, _ in busy]
+        for key in [key for key in _idle_graders if key[3] == run]:
+            graders += _idle_graders.pop(key)
+    work = course.Course(workdir, db_url)
+    stopped = [pair for _, pair, _ in busy]
+    jobs.stop_workers(graders, [done for _, _, done in busy], stopped, verb, work)
+    for grader in graders:
+        grader.close()
+    return stopped
+
+
 def drop_lease(run):
     """Remove this machine's lease folder of run `run` (run on every worker at the end)."""
     shutil.rmtree(Path(tempfile.gettempdir()) / f"course-lease-{run}", ignore_errors=True)
@@ -80,6 +108,8 @@ def grade_on_worker(verb, assignment, student, settings, log_dir, shares=None, r
     worker = get_worker()
     key = (verb, tuple(sorted(settings.items())), str(log_dir), run)
     with _graders_lock:
+        if run in _stopped_runs:  # a task that started after its run was stopped: nobody awaits it
+            raise InterruptedError("grading was interrupted")
         idle = _idle_graders.setdefault(key, [])
         grader = idle.pop() if idle else None
     if grader is None:
@@ -91,11 +121,19 @@ def grade_on_worker(verb, assignment, student, settings, log_dir, shares=None, r
             env[lease.ENV] = lease_folder(run)
         Path(log_dir).mkdir(parents=True, exist_ok=True)
         grader = jobs._Worker(verb, env, log_dir)
+    done = threading.Event()
+    with _graders_lock:
+        if run in _stopped_runs:
+            raise InterruptedError("grading was interrupted")
+        _busy.setdefault(run, {})[id(done)] = (grader, (assignment, student), done)
     try:
         result = grader.run(verb, assignment, student, log_dir)
     finally:
         with _graders_lock:
-            _idle_graders[key].append(grader)
+            del _busy[run][id(done)]
+            if run not in _stopped_runs:
+                _idle_graders.setdefault(key, []).append(grader)
+        done.set()
     return {"assignment": result.assignment, "student": result.student, "ok": result.ok,
             "seconds": result.seconds, "log": str(result.log), "worker": worker.address,
             "pid": os.getpid()}
@@ -147,7 +185,7 @@ def run_all(verb, pairs, scheduler, desc=None, log_dir=None, work=None, on_resul
                                  pure=False)
                    for assignment, student in pairs]
         results = []
-        with progress.bar(len(pairs), desc or verb) as bar:
+        with progress.bar(len(pairs), desc or verb) as bar, _stopped_on_interrupt(client, futures, run, verb, work):
             for future in as_completed(futures):
                 answer = future.result()
                 results.append(jobs.JobResult(answer["assignment"], answer["student"], answer["ok"],
@@ -164,3 +202,25 @@ def run_all(verb, pairs, scheduler, desc=None, log_dir=None, work=None, on_resul
         if client is not scheduler:
             client.close()
     return sorted(results, key=lambda r: (r.assignment, r.student))
+
+
+@contextlib.contextmanager
+def _stopped_on_interrupt(client, futures, run, verb, work):
+    """Interrupted (Ctrl-C, SIGTERM), the run stops on the cluster as on one machine: no task
+    of it starts, and those in progress are stopped (stop_run) before `grade` exits; a second
+    Ctrl-C meanwhile waits."""
+    try:
+        yield
+    except BaseException:
+        import signal
+        held = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+        main = threading.current_thread() is threading.main_thread()
+        previous = {signum: signal.signal(signum, signal.SIG_IGN) for signum in held} if main else {}
+        try:
+            with contextlib.suppress(Exception):  # a cluster gone meanwhile stops nothing more
+                client.cancel(futures)
+                client.run(stop_run, run, verb, str(work.workdir), work.db_url, wait=True)
+        finally:
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
+        raise

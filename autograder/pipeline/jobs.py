@@ -156,38 +156,45 @@ class _Worker:
 
 
 def _stop(workers, stopping, finished, in_progress, verb, work):
-    """`grade` interrupted: no next submission, the workers killed (a second Ctrl-C meanwhile
-    waits), and what the stopped submissions left removed: their half-made autograded/ folder
-    (nbgrader copies the submission there first: it read as graded, with zeros, to `feedback` and
-    `report`), an earlier grading's feedback, and the judges' copies of the students' files in the
-    temp folder (kept 6 hours otherwise)."""
+    """`grade` interrupted: no next submission, the workers stopped (stop_workers; a second Ctrl-C
+    meanwhile waits)."""
     import signal
-    from .preprocessors import COPY_PREFIX
     held = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
     main = threading.current_thread() is threading.main_thread()
     previous = {signum: signal.signal(signum, signal.SIG_IGN) for signum in held} if main else {}
     try:
         stopping.set()
-        files = _connection_files([pid for worker in workers for pid in worker.pids])
-        for worker in workers:
-            worker.kill()
-        for done in finished:
-            done.wait(60)
-        if verb == "autograde":
-            for assignment, student in in_progress:  # as nbgrader does with a submission it failed
-                shutil.rmtree(work.autograded / student / assignment, ignore_errors=True)
-                shutil.rmtree(work.feedback / student / assignment, ignore_errors=True)  # an earlier grading's
-        for path in files:  # a stopped kernel's connection file (its key), which its worker no longer removes
-            Path(path).unlink(missing_ok=True)
-        import tempfile
-        for worker in workers:
-            for pid in worker.pids:
-                for copy in Path(tempfile.gettempdir()).glob(f"{COPY_PREFIX}{pid}-*"):
-                    if not copy.is_symlink():
-                        shutil.rmtree(copy, ignore_errors=True)
+        stop_workers(workers, finished, in_progress, verb, work)
     finally:
         for signum, handler in previous.items():
             signal.signal(signum, handler)
+
+
+def stop_workers(workers, finished, in_progress, verb, work):
+    """Kill `workers` (and start no other), wait for the `finished` events of the threads that
+    drive them, and remove what the stopped submissions (`in_progress`) left: their half-made
+    autograded/ folder (nbgrader copies the submission there first: it read as graded, with zeros,
+    to `feedback` and `report`), an earlier grading's feedback, the kernels' connection files and
+    the judges' copies of the students' files in the temp folder (kept 6 hours otherwise). Also
+    run on each Dask worker when `grade` on a cluster is interrupted (cluster.stop_run)."""
+    from .preprocessors import COPY_PREFIX
+    files = _connection_files([pid for worker in workers for pid in worker.pids])
+    for worker in workers:
+        worker.kill()
+    for done in finished:
+        done.wait(60)
+    if verb == "autograde":
+        for assignment, student in in_progress:  # as nbgrader does with a submission it failed
+            shutil.rmtree(work.autograded / student / assignment, ignore_errors=True)
+            shutil.rmtree(work.feedback / student / assignment, ignore_errors=True)  # an earlier grading's
+    for path in files:  # a stopped kernel's connection file (its key), which its worker no longer removes
+        Path(path).unlink(missing_ok=True)
+    import tempfile
+    for worker in workers:
+        for pid in worker.pids:
+            for copy in Path(tempfile.gettempdir()).glob(f"{COPY_PREFIX}{pid}-*"):
+                if not copy.is_symlink():
+                    shutil.rmtree(copy, ignore_errors=True)
 
 
 def _connection_files(pids):
