@@ -535,3 +535,30 @@ def test_a_zygote_stopped_with_sigterm_kills_what_it_forked(tmp_path):
         if server.poll() is None:
             server.kill()
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_a_sigterm_right_after_a_child_is_reaped_never_leaves_its_pid_to_be_killed(monkeypatch):
+    """The zygote's SIGTERM clean-up kills every child it counts: a SIGTERM between reaping a child
+    and uncounting it left that pid counted, to be killed though it may be another process's by
+    then. Here the SIGTERM comes just after the wait returns; it is taken once the pid is uncounted."""
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    while True:  # ended, not yet reaped (waitid with WNOWAIT leaves it to _reap)
+        if os.waitid(os.P_PID, child.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None:
+            break
+        time.sleep(0.01)
+    real_waitpid = os.waitpid
+
+    def waitpid_then_sigterm(*args):
+        found = real_waitpid(*args)
+        os.kill(os.getpid(), signal.SIGTERM)
+        return found
+    monkeypatch.setattr(os, "waitpid", waitpid_then_sigterm)
+    previous = signal.signal(signal.SIGTERM, zygote._exit_on_sigterm)
+    children = {child.pid: None}
+    try:
+        with pytest.raises(SystemExit):
+            zygote._reap(children, {}, None)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        child.returncode = 0  # reaped above: Popen must not wait for it
+    assert child.pid not in children

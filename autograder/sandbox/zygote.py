@@ -365,13 +365,18 @@ def _kill_group(pid):
 
 def _reap(children, owners, selector):
     while children:
+        # No SIGTERM between the wait and the count (its clean-up would kill the pid reaped, which
+        # may be another process's by then).
+        mask = signal.pthread_sigmask(signal.SIG_BLOCK, _FORWARDED)
         try:
             pid, status = os.waitpid(-1, os.WNOHANG)
+            conn = children.pop(pid, None) if pid else None
         except ChildProcessError:
             return
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         if pid == 0:
             return
-        conn = children.pop(pid, None)
         if conn is None:
             continue
         owners.pop(conn, None)
