@@ -14,7 +14,9 @@ a module written with `%%writefile`/`%%file` is a name that an `import` reads). 
 function's body is looked up when the function is called, after the cells above its caller ran:
 it may come from anywhere in the notebook. Only what the graded cells (answers, tests) read, and
 what the cells they read from read in turn, can call for a demo: a cell a student added to look at
-a demo's result does not make the demo run.
+a demo's result does not make the demo run. A name the graded code reads that no cell binds, as
+read so, may come from a demo that binds names no reading sees (a star import, `exec`,
+`globals()`, `vars()`, a `%run` script): the last such demo above the read runs.
 
 A copied, pasted or split graded cell carries its grade_id along: the last cell of each grade_id
 is graded and the others run as cells the student added (`drop_earlier_copies`), in grading
@@ -35,7 +37,9 @@ KERNEL_NAMES = frozenset(dir(builtins)) | {"get_ipython", "display", "In", "Out"
 # took the parser to 1.5 GB before it gave up. A cell longer than this, or the cells past this much
 # code in all, bind and read nothing here (the course's notebooks: at most 4 KB a cell, 27 KB in all).
 MAX_READ_CELL, MAX_READ_TOTAL = 64 * 1024, 2 * 1024 * 1024
-# (binds, reads now, reads when a function it defines is called, star-imports)
+# (binds, reads now, reads when a function it defines is called, how it may bind names no reading
+# sees: STAR for a star import, DYNAMIC for exec, globals(), vars() or %run, else False)
+STAR, DYNAMIC = "star", "dynamic"
 NOTHING = (frozenset(), frozenset(), frozenset(), False)
 # Cell magics whose body runs as Python in the kernel's namespace.
 _PYTHON_BODY = {"time", "timeit", "prun", "capture"}  # (timeit's in a function of its own)
@@ -86,7 +90,10 @@ def needed_demos(cells):
     end = len(cells)
     runs = [not is_demo for _, is_demo, _ in cells]
     # Below a star import that runs, any name may come from it: no read there calls for a demo.
-    star = min((i for i, name in enumerate(names) if name[3] and runs[i]), default=end)
+    star = min((i for i, name in enumerate(names) if name[3] == STAR and runs[i]), default=end)
+    # Cells that may bind any name (a star import, exec, globals(), %run): a name the graded code
+    # reads that no cell binds may come from the last of them above the read: run it, if a demo.
+    opaque = [i for i, name in enumerate(names) if name[3]]
     binders = {True: {}, False: {}}  # running or not -> name -> sorted indices of the cells binding it
     for i, (binds, _, _, _) in enumerate(names):
         for name in binds:
@@ -102,13 +109,16 @@ def needed_demos(cells):
             source = _last_before(binders[True].get(name, ()), before)
             if source is None:
                 source = _last_before(binders[False].get(name, ()), before)
-                if source is None:
+                if source is None and not name.endswith(".py"):  # a library module is no demo's
+                    source = _last_before(opaque, before)
+                if source is None or (runs[source] and source not in needed):  # none, or no demo
                     continue
                 needed.setdefault(source, set()).add(name)
-                runs[source] = True
-                for bound in names[source][0]:
-                    binders[False][bound].remove(source)
-                    bisect.insort(binders[True].setdefault(bound, []), source)
+                if not runs[source]:
+                    runs[source] = True
+                    for bound in names[source][0]:
+                        binders[False][bound].remove(source)
+                        bisect.insort(binders[True].setdefault(bound, []), source)
             if source not in readers:
                 readers.add(source)
                 todo.append(source)
@@ -142,8 +152,9 @@ def said(names):
 
 def _names(source):
     """(global names the cell binds, those it reads as it runs, those the functions it defines read
-    when called, whether it star-imports). A module file counts as a name too, "<module>.py": a
-    `%%writefile` cell binds it, an `import` reads it. Whatever cannot be read reads as NOTHING."""
+    when called, how it may bind names no reading sees: STAR, DYNAMIC or False). A module file
+    counts as a name too, "<module>.py": a `%%writefile` cell binds it, an `import` reads it.
+    Whatever cannot be read reads as NOTHING."""
     if len(source) > MAX_READ_CELL:
         return NOTHING
     try:
@@ -158,13 +169,13 @@ def _names(source):
             if symbol.is_referenced():
                 now.add(symbol.get_name())
         _inner_globals(table, binds, now, later)
-        star = False
+        star = DYNAMIC if _RUNS_A_SCRIPT.search(source) or {"exec", "globals", "vars"} & (now | later) else False
         for node in ast.walk(tree):
             if isinstance(node, ast.Import):
                 now.update(f"{alias.name.split('.')[0]}.py" for alias in node.names)
             elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
                 now.add(f"{node.module.split('.')[0]}.py")
-                star = star or any(alias.name == "*" for alias in node.names)
+                star = STAR if any(alias.name == "*" for alias in node.names) else star
         return frozenset(binds), frozenset(now), frozenset(later - now), star
     except Exception:  # noqa: BLE001 (SyntaxError, RecursionError, MemoryError...: nothing read)
         return NOTHING
@@ -187,6 +198,7 @@ def _inner_globals(table, binds, now, later):
         todo += [(child, deferred) for child in scope.get_children()]
 
 
+_RUNS_A_SCRIPT = re.compile(r"^\s*%run\b", re.M)  # binds the script's names in the notebook's
 # A line magic or shell line; a help request (`obj?`, `??obj`), and no other line ending in `?`.
 _ESCAPED = re.compile(r"^\s*[%!]|^\s*\?{1,2}[\w.]*\s*$|^\s*[\w.]+\?{1,2}\s*$")
 _CAPTURED = re.compile(r"^(\s*)([\w.,\s()\[\]]+?)\s*=\s*[%!]")  # `files = !ls`, `t = %timeit -o f()`

@@ -221,3 +221,22 @@ def test_a_demo_the_code_below_needs_runs(mend):
     assert mended.metadata[MENDED] == ["a cell tagged 'demo' (teaching demos do not run while grading) binds "
                                        "'_impl', which your graded code uses: it ran, as it did in your kernel"]
     _replayed_everything_the_kernel_runs(mended)
+
+
+def test_a_demo_that_binds_names_no_reading_sees_runs_when_the_code_below_reads_one(mend):
+    """A helper a demo binds through exec (or globals(), a star import, %run) is no name the reading
+    of the code sees: the answer that calls it raised NameError when graded (6/8 on 01), though it
+    worked in the kernel. A name the graded code reads that no cell binds now runs the last such
+    demo above it."""
+    nb = _perfect()
+    answer = _at(nb, "cpu_info")
+    impl = nb.cells[answer].source.replace("def cpu_info(", "def _impl(")
+    demo = nbformat.v4.new_code_cell(f"exec({impl!r})")
+    demo.metadata["tags"] = ["demo"]
+    nb.cells[answer].source = "def cpu_info(*args, **kwargs):\n    return _impl(*args, **kwargs)\n"
+    nb.cells.insert(answer, demo)
+    mended, _ = RunNeededDemos().preprocess(mend(nb), {})
+    assert not notebooks.is_demo(mended.cells[answer]) and mended.cells[answer].source == demo.source
+    assert sum(notebooks.is_demo(c) for c in mended.cells) == sum(notebooks.is_demo(c) for c in nb.cells) - 1
+    assert "binds '_impl', which your graded code uses: it ran" in mended.metadata[MENDED][0]
+    _replayed_everything_the_kernel_runs(mended)
