@@ -183,8 +183,8 @@ def main(argv=None):
         signal.signal(signum, stop)
     try:
         return args.fn(args)
-    except KeyboardInterrupt:  # Ctrl-C: what was done stays done; no traceback for it
-        said = INTERRUPTED.get(args.verb, "")  # on a Dask cluster too: cluster.stop_run
+    except KeyboardInterrupt as stopped:  # Ctrl-C: what was done stays done; no traceback for it
+        said = getattr(stopped, "course_said", None) or INTERRUPTED.get(args.verb, "")  # on a Dask cluster too (cluster.py)
         try:
             print(f"\n{args.verb}: interrupted{said}", file=sys.stderr, flush=True)
         except OSError:  # the terminal is gone (SIGHUP)

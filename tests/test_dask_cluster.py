@@ -157,13 +157,17 @@ def test_grade_interrupted_on_a_dask_cluster_stops_the_run_there_too(course_tool
                     found += worker.children(recursive=True)
             return found
 
-        def kernels():
-            running = []
-            for p in below():
+        def grading_side_by_side():
+            """Whether under each Dask worker a kernel or judge runs (a zygote's child: it has
+            the zygote's command line, as the zygote itself has the kernel's entry on its)."""
+            busy = set()
+            for worker in dask_workers:
                 with contextlib.suppress(psutil.Error):
-                    if "kernel" in " ".join(p.cmdline()) or "sandbox" in " ".join(p.cmdline()):
-                        running.append(p)
-            return running
+                    for p in worker.children(recursive=True):
+                        with contextlib.suppress(psutil.Error):
+                            if "zygote import serve" in " ".join(p.parent().cmdline()):
+                                busy.add(worker.pid)
+            return len(busy) == len(dask_workers)
 
         env = {**os.environ, "COURSE_WORKDIR": str(tmp_path), "COURSE_DB_URL": db_url}
         command = [sys.executable, "-m", "autograder", "grade", ASSIGNMENT, "--scheduler", cluster.scheduler_address]
@@ -171,9 +175,9 @@ def test_grade_interrupted_on_a_dask_cluster_stops_the_run_there_too(course_tool
                                    text=True)
         try:
             deadline = time.monotonic() + 300
-            while len(kernels()) < 2 and grading.poll() is None and time.monotonic() < deadline:
+            while not grading_side_by_side() and grading.poll() is None and time.monotonic() < deadline:
                 time.sleep(0.1)
-            assert len(kernels()) >= 2, "the two workers never graded side by side"
+            assert grading_side_by_side(), "the two workers never graded side by side"
             graders = [p.pid for p in below() if "autograder.pipeline.worker" in " ".join(p.cmdline())]
             grading.send_signal(signal.SIGINT)
             sent = time.monotonic()
@@ -199,3 +203,63 @@ def test_grade_interrupted_on_a_dask_cluster_stops_the_run_there_too(course_tool
                               capture_output=True, text=True, timeout=600)
         assert done.returncode == 0 and "1 of 1 submissions graded" in done.stdout, done.stdout[-2000:] + done.stderr[-2000:]
         assert gradebook.status("sample_blank", ASSIGNMENT, work) == gradebook.GRADED
+        # A run that ended leaves no grader behind on the workers (each kept one per worker thread,
+        # with nbgrader imported, for as long as the worker lived).
+        deadline = time.monotonic() + 30
+        while below() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not below(), [" ".join(p.cmdline())[:120] for p in below()]
+
+
+class _Client:
+    """A stand-in for distributed.Client in the stop of an interrupted run."""
+
+    def __init__(self, run):
+        self.cancelled, self._run = [], run
+
+    def cancel(self, futures):
+        self.cancelled.append(list(futures))
+
+    def run(self, function, *args, **kwargs):
+        return self._run()
+
+
+@pytest.mark.parametrize("answer, said", [
+    pytest.param(lambda: {"tcp://w1": []}, None, id="every-worker-stopped"),
+    pytest.param(lambda: time.sleep(3600), "none answered within 1 s", id="a-worker-that-does-not-answer"),
+    pytest.param(lambda: (_ for _ in ()).throw(OSError("connection lost")), "OSError: connection lost",
+                 id="the-cluster-gone"),
+])
+def test_an_interrupted_run_that_the_workers_do_not_all_stop_says_so(monkeypatch, answer, said):
+    """A worker alive but not answering (a hung host, a paused VM) held `grade` until the scheduler
+    dropped it, minutes, with Ctrl-C ignored meanwhile: the wait now ends after STOP_LIMIT, and
+    `grade` says that the submissions in progress may go on there."""
+    from autograder import cli
+    from autograder.pipeline import cluster
+    monkeypatch.setattr(cluster, "STOP_LIMIT", 1)
+    client, futures = _Client(answer), ["f1", "f2"]
+    started = time.monotonic()
+    with pytest.raises(KeyboardInterrupt) as stopped:
+        with cluster._stopped_on_interrupt(client, futures, "run1", "autograde", course.Course("/nonexistent")):
+            raise KeyboardInterrupt
+    assert time.monotonic() - started < 10 and client.cancelled == [futures]
+    assert getattr(stopped.value, "course_said", None) == (said and cluster.INCOMPLETE_STOP.format(why=said))
+    if said:
+        assert "may go on there" in stopped.value.course_said and "grade every one left" in stopped.value.course_said
+    else:
+        assert cli.INTERRUPTED["grade"].startswith("; the submissions graded before it keep their scores")
+
+
+def test_grade_says_what_the_stop_on_the_cluster_left(monkeypatch, capsys):
+    from autograder import cli
+
+    def step(name, *_):
+        def run(args):
+            stopped = KeyboardInterrupt()
+            stopped.course_said = "; the cluster's workers did not all say that they stopped those in progress"
+            raise stopped
+        return run
+    monkeypatch.setattr(cli, "_verb", step)
+    monkeypatch.setattr(os, "environ", dict(os.environ))  # main() sets the job's environment
+    assert cli.main(["grade", ASSIGNMENT]) == 130
+    assert "grade: interrupted; the cluster's workers did not all say that they stopped" in capsys.readouterr().err

@@ -40,7 +40,8 @@ NOT_FORWARDED = ("COURSE_SCHEDULER",)
 _graders_lock = threading.Lock()
 _idle_graders = {}  # (verb, settings, log_dir, run) -> [jobs._Worker], per Dask worker process
 # Per Dask worker process: run -> {id: (grader, (assignment, student), event set when its task
-# returns)} of the submissions in progress, and the runs stopped (`grade` interrupted: stop_run).
+# returns)} of the submissions in progress, and the runs over (stop_run, end_run: no task of
+# theirs starts, and a grader of theirs goes back to no pool).
 _busy, _stopped_runs = {}, set()
 
 
@@ -63,35 +64,58 @@ def graders_per_host(workers):
 def lease_folder(run):
     """The lease on this machine for grading run `run` (lease.py), shared by the graders of every
     Dask worker here, so that a timing check gets the machine alone as in local grading. Made
-    on first use (mode 0700, the grader's own), removed by `drop_lease` when the run ends."""
+    on first use (mode 0700, the grader's own), removed by `end_run` when the run ends."""
     folder = Path(tempfile.gettempdir()) / f"course-lease-{run}"
     folder.mkdir(mode=0o700, exist_ok=True)
     return str(folder)
 
 
-def stop_run(run, verb, workdir, db_url):
+async def stop_run(run, verb, workdir):
     """Run on every Dask worker when `grade` on the cluster is interrupted: as on one machine
     (jobs.stop_workers), the graders of run `run` here are killed, with their kernels and judges,
     and what the submissions in progress left is removed; no task of that run starts after it.
     Otherwise they went on grading, and dropping the run's lease under them failed each at its
-    next cell, with a FileNotFoundError (and its zeros in the gradebook). The submissions stopped
-    here, as (assignment, student) pairs."""
+    next cell, with a FileNotFoundError. The submissions stopped here, as (assignment, student)
+    pairs. In a thread: the worker's event loop (its heartbeats) goes on meanwhile."""
+    import asyncio
+    return await asyncio.to_thread(_stop_run, run, verb, workdir)
+
+
+def _stop_run(run, verb, workdir):
     with _graders_lock:
         _stopped_runs.add(run)
         busy = list(_busy.get(run, {}).values())
-        graders = [grader for grader, _, _ in busy]
-        for key in [key for key in _idle_graders if key[3] == run]:
-            graders += _idle_graders.pop(key)
-    work = course.Course(workdir, db_url)
+        graders = [grader for grader, _, _ in busy] + _idle_of(run)
     stopped = [pair for _, pair, _ in busy]
-    jobs.stop_workers(graders, [done for _, _, done in busy], stopped, verb, work)
+    jobs.stop_workers(graders, [done for _, _, done in busy], stopped, verb, course.Course(workdir))
     for grader in graders:
         grader.close()
     return stopped
 
 
+def _idle_of(run):
+    """Take the idle graders of run `run` out of the pool (under _graders_lock)."""
+    graders = []
+    for key in [key for key in _idle_graders if key[3] == run]:
+        graders += _idle_graders.pop(key)
+    return graders
+
+
+async def end_run(run):
+    """Run on every worker at the end of run `run`, interrupted or not: its graders here, idle
+    now, are closed (each is a process with nbgrader imported, kept for the run's next
+    submission), and this machine's lease folder of the run is removed."""
+    import asyncio
+    with _graders_lock:
+        _stopped_runs.add(run)  # a task of it that still returns closes its grader
+        graders = _idle_of(run)
+        _busy.pop(run, None)
+    await asyncio.to_thread(lambda: [grader.close() for grader in graders])
+    drop_lease(run)
+
+
 def drop_lease(run):
-    """Remove this machine's lease folder of run `run` (run on every worker at the end)."""
+    """Remove this machine's lease folder of run `run`."""
     shutil.rmtree(Path(tempfile.gettempdir()) / f"course-lease-{run}", ignore_errors=True)
 
 
@@ -107,36 +131,40 @@ def grade_on_worker(verb, assignment, student, settings, log_dir, shares=None, r
 
     worker = get_worker()
     key = (verb, tuple(sorted(settings.items())), str(log_dir), run)
+    done = threading.Event()
+    # One hold of the lock: a grader taken here is one stop_run finds (busy), whenever it runs.
     with _graders_lock:
         if run in _stopped_runs:  # a task that started after its run was stopped: nobody awaits it
             raise InterruptedError("grading was interrupted")
         idle = _idle_graders.setdefault(key, [])
-        grader = idle.pop() if idle else None
-    if grader is None:
-        work = course.Course(settings["COURSE_WORKDIR"], settings["COURSE_DB_URL"])
-        here = urlparse(worker.address).hostname
-        env = jobs.job_environment((shares or {}).get(here) or worker.state.nthreads, work)
-        env.update(settings)
-        if verb == "autograde" and run and not env.get(lease.ENV):
-            env[lease.ENV] = lease_folder(run)
-        Path(log_dir).mkdir(parents=True, exist_ok=True)
-        grader = jobs._Worker(verb, env, log_dir)
-    done = threading.Event()
-    with _graders_lock:
-        if run in _stopped_runs:
-            raise InterruptedError("grading was interrupted")
+        grader = idle.pop() if idle else _new_grader(verb, settings, log_dir, shares, run, worker)
         _busy.setdefault(run, {})[id(done)] = (grader, (assignment, student), done)
     try:
         result = grader.run(verb, assignment, student, log_dir)
     finally:
         with _graders_lock:
-            del _busy[run][id(done)]
-            if run not in _stopped_runs:
+            _busy.get(run, {}).pop(id(done), None)
+            kept = run not in _stopped_runs
+            if kept:
                 _idle_graders.setdefault(key, []).append(grader)
         done.set()
+        if not kept:
+            grader.close()
     return {"assignment": result.assignment, "student": result.student, "ok": result.ok,
             "seconds": result.seconds, "log": str(result.log), "worker": worker.address,
             "pid": os.getpid()}
+
+
+def _new_grader(verb, settings, log_dir, shares, run, worker):
+    """A grader (jobs._Worker: its process starts with its first submission) for this Dask worker."""
+    work = course.Course(settings["COURSE_WORKDIR"], settings["COURSE_DB_URL"])
+    here = urlparse(worker.address).hostname
+    env = jobs.job_environment((shares or {}).get(here) or worker.state.nthreads, work)
+    env.update(settings)
+    if verb == "autograde" and run and not env.get(lease.ENV):
+        env[lease.ENV] = lease_folder(run)
+    Path(log_dir).mkdir(parents=True, exist_ok=True)
+    return jobs._Worker(verb, env, log_dir)
 
 
 CONNECT_TIMEOUT = 60  # seconds to wait for the scheduler to answer
@@ -178,14 +206,14 @@ def run_all(verb, pairs, scheduler, desc=None, log_dir=None, work=None, on_resul
     pairs = list(pairs)
     client = scheduler if isinstance(scheduler, Client) else connect(scheduler)
     run = uuid.uuid4().hex[:12]
+    results, futures, ended = [], [], False
     try:
         shares = graders_per_host(client.scheduler_info(n_workers=-1)["workers"])
-        futures = [client.submit(grade_on_worker, verb, assignment, student, settings, str(log_dir),
-                                 shares, run, key=f"{verb}-{student}-{assignment}-{time.time_ns()}",
-                                 pure=False)
-                   for assignment, student in pairs]
-        results = []
         with progress.bar(len(pairs), desc or verb) as bar, _stopped_on_interrupt(client, futures, run, verb, work):
+            futures += [client.submit(grade_on_worker, verb, assignment, student, settings, str(log_dir),
+                                      shares, run, key=f"{verb}-{student}-{assignment}-{time.time_ns()}",
+                                      pure=False)
+                        for assignment, student in pairs]
             for future in as_completed(futures):
                 answer = future.result()
                 results.append(jobs.JobResult(answer["assignment"], answer["student"], answer["ok"],
@@ -196,31 +224,68 @@ def run_all(verb, pairs, scheduler, desc=None, log_dir=None, work=None, on_resul
                 if not answer["ok"]:
                     bar.write(f"  {verb} failed for {answer['student']}/{answer['assignment']} "
                               f"on {answer['worker']}: see {answer['log']}")
+        ended = True
     finally:
-        with contextlib.suppress(Exception):  # a worker gone meanwhile keeps its empty folder
-            client.run(drop_lease, run)
+        try:  # a worker gone or not answering keeps its idle graders until it ends, and its empty folder
+            _within(END_LIMIT, lambda: client.run(end_run, run))
+        except KeyboardInterrupt:
+            if ended:
+                raise
+        except Exception:  # noqa: BLE001
+            pass
         if client is not scheduler:
             client.close()
     return sorted(results, key=lambda r: (r.assignment, r.student))
 
 
+STOP_LIMIT = 180  # seconds to wait for the workers to stop a run (each waits at most 60 s for its graders)
+END_LIMIT = 30  # ... to close a run's idle graders (each leaves at once)
+INCOMPLETE_STOP = ("; the submissions graded before it keep their scores; the cluster's workers did not all "
+                   "say that they stopped those in progress ({why}): these may go on there, and run the same "
+                   "command again to grade every one left")
+
+
 @contextlib.contextmanager
 def _stopped_on_interrupt(client, futures, run, verb, work):
-    """Interrupted (Ctrl-C, SIGTERM), the run stops on the cluster as on one machine: no task
-    of it starts, and those in progress are stopped (stop_run) before `grade` exits; a second
-    Ctrl-C meanwhile waits."""
+    """Interrupted (Ctrl-C, SIGTERM), or ended by an error, the run stops on the cluster as on one
+    machine: no task of it starts, and those in progress are stopped (stop_run) before `grade`
+    exits. A worker that does not answer within STOP_LIMIT, or a second Ctrl-C meanwhile, ends
+    the wait: `grade` then says that some may go on (the message goes with the KeyboardInterrupt:
+    cli.main)."""
     try:
         yield
-    except BaseException:
-        import signal
-        held = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-        main = threading.current_thread() is threading.main_thread()
-        previous = {signum: signal.signal(signum, signal.SIG_IGN) for signum in held} if main else {}
+    except BaseException as err:
+        why = None
         try:
-            with contextlib.suppress(Exception):  # a cluster gone meanwhile stops nothing more
-                client.cancel(futures)
-                client.run(stop_run, run, verb, str(work.workdir), work.db_url, wait=True)
-        finally:
-            for signum, handler in previous.items():
-                signal.signal(signum, handler)
+            client.cancel(futures)
+            if not _within(STOP_LIMIT, lambda: client.run(stop_run, run, verb, str(work.workdir), wait=True)):
+                why = f"none answered within {STOP_LIMIT} s"
+        except KeyboardInterrupt:
+            why = "interrupted again"
+        except Exception as failed:  # noqa: BLE001 (a cluster gone meanwhile stops nothing more)
+            why = f"{type(failed).__name__}: {failed}"
+        if why is not None and isinstance(err, KeyboardInterrupt):
+            err.course_said = INCOMPLETE_STOP.format(why=why)
         raise
+
+
+def _within(seconds, call):
+    """call() in a thread of its own; whether it returned within `seconds` (its error is raised
+    here). A Ctrl-C meanwhile reaches this thread at once."""
+    box, done = {}, threading.Event()
+
+    def run():
+        try:
+            box["value"] = call()
+        except BaseException as failed:  # noqa: BLE001 (raised again in the caller)
+            box["error"] = failed
+        finally:
+            done.set()
+    threading.Thread(target=run, daemon=True).start()
+    deadline = time.monotonic() + seconds
+    while not done.wait(min(0.5, max(0.0, deadline - time.monotonic()))):
+        if time.monotonic() >= deadline:
+            return False
+    if "error" in box:
+        raise box["error"]
+    return True
