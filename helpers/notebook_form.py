@@ -13,7 +13,8 @@ slightly out of Jupyter's form, and never at a cost out of proportion.
   no longer has (read as raw text, unless graded). A graded cell's source, `nbgrader` entry, tags
   and kind are never changed. What cannot be mended so fails as before, with nbformat's words.
   `read_leniently` returns what was mended, in plain words: grading puts it on the feedback page
-  (its MendCopiedCells step), Validate in its report (nbgrader_config.py of the student folder).
+  (its MendCopiedCells step), Validate in its log (nbgrader_config.py of the student folder:
+  bin/validate prints it; the Validate button shows only failed checks, and this fails none).
 - What costs nbformat time or memory out of proportion is refused or left out before it reads
   the text: the code cells' outputs (grading and Validate clear them first anyway), a notebook of
   more than MAX_CELLS cells or of millions of JSON values. nbformat's schema check costs about half
@@ -31,6 +32,9 @@ import nbformat
 from .demos import grade_id
 
 MAX_CELLS = 10_000  # the course's notebooks have 33 to 84
+# The largest notebook graded, by default (nbgrader reads it whole, outside the sandbox; the
+# course's notebooks with all their outputs are about 0.5 MB): Validate refuses a larger one too.
+MAX_NOTEBOOK_MB = 100
 
 
 class NotebookTooLargeError(ValueError):

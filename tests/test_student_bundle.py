@@ -259,6 +259,17 @@ def test_validate_reads_a_notebook_out_of_form_as_grading_does(bundle, tmp_path)
         assert words in report, (words, report[-3000:])
     # The student's file is theirs: Validate reads it, never writes it.
     assert path.read_text(encoding="utf-8") == "\ufeff" + json.dumps(data)
+    # A notebook grading would refuse for its size (nbgrader reads it whole, outside the sandbox)
+    # is refused here too, with what to do; before, Validate read it and said Success.
+    big = folder / "00_check" / "big.ipynb"
+    with open(big, "wb") as sparse:
+        sparse.truncate(101 * 2**20)  # its size alone is read
+    done = subprocess.run(["bash", str(folder / "bin" / "validate"), "big.ipynb"], cwd=folder / "00_check",
+                          env=env, capture_output=True, text=True, timeout=300)
+    report = " ".join((done.stdout + done.stderr).split())
+    assert done.returncode != 0 and "Success" not in report, report[-2000:]
+    assert "is 101 MB, over the 100 MB a notebook may have to be graded" in report, report[-2000:]
+    assert "Edit > Clear Outputs of All Cells" in report, report[-2000:]
 
 
 def test_cli_verb_builds_dist_student():

@@ -548,8 +548,8 @@ def test_a_sigterm_right_after_a_child_is_reaped_never_leaves_its_pid_to_be_kill
         time.sleep(0.01)
     real_waitpid = os.waitpid
 
-    def waitpid_then_sigterm(*args):
-        found = real_waitpid(*args)
+    def waitpid_then_sigterm(pid, options):  # this test's child only: another of pytest's keeps its status
+        found = real_waitpid(child.pid, options)
         os.kill(os.getpid(), signal.SIGTERM)
         return found
     monkeypatch.setattr(os, "waitpid", waitpid_then_sigterm)

@@ -19,6 +19,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from helpers.notebook_form import MAX_NOTEBOOK_MB
 from helpers.system import usable_cores
 
 from .. import course
@@ -377,8 +378,8 @@ def misnamed(pairs, root=None):
 
 # nbgrader reads a notebook whole in the grading worker, outside the sandbox, before any step of
 # the course's runs: a 315 MB notebook (3 million lines of printed output) took the worker to 1.24 GB.
-# The course's notebooks with every output in them are about 0.5 MB.
-MAX_NOTEBOOK_MB = 100
+# The course's notebooks with every output in them are about 0.5 MB. MAX_NOTEBOOK_MB by default:
+# students' Validate holds them to it too.
 
 
 def notebook_limit_mb():

@@ -25,10 +25,15 @@ from helpers.demos import (drop_earlier_copies, grade_id, module_files, needed_d
 import traitlets.log  # noqa: E402
 from nbgrader import validator as _validator  # noqa: E402
 
-from helpers.notebook_form import read_leniently  # noqa: E402
+from helpers.notebook_form import MAX_NOTEBOOK_MB, NotebookTooLargeError, read_leniently  # noqa: E402
 
 
 def _read_as_grading_reads(path, as_version=4):
+    size = os.stat(path).st_size
+    if size > MAX_NOTEBOOK_MB * 2**20:
+        raise NotebookTooLargeError(
+            f"{path} is {size / 2**20:.3g} MB, over the {MAX_NOTEBOOK_MB} MB a notebook may have to be graded, "
+            "most likely printed output: clear it (Edit > Clear Outputs of All Cells), save, and validate again")
     with open(path, encoding="utf-8") as notebook:
         nb, mended = read_leniently(notebook.read())
     for words in mended:
