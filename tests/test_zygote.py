@@ -537,28 +537,31 @@ def test_a_zygote_stopped_with_sigterm_kills_what_it_forked(tmp_path):
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def test_a_sigterm_right_after_a_child_is_reaped_never_leaves_its_pid_to_be_killed(monkeypatch):
-    """The zygote's SIGTERM clean-up kills every child it counts: a SIGTERM between reaping a child
-    and uncounting it left that pid counted, to be killed though it may be another process's by
-    then. Here the SIGTERM comes just after the wait returns; it is taken once the pid is uncounted."""
-    child = subprocess.Popen([sys.executable, "-c", "pass"])
-    while True:  # ended, not yet reaped (waitid with WNOWAIT leaves it to _reap)
-        if os.waitid(os.P_PID, child.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None:
-            break
-        time.sleep(0.01)
-    real_waitpid = os.waitpid
 
-    def waitpid_then_sigterm(pid, options):  # this test's child only: another of pytest's keeps its status
-        found = real_waitpid(child.pid, options)
-        os.kill(os.getpid(), signal.SIGTERM)
-        return found
-    monkeypatch.setattr(os, "waitpid", waitpid_then_sigterm)
-    previous = signal.signal(signal.SIGTERM, zygote._exit_on_sigterm)
-    children = {child.pid: None}
+def test_the_clean_up_kills_its_children_and_never_a_pid_reaped_before(monkeypatch):
+    """The zygote's SIGTERM clean-up kills every child it counts: a SIGTERM between reaping a child
+    and uncounting it (a signal that another thread of the zygote takes reaches the main thread
+    between any two steps) left a reaped pid counted, to be killed though it may be another
+    process's by then. The clean-up kills only what is still a child of the zygote."""
+    reaped = subprocess.Popen([sys.executable, "-c", "pass"])
+    reaped.wait()
+    alive = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True)
+    killed = []
+
+    def spy(real):
+        def call(pid, signum):
+            killed.append(pid)
+            if pid != alive.pid:  # never a signal to a pid that may be another process's now
+                raise ProcessLookupError(pid)
+            real(pid, signum)
+        return call
+    monkeypatch.setattr(os, "killpg", spy(os.killpg))
+    monkeypatch.setattr(os, "kill", spy(os.kill))
     try:
-        with pytest.raises(SystemExit):
-            zygote._reap(children, {}, None)
+        zygote._kill_children({reaped.pid: None, alive.pid: None})
     finally:
-        signal.signal(signal.SIGTERM, previous)
-        child.returncode = 0  # reaped above: Popen must not wait for it
-    assert child.pid not in children
+        monkeypatch.undo()
+        if alive.poll() is None:
+            alive.kill()
+    assert alive.wait(10) == -signal.SIGKILL
+    assert reaped.pid not in killed and alive.pid in killed, killed

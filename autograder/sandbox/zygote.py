@@ -339,8 +339,7 @@ def serve():
                         selector.unregister(conn)
             _reap(children, owners, selector)
     finally:
-        for pid in list(children):
-            _kill_group(pid)
+        _kill_children(children)
         for remove in (os.unlink, os.rmdir):  # the socket, and its folder if the parent left it
             try:
                 remove(path if remove is os.unlink else os.path.dirname(path))
@@ -352,9 +351,24 @@ def _exit_on_sigterm(signum, frame):
     raise SystemExit(128 + signum)
 
 
+def _kill_children(children):
+    for pid in list(children):
+        _kill_group(pid)
+
+
 def _kill_group(pid):
+    """SIGKILL the child `pid` and its group, if it is still a child of this process, alive or
+    not yet reaped: a SIGTERM between reaping a child and uncounting it (signals reach the main
+    thread between any two steps when another thread takes them, whatever its mask) left a pid
+    that may be another process's by then."""
     if pid is None:
         return
+    try:
+        os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+    except ChildProcessError:  # reaped already
+        return
+    except OSError:
+        pass
     for kill in (os.killpg, os.kill):
         try:
             kill(pid, signal.SIGKILL)
@@ -365,18 +379,13 @@ def _kill_group(pid):
 
 def _reap(children, owners, selector):
     while children:
-        # No SIGTERM between the wait and the count (its clean-up would kill the pid reaped, which
-        # may be another process's by then).
-        mask = signal.pthread_sigmask(signal.SIG_BLOCK, _FORWARDED)
         try:
             pid, status = os.waitpid(-1, os.WNOHANG)
-            conn = children.pop(pid, None) if pid else None
         except ChildProcessError:
             return
-        finally:
-            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         if pid == 0:
             return
+        conn = children.pop(pid, None)
         if conn is None:
             continue
         owners.pop(conn, None)
