@@ -266,3 +266,13 @@ def test_a_dask_clusters_graders_share_each_machines_cores_and_lease(tmp_path, m
     assert cluster.lease_folder("run2") != first
     cluster.drop_lease("run1")
     assert not os.path.exists(first)
+
+
+def test_a_holder_whose_lease_folder_is_gone_goes_on_as_without_one(tmp_path):
+    """A grader whose run's lease folder was removed under it (a cluster's run ended on a host whose
+    other worker did not answer the stop) failed each cell it held for with FileNotFoundError."""
+    gone = tmp_path / "course-lease-gone"
+    with lease.hold(folder=str(gone)) as waited:
+        with lease.alone() as alone_waited:
+            assert waited == 0.0 and alone_waited == 0.0
+    assert not gone.exists()

@@ -149,11 +149,11 @@ def hold(exclusive=False, folder=None, on_wait=None, on_waited=None):
     `on_wait()` is called once, if the machine is not free at once; `on_waited(seconds)` once it
     is taken (each time alone() takes or gives it back too)."""
     folder = folder or os.environ.get(ENV)
-    if not folder:
+    files = _opened(folder) if folder else None
+    if files is None:
         yield 0.0
         return
-    turnstile = os.open(os.path.join(folder, "turnstile"), os.O_RDWR | os.O_CREAT, 0o600)
-    lease = os.open(os.path.join(folder, "lease"), os.O_RDWR | os.O_CREAT, 0o600)
+    turnstile, lease = files
     held = _Held(turnstile, lease, exclusive, on_wait, on_waited)
     try:
         waited = _take(held, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH, time.monotonic() + MAX_WAIT)
@@ -166,6 +166,21 @@ def hold(exclusive=False, folder=None, on_wait=None, on_waited=None):
         held.open = False
         os.close(lease)  # closing drops the locks
         os.close(turnstile)
+
+
+def _opened(folder):
+    """(turnstile, lease) descriptors of the lease in `folder`; None where the folder is gone (a
+    cluster's run ended on a host whose other worker did not answer its stop): the holder then
+    goes on as without a lease, as plain nbgrader does, rather than fail the cell it holds for."""
+    opened = []
+    try:
+        for name in ("turnstile", "lease"):
+            opened.append(os.open(os.path.join(folder, name), os.O_RDWR | os.O_CREAT, 0o600))
+    except FileNotFoundError:
+        for fd in opened:
+            os.close(fd)
+        return None
+    return opened
 
 
 @contextlib.contextmanager
