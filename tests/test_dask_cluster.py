@@ -32,18 +32,30 @@ ASSIGNMENT = "01_processes_threads"
 
 
 def _busy_worker(client, pids, psutil):
-    """(address, key) of a worker in the middle of a submission (its grader's kernel runs), else None."""
+    """(address, key) of a worker in the middle of a submission (its grader's kernel or judge runs),
+    else None."""
     for address, keys in client.processing().items():
         if not keys or address not in pids:
             continue
-        try:
-            below = psutil.Process(pids[address]).children(recursive=True)
-            running = [p for p in below if "kernel" in " ".join(p.cmdline()) or "sandbox" in " ".join(p.cmdline())]
-        except psutil.Error:
-            continue
-        if running:
-            return address, list(keys)[0]
+        with contextlib.suppress(psutil.Error):
+            if _grading_below(psutil.Process(pids[address]), psutil):
+                return address, list(keys)[0]
     return None
+
+
+def _grading_below(process, psutil):
+    """Whether a kernel or judge runs below `process`: its stand-in (`python -m
+    autograder.sandbox.zygote <socket> <entry> ...`, whose process a zygote forks, the run's
+    own or the pair bin/test shares) or, without zygotes, the kernel itself. A zygote names the
+    kernel's entry on its command line too: no looser reading of command lines tells them apart."""
+    grading = {"autograder.sandbox.zygote", "autograder.sandbox.kernel"}
+    with contextlib.suppress(psutil.Error):
+        for child in process.children(recursive=True):
+            with contextlib.suppress(psutil.Error):
+                argv = child.cmdline()
+                if any(a == "-m" and b in grading for a, b in zip(argv, argv[1:])):
+                    return True
+    return False
 
 
 def test_grade_on_dask_cluster_survives_a_killed_worker(postgres, course_tools, tmp_path, request):
@@ -158,16 +170,7 @@ def test_grade_interrupted_on_a_dask_cluster_stops_the_run_there_too(course_tool
             return found
 
         def grading_side_by_side():
-            """Whether under each Dask worker a kernel or judge runs (a zygote's child: it has
-            the zygote's command line, as the zygote itself has the kernel's entry on its)."""
-            busy = set()
-            for worker in dask_workers:
-                with contextlib.suppress(psutil.Error):
-                    for p in worker.children(recursive=True):
-                        with contextlib.suppress(psutil.Error):
-                            if "zygote import serve" in " ".join(p.parent().cmdline()):
-                                busy.add(worker.pid)
-            return len(busy) == len(dask_workers)
+            return all(_grading_below(worker, psutil) for worker in dask_workers)
 
         env = {**os.environ, "COURSE_WORKDIR": str(tmp_path), "COURSE_DB_URL": db_url}
         command = [sys.executable, "-m", "autograder", "grade", ASSIGNMENT, "--scheduler", cluster.scheduler_address]
