@@ -565,3 +565,24 @@ def test_the_clean_up_kills_its_children_and_never_a_pid_reaped_before(monkeypat
             alive.kill()
     assert alive.wait(10) == -signal.SIGKILL
     assert reaped.pid not in killed and alive.pid in killed, killed
+
+
+def test_a_sigterm_in_a_held_step_exits_at_its_end():
+    """Between a fork and the count of the child, and between reaping a child and uncounting it,
+    a SIGTERM's exit waits: Python runs the handler in the main thread between any two steps,
+    whichever thread the signal reached, and the zygote has several (a child left uncounted was
+    never killed)."""
+    previous = signal.signal(signal.SIGTERM, zygote._exit_on_sigterm)
+    steps = []
+    try:
+        with pytest.raises(SystemExit) as stopped:
+            with zygote._exit_held():
+                os.kill(os.getpid(), signal.SIGTERM)
+                for _ in range(1000):  # the handler has run by now
+                    steps.append(1)
+                steps.append("counted")
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    assert steps[-1] == "counted" and stopped.value.code == 128 + signal.SIGTERM
+    with zygote._exit_held():  # nothing is left held for the next
+        pass

@@ -28,6 +28,7 @@ command): it has the zygote fork the process, forwards signals to it, and exits
 with its exit code.
 """
 import array
+import contextlib
 import json
 import os
 import selectors
@@ -313,19 +314,23 @@ def serve():
                     conn, _ = listener.accept()
                     request, fds = _request_of(conn, entries, me)  # up to 10 s: signals still arrive
                     # No signal between the fork and the child's own settings (it would run the
-                    # zygote's handler there, or this loop's clean-up), nor before the child is
-                    # counted here (a SIGTERM would leave it out of the children killed).
+                    # zygote's handler there, or this loop's clean-up): the mask, which the child
+                    # inherits, holds them. Nor an exit before the child is counted here (it would
+                    # be left out of the children killed): the mask holds only what reaches this
+                    # thread, and the zygote has others (the libraries it preloads start them),
+                    # so a SIGTERM's exit waits for the count (_exit_held).
                     mask = signal.pthread_sigmask(signal.SIG_BLOCK, _FORWARDED)
-                    try:
-                        pid = _fork_for(conn, request, fds, mask) if request is not None else None
-                        if pid is None:
-                            conn.close()
-                            continue
-                        children[pid], owners[conn] = conn, pid
-                        selector.register(conn, selectors.EVENT_READ)
-                    finally:
-                        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
-                        _close_all(fds)
+                    with _exit_held():
+                        try:
+                            pid = _fork_for(conn, request, fds, mask) if request is not None else None
+                            if pid is None:
+                                conn.close()
+                                continue
+                            children[pid], owners[conn] = conn, pid
+                            selector.register(conn, selectors.EVENT_READ)
+                        finally:
+                            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+                            _close_all(fds)
                 else:  # data or EOF from a requester that still waits: it went away
                     conn = key.fileobj
                     try:
@@ -347,8 +352,29 @@ def serve():
                 pass
 
 
+_held_exit = {"depth": 0, "signum": None}
+
+
 def _exit_on_sigterm(signum, frame):
+    if _held_exit["depth"]:  # within _exit_held(): at its end
+        _held_exit["signum"] = signum
+        return
     raise SystemExit(128 + signum)
+
+
+@contextlib.contextmanager
+def _exit_held():
+    """A SIGTERM's exit waits for the end of the block (Python runs the handler in the main thread
+    between any two steps, whichever thread the signal reached)."""
+    _held_exit["depth"] += 1
+    try:
+        yield
+    finally:
+        _held_exit["depth"] -= 1
+        signum = _held_exit["signum"] if not _held_exit["depth"] else None
+        if signum is not None:
+            _held_exit["signum"] = None
+            raise SystemExit(128 + signum)
 
 
 def _kill_children(children):
@@ -379,13 +405,14 @@ def _kill_group(pid):
 
 def _reap(children, owners, selector):
     while children:
-        try:
-            pid, status = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            return
-        if pid == 0:
-            return
-        conn = children.pop(pid, None)
+        with _exit_held():  # the pid reaped is uncounted before any exit
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            conn = children.pop(pid, None)
         if conn is None:
             continue
         owners.pop(conn, None)
