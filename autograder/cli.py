@@ -184,7 +184,8 @@ def main(argv=None):
     try:
         return args.fn(args)
     except KeyboardInterrupt as stopped:  # Ctrl-C: what was done stays done; no traceback for it
-        said = getattr(stopped, "course_said", None) or INTERRUPTED.get(args.verb, "")  # on a Dask cluster too (cluster.py)
+        # On a Dask cluster, a stop the workers did not all confirm says so (cluster.py).
+        said = getattr(stopped, "course_said", None) or INTERRUPTED.get(args.verb, "")
         try:
             print(f"\n{args.verb}: interrupted{said}", file=sys.stderr, flush=True)
         except OSError:  # the terminal is gone (SIGHUP)

@@ -225,7 +225,9 @@ def _ids_in_form(data, cells):
         if "id" in cell and not (isinstance(cell["id"], str) and _CELL_ID.fullmatch(cell["id"])):
             cell["id"] = _fresh_id(taken)
             mended += 1
-    return said + (["a cell's id was read as a new one" + (f" ({mended} times)" if mended > 1 else "")] if mended else [])
+    if mended:
+        said.append("a cell's id was read as a new one" + (f" ({mended} times)" if mended > 1 else ""))
+    return said
 
 
 def _fresh_id(taken):

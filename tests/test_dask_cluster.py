@@ -195,16 +195,19 @@ def test_grade_interrupted_on_a_dask_cluster_stops_the_run_there_too(course_tool
         assert took < 60, f"stopping took {took:.0f} s"  # 2 s here
         # Nothing of the run goes on on the workers (stop_run waited for it before `grade` exited).
         assert not below(), [p.cmdline() for p in below()]
-        assert {p for p in os.listdir(tempfile.gettempdir()) if leases.match(p)} <= leases_before, "the run's lease is left"
+        left = {p for p in os.listdir(tempfile.gettempdir()) if leases.match(p)}
+        assert left <= leases_before, "the run's lease is left"
         assert graders and not [c for pid in graders for c in Path(tempfile.gettempdir()).glob(f"course-judge-{pid}-*")]
-        states = {student: gradebook.status(student, ASSIGNMENT, work) for student in os.listdir(tmp_path / "submitted")}
+        states = {student: gradebook.status(student, ASSIGNMENT, work)
+                  for student in os.listdir(tmp_path / "submitted")}
         assert list(states.values()).count(gradebook.NOT_GRADED) >= 2, states  # the two in progress, at least
         logs = "".join(p.read_text(errors="replace") for p in (tmp_path / "reports" / "logs").glob("*.log"))
         assert "FileNotFoundError" not in logs
         # The same workers grade the next run.
         done = subprocess.run(command + ["--students", "sample_blank"], cwd=course.ROOT, env=env,
                               capture_output=True, text=True, timeout=600)
-        assert done.returncode == 0 and "1 of 1 submissions graded" in done.stdout, done.stdout[-2000:] + done.stderr[-2000:]
+        assert done.returncode == 0 and "1 of 1 submissions graded" in done.stdout, \
+            done.stdout[-2000:] + done.stderr[-2000:]
         assert gradebook.status("sample_blank", ASSIGNMENT, work) == gradebook.GRADED
         # A run that ended leaves no grader behind on the workers (each kept one per worker thread,
         # with nbgrader imported, for as long as the worker lived).
@@ -229,7 +232,8 @@ class _Client:
 
 @pytest.mark.parametrize("answer, said", [
     pytest.param(lambda: {"tcp://w1": []}, None, id="every-worker-stopped"),
-    pytest.param(lambda: time.sleep(3600), "none answered within 1 s", id="a-worker-that-does-not-answer"),
+    pytest.param(lambda: time.sleep(3600), "not every worker answered within 1 s",
+                 id="a-worker-that-does-not-answer"),
     pytest.param(lambda: (_ for _ in ()).throw(OSError("connection lost")), "OSError: connection lost",
                  id="the-cluster-gone"),
 ])

@@ -259,7 +259,7 @@ def _stopped_on_interrupt(client, futures, run, verb, work):
         try:
             client.cancel(futures)
             if not _within(STOP_LIMIT, lambda: client.run(stop_run, run, verb, str(work.workdir), wait=True)):
-                why = f"none answered within {STOP_LIMIT} s"
+                why = f"not every worker answered within {STOP_LIMIT} s"
         except KeyboardInterrupt:
             why = "interrupted again"
         except Exception as failed:  # noqa: BLE001 (a cluster gone meanwhile stops nothing more)
