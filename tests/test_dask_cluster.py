@@ -138,20 +138,31 @@ def test_grade_on_dask_cluster_survives_a_killed_worker(postgres, course_tools, 
 
 def test_grade_interrupted_on_a_dask_cluster_stops_the_run_there_too(course_tools, tmp_path):
     """Ctrl-C on `grade --scheduler` stops the run on the workers as on one machine
-    (cluster.stop_run): the submissions in progress are stopped with their kernels and judges and
-    read as not graded, none starts after, and the workers grade the next run. Before, the run's
-    lease was dropped under the graders still at work, and each failed at its next cell (a
-    FileNotFoundError in its log) while `grade` said they might still finish."""
+    (cluster.stop_run): the submissions in progress (two that sleep, one on each worker) are
+    stopped with their kernels and judges and read as not graded, and the workers grade the next
+    run. Before, the run's lease was dropped under the graders still at work, and each failed at
+    its next cell (a FileNotFoundError in its log) while `grade` said they might still finish."""
     distributed = pytest.importorskip("distributed")
     dask = pytest.importorskip("dask")
     psutil = pytest.importorskip("psutil")
     import re
+    import shutil
     import tempfile
     from pathlib import Path
 
-    from autograder import gradebook
+    import nbformat
+
+    from autograder import gradebook, notebooks, samples
     db_url = course_tools.prepare(tmp_path, [ASSIGNMENT])
     work = course.Course(tmp_path, db_url)
+    sleepy = samples.submissions(ASSIGNMENT)["sample_perfect"]
+    first = next(i for i, cell in enumerate(sleepy.cells) if notebooks.is_answer_cell(cell))
+    sleepy.cells.insert(first, nbformat.v4.new_code_cell(
+        "from pathlib import Path\nimport time\nPath('sleeping').touch()\ntime.sleep(100_000)"))
+    for student in ("sleepy1", "sleepy2"):
+        folder = work.submitted / student / ASSIGNMENT
+        shutil.copytree(course.RELEASE / ASSIGNMENT, folder, ignore=shutil.ignore_patterns("*.ipynb"))
+        nbformat.write(sleepy, str(folder / f"{ASSIGNMENT}.ipynb"))
     leases = re.compile(r"course-lease-[0-9a-f]{12}$")  # a cluster run's (cluster.lease_folder)
     leases_before = {p for p in os.listdir(tempfile.gettempdir()) if leases.match(p)}
     with dask.config.set({"temporary-directory": str(tmp_path / "dask")}), \
@@ -169,18 +180,17 @@ def test_grade_interrupted_on_a_dask_cluster_stops_the_run_there_too(course_tool
                     found += worker.children(recursive=True)
             return found
 
-        def grading_side_by_side():
-            return all(_grading_below(worker, psutil) for worker in dask_workers)
-
         env = {**os.environ, "COURSE_WORKDIR": str(tmp_path), "COURSE_DB_URL": db_url}
         command = [sys.executable, "-m", "autograder", "grade", ASSIGNMENT, "--scheduler", cluster.scheduler_address]
-        grading = subprocess.Popen(command, cwd=course.ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                   text=True)
+        grading = subprocess.Popen(command + ["--students", "sleepy1", "sleepy2"], cwd=course.ROOT, env=env,
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         try:
             deadline = time.monotonic() + 300
-            while not grading_side_by_side() and grading.poll() is None and time.monotonic() < deadline:
+            while (len(list((tmp_path / "autograded").rglob("sleeping"))) < 2 and grading.poll() is None
+                   and time.monotonic() < deadline):
                 time.sleep(0.1)
-            assert grading_side_by_side(), "the two workers never graded side by side"
+            assert len(list((tmp_path / "autograded").rglob("sleeping"))) == 2, "the two never slept side by side"
+            assert all(_grading_below(worker, psutil) for worker in dask_workers), "not one on each worker"
             graders = [p.pid for p in below() if "autograder.pipeline.worker" in " ".join(p.cmdline())]
             grading.send_signal(signal.SIGINT)
             sent = time.monotonic()
@@ -198,9 +208,9 @@ def test_grade_interrupted_on_a_dask_cluster_stops_the_run_there_too(course_tool
         left = {p for p in os.listdir(tempfile.gettempdir()) if leases.match(p)}
         assert left <= leases_before, "the run's lease is left"
         assert graders and not [c for pid in graders for c in Path(tempfile.gettempdir()).glob(f"course-judge-{pid}-*")]
-        states = {student: gradebook.status(student, ASSIGNMENT, work)
-                  for student in os.listdir(tmp_path / "submitted")}
-        assert list(states.values()).count(gradebook.NOT_GRADED) >= 2, states  # the two in progress, at least
+        for student in ("sleepy1", "sleepy2"):
+            assert gradebook.status(student, ASSIGNMENT, work) == gradebook.NOT_GRADED
+            assert not (work.autograded / student / ASSIGNMENT).exists()
         logs = "".join(p.read_text(errors="replace") for p in (tmp_path / "reports" / "logs").glob("*.log"))
         assert "FileNotFoundError" not in logs
         # The same workers grade the next run.
