@@ -43,6 +43,22 @@ def _busy_worker(client, pids, psutil):
     return None
 
 
+def _stacks(client):
+    """Every thread's stack on every Dask worker, and the processes below each (a test's diagnosis)."""
+    def where():
+        import traceback
+
+        import psutil
+        stacks = "".join(f"--- thread {ident}\n" + "".join(traceback.format_stack(frame))
+                         for ident, frame in sys._current_frames().items())
+        below = [" ".join(p.cmdline())[:160] for p in psutil.Process().children(recursive=True)]
+        return stacks[-8000:] + "\nbelow:\n" + "\n".join(below)
+    try:
+        return "\n".join(f"== {address}\n{text}" for address, text in client.run(where).items())
+    except Exception as failed:  # noqa: BLE001
+        return f"(no answer: {failed!r})"
+
+
 def _grading_below(process, psutil):
     """Whether a kernel or judge runs below `process`: its stand-in (`python -m
     autograder.sandbox.zygote <socket> <entry> ...`, whose process a zygote forks, the run's
@@ -182,7 +198,14 @@ def test_grade_interrupted_on_a_dask_cluster_stops_the_run_there_too(course_tool
 
         env = {**os.environ, "COURSE_WORKDIR": str(tmp_path), "COURSE_DB_URL": db_url}
         command = [sys.executable, "-m", "autograder", "grade", ASSIGNMENT, "--scheduler", cluster.scheduler_address]
-        grading = subprocess.Popen(command + ["--students", "sleepy1", "sleepy2"], cwd=course.ROOT, env=env,
+        # Ctrl-C as in a terminal: a test run in the background of a shell (as CI may start it)
+        # passes SIGINT on ignored, and Python then leaves it so. SIGUSR1 prints where `grade` is
+        # (faulthandler), should it not stop in time.
+        traced = [sys.executable, "-c", "import faulthandler, runpy, signal, sys; "
+                  "signal.signal(signal.SIGINT, signal.default_int_handler); faulthandler.register(signal.SIGUSR1); "
+                  "sys.argv = ['autograder', *sys.argv[1:]]; runpy.run_module('autograder', run_name='__main__')",
+                  *command[3:]]
+        grading = subprocess.Popen(traced + ["--students", "sleepy1", "sleepy2"], cwd=course.ROOT, env=env,
                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         try:
             deadline = time.monotonic() + 300
@@ -194,7 +217,15 @@ def test_grade_interrupted_on_a_dask_cluster_stops_the_run_there_too(course_tool
             graders = [p.pid for p in below() if "autograder.pipeline.worker" in " ".join(p.cmdline())]
             grading.send_signal(signal.SIGINT)
             sent = time.monotonic()
-            out, err = grading.communicate(timeout=180)
+            try:
+                out, err = grading.communicate(timeout=180)
+            except subprocess.TimeoutExpired:
+                grading.send_signal(signal.SIGUSR1)
+                time.sleep(2)
+                grading.kill()
+                out, err = grading.communicate()
+                pytest.fail(f"grade did not stop within 180 s; where it was:\n{err[-6000:]}\n"
+                            f"on the workers:\n{_stacks(client)}")
             took = time.monotonic() - sent
         finally:
             if grading.poll() is None:

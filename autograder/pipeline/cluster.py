@@ -85,10 +85,11 @@ def _stop_run(run, verb, workdir):
     with _graders_lock:
         _stopped_runs.add(run)
         busy = list(_busy.get(run, {}).values())
-        graders = [grader for grader, _, _ in busy] + _idle_of(run)
+        idle = _idle_of(run)
     stopped = [pair for _, pair, _ in busy]
-    jobs.stop_workers(graders, [done for _, _, done in busy], stopped, verb, course.Course(workdir))
-    for grader in graders:
+    jobs.stop_workers([grader for grader, _, _ in busy] + idle, [done for _, _, done in busy], stopped, verb,
+                      course.Course(workdir))
+    for grader in idle:  # a busy one is closed by its task, once its answer is read
         grader.close()
     return stopped
 

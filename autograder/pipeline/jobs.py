@@ -182,8 +182,9 @@ def stop_workers(workers, finished, in_progress, verb, work):
     files = _connection_files([pid for worker in workers for pid in worker.pids])
     for worker in workers:
         worker.kill()
+    deadline = time.monotonic() + 60  # in all: a killed worker's answer comes at once
     for done in finished:
-        done.wait(60)
+        done.wait(max(0.0, deadline - time.monotonic()))
     if verb == "autograde":
         for assignment, student in in_progress:  # as nbgrader does with a submission it failed
             shutil.rmtree(work.autograded / student / assignment, ignore_errors=True)
