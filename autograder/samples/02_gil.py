@@ -532,6 +532,27 @@ async def fetch_all(delays: list) -> list:
     await asyncio.sleep(max(delays, default=0))
     return list(delays)
 ''',
+        "one wait of the longest delay, sleep imported by name": '''
+from asyncio import sleep
+
+
+async def fetch_all(delays: list) -> list:
+    """One wait of the longest delay stands for all the requests (sleep imported by name)."""
+    if delays:
+        await sleep(max(delays))
+    return list(delays)
+''',
+        "one wait of the longest delay, in a thread (time.sleep)": '''
+import asyncio
+import time
+
+
+async def fetch_all(delays: list) -> list:
+    """One blocking wait of the longest delay, in a worker thread, stands for all the requests."""
+    if delays:
+        await asyncio.to_thread(time.sleep, max(delays))
+    return list(delays)
+''',
         "a semaphore lets 3 requests through at a time": '''
 import asyncio
 
