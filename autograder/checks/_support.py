@@ -826,12 +826,14 @@ def count_starts_and_joins():
     the process, running or unreaped (read from /proc as the block ends: however the answer
     waited for them). "process objects": the Process starts among the process starts; "processes at once":
     the most Process objects started and not yet joined at one time (1 for workers started and
-    joined one after another)."""
+    joined one after another); "shortest process": the fewest seconds (time.perf_counter) from a
+    Process's start() being called to the return of the join() that saw it end (0.0 if none)."""
     from concurrent.futures import process as process_pool
     from concurrent.futures import thread as thread_pool
     counts = {"thread start": 0, "thread join": 0, "process start": 0, "process join": 0,
               "process objects": 0, "processes at once": 0}
     alive = set()  # the Process objects started in the block and not yet joined
+    started_at, spans = {}, []  # a Process's start() called at; its start() to its ending join()
     originals = {
         (threading.Thread, "start"): threading.Thread.start,
         (threading.Thread, "join"): threading.Thread.join,
@@ -859,9 +861,13 @@ def count_starts_and_joins():
                 joined = original(self, *args, **kwargs)
                 if key == "process join" and not self.is_alive():
                     alive.discard(self)
+                    if self in started_at:
+                        spans.append(time.perf_counter() - started_at.pop(self))
                 return joined
             inside = getattr(forks["inside"], "start", False)
             forks["inside"].start = True      # its own fork, if it forks, is this start
+            if key == "process start":
+                started_at[self] = time.perf_counter()
             try:
                 started = original(self, *args, **kwargs)
             finally:
@@ -882,6 +888,7 @@ def count_starts_and_joins():
     try:
         yield counts
     finally:
+        counts["shortest process"] = min(spans, default=0.0)
         forks["active"] = outer
         for (cls, name), original in originals.items():
             setattr(cls, name, original)

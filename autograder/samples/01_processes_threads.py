@@ -341,6 +341,22 @@ def creation_cost(kind, n):
         make(target=noop)
     return (time.perf_counter() - t0) / n
 ''',
+        "only the creation of the object timed (start and join after the clock stops)": '''
+import threading, time
+from helpers.workers import mp_context, noop
+def creation_cost(kind, n):
+    if kind not in ("thread", "process") or n < 1:
+        raise ValueError(kind)
+    make = threading.Thread if kind == "thread" else mp_context().Process
+    total = 0.0
+    for _ in range(n):
+        t0 = time.perf_counter()
+        worker = make(target=noop)
+        total += time.perf_counter() - t0
+        worker.start()
+        worker.join()
+    return total / n
+''',
         "accepts an unknown kind": '''
 import threading, time
 from helpers.workers import mp_context, noop
@@ -527,6 +543,21 @@ def creation_cost(kind, n):
         worker.join()
         durations.append(time.perf_counter() - t0)
     return statistics.fmean(durations)
+''',
+        "the best of the trials, start and join timed": '''
+import threading, time
+from helpers.workers import mp_context, noop
+def creation_cost(kind, n):
+    if kind not in ("thread", "process") or n < 1:
+        raise ValueError(kind)
+    best = float("inf")
+    for _ in range(n):
+        t0 = time.monotonic()
+        worker = threading.Thread(target=noop) if kind == "thread" else mp_context().Process(target=noop)
+        worker.start()
+        worker.join()
+        best = min(best, time.monotonic() - t0)
+    return best
 ''',
         # A review's answer (2026-11-29): three untimed warm-ups failed a check that allowed one.
         "three untimed warm-ups before the timed trials": '''
