@@ -44,13 +44,14 @@ def _send_by_value(*functions):
 
 
 @contextmanager
-def spy_parallel(notes=None, puzzles=()):
+def spy_parallel(notes=None, puzzles=(), withhold=False):
     """Record every joblib.Parallel call made while the block runs: n_jobs, backend, tasks. With
     `notes` (a folder), each task runs through helpers.workers.noted_call, which notes there where
     it ran; the judge reads in the kernel's record whether those threads were created during the
     call, and where (_ran_elsewhere). Task j < len(puzzles) also solves puzzles[j] first and notes
-    the answer (helpers.workers.noted_solving_call), CPU work the judge sees not spent by the caller."""
-    from helpers.workers import noted_call, noted_solving_call
+    the answer (helpers.workers.noted_solving_call), CPU work the judge sees not spent by the caller.
+    With `withhold`, no task runs: each is replaced by helpers.workers.noop, which returns None."""
+    from helpers.workers import noop, noted_call, noted_solving_call
     calls = []
     original = joblib.parallel.Parallel.__call__
     caller = os.getpid()
@@ -65,6 +66,8 @@ def spy_parallel(notes=None, puzzles=()):
         record = {"n_jobs": self.n_jobs, "tasks": tasks, "backend": None}
         calls.append(record)
         run = tasks if notes is None else [(noting(j, fn), args, kwargs) for j, (fn, args, kwargs) in enumerate(tasks)]
+        if withhold:
+            run = [(noop, (), {}) for _ in tasks]
         try:
             return original(self, run)
         finally:
@@ -117,6 +120,47 @@ def _spied_and_helped(fn, *args, whole_of=(), workers=2):
     work.puzzles, work.allowance, work.process_cpu, work.threads_cpu = work_puzzles, allowance, process_cpu, threads_cpu
     work.notes = there(read_notes, notes)
     return result, call, work
+
+
+def _withheld(fn, *args):
+    """(in the student's process) fn(*args) with none of its joblib tasks run (spy_parallel's
+    withhold): (its result, or None; the name of the exception it raised, or None; the number of
+    Parallel calls it made)."""
+    with spy_parallel(withhold=True) as calls:
+        try:
+            return fn(*args), None, len(calls)
+        except Exception as err:  # noqa: BLE001  a correct answer cannot assemble what never came back
+            return None, type(err).__name__, len(calls)
+
+
+def _assert_made_by_tasks(fn, args, right, what):
+    """The result comes from the joblib tasks: called again with every task withheld (each returns
+    None and runs nothing of the answer's), fn(*args) must raise or return something other than
+    `right` (right(result) says whether a result is the right one). Decoy tasks (that return a
+    shape or a length) beside work done by the caller leave the result unchanged.
+
+    False failure of a correct answer: 0. Its result is assembled from what its tasks returned,
+    or wrote into memory they share; with no task run, assembling Nones raises, or leaves parts
+    never written. The inputs are fresh random values, never passed before, so no memory left
+    over from an earlier call (np.empty) can hold the right values by chance."""
+    result, raised, n_calls = there(_withheld, fn, *args)
+    if raised is not None or not n_calls:  # no Parallel call at all: the checks beside this one fail it
+        return
+    assert not right(result), (
+        f"{what} returned the right result even with none of its joblib tasks run (the grader replaced "
+        "each by a task that returns None): the work was done outside the tasks, whose results were "
+        "not used. Compute the parts in the tasks and assemble the result from what they return")
+
+
+def _same_array(expected, rtol, atol):
+    """right(result) for _assert_made_by_tasks: an array of expected's shape, close to it."""
+    def right(result):
+        try:
+            found = np.asarray(result, dtype=float)
+        except (TypeError, ValueError):
+            return False
+        return found.shape == expected.shape and bool(np.allclose(found, expected, rtol=rtol, atol=atol))
+    return right
 
 
 def _ran_elsewhere(work, what, kind="any"):
@@ -183,23 +227,47 @@ def _task_arrays(task):
 
 @contextmanager
 def count_lines():
-    """Count the Python lines executed in this thread while the block runs (sys.settrace)."""
-    counter = {"lines": 0}
+    """Count the Python lines executed while the block runs (sys.settrace), in this thread and in
+    the threads started meanwhile (threading.settrace; _thread.start_new_thread wrapped). A call
+    of sys.settrace or threading.settrace meanwhile (a tracer switched off, then restored) is
+    ignored: the lines stay counted."""
+    import _thread
+    import threading
+    counter = {"lines": 0, "on": True}  # off after the block: threads it started stop tracing
 
     def local(frame, event, arg):
+        if not counter["on"]:
+            return None
         if event == "line":
             counter["lines"] += 1
         return local
 
     def global_trace(frame, event, arg):
-        return local
+        return local if counter["on"] else None
 
-    previous = sys.gettrace()
-    sys.settrace(global_trace)
+    real_settrace, real_thread_settrace, real_start = sys.settrace, threading.settrace, _thread.start_new_thread
+
+    def settrace(fn):
+        if fn is global_trace:  # threading's own start of a thread it traces
+            real_settrace(fn)
+
+    def start_new_thread(function, args, kwargs=None):
+        def traced(*args, **kwargs):
+            real_settrace(global_trace)
+            return function(*args, **kwargs)
+        return real_start(traced, args, kwargs or {})
+
+    previous, previous_threads = sys.gettrace(), threading.gettrace()
+    real_settrace(global_trace)
+    real_thread_settrace(global_trace)
+    sys.settrace, threading.settrace, _thread.start_new_thread = settrace, lambda fn: None, start_new_thread
     try:
         yield counter
     finally:
-        sys.settrace(previous)
+        counter["on"] = False
+        sys.settrace, threading.settrace, _thread.start_new_thread = real_settrace, real_thread_settrace, real_start
+        real_thread_settrace(previous_threads)
+        real_settrace(previous)
 
 
 def _points(rows, cols, scale=1.0):
@@ -247,7 +315,8 @@ def test_cdist_joblib_uses_joblib(cdist_joblib):
     processes), or the threads it had before the call (with threads), may spend only half
     meanwhile: a correct answer spends a fixed cost per worker there (measured 0.02 s
     for 5 loky workers, 0.03 s for joblib's multiprocessing backend, see _spied), which a busy
-    machine does not stretch.
+    machine does not stretch. Called once more with no task run, the distances must not come
+    out right (_assert_made_by_tasks, false failure 0): they are assembled from the chunks.
     """
     there(_send_by_value, cdist_joblib)
     p = random.randint(2, 6)
@@ -288,6 +357,9 @@ def test_cdist_joblib_uses_joblib(cdist_joblib):
     assert call is not None and len(call["tasks"]) >= n_jobs, (
         f"with {m} rows and n_jobs={n_jobs} there should be at least {n_jobs} row chunks, found "
         f"{len(call['tasks']) if call else 0} (rows shared out as evenly as np.array_split does)")
+    X, Y = _points(random.randint(40, 70), p), _points(random.randint(10, 30), p)
+    _assert_made_by_tasks(cdist_joblib, (X, Y, 3, "threads"), _same_array(scipy_cdist(X, Y), 1e-9, 1e-6),
+                          "cdist_joblib")
     if undecided:
         pytest.skip("; ".join(undecided))
 
@@ -389,22 +461,40 @@ def _own_broadcast(X, Y):
     return np.sqrt(((X[:, None, :] - Y[None, :, :]) ** 2).sum(axis=-1))
 
 
+def _pair_loop(X, Y):
+    """A loop over every pair run by C iterators (no Python line per pair): a Python object per pair."""
+    import itertools
+    pairs = itertools.starmap(math.dist, itertools.product(X.tolist(), Y.tolist()))
+    return np.fromiter(pairs, float, len(X) * len(Y)).reshape(len(X), len(Y))
+
+
 @exclusive
 @timeout(120)
 def test_cdist_vectorized_fast(cdist_vectorized):
-    """far faster than the double loop on the same input (measured in the same run)
+    """far faster than the double loop on the same input, and as fast as broadcasting where a loop
+    over the pairs, even one run by C iterators, is far slower (measured in the same run)
 
-    False failure of a correct answer: < 1e-10 (assumption stated). Measured
-    idle: the loop about 60 ms, broadcasting under 1 ms (about 100x); 10x is
+    False failure of a correct answer: < 1e-10 (assumption stated). Against the double
+    loop: measured idle, the loop about 60 ms, broadcasting under 1 ms (about 100x); 10x is
     asked. A try that misses 10x counts against the answer only when our own
-    broadcasting, timed right after on the same input, was 30x faster than the
-    loop; the check fails only after 5 such tries (otherwise it is undecided:
-    pytest.skip). A correct answer fails only if, in each of 5 tries, the best
-    of its 5 runs came out 3x slower than the best of 5 runs of the same work
-    moments later: taking such a swing as rarer than 1 try in 100 and the tries
-    as independent, < 1e-10.
+    broadcasting, timed right after on the same input, was 30x faster than the loop; the
+    check fails only after 5 such tries (otherwise it is undecided: pytest.skip). A
+    correct answer fails only if, in each of 5 tries, the best of its 5 runs came out 3x
+    slower than the best of 5 runs of the same work moments later: taking such a swing
+    as rarer than 1 try in 100 and the tries as independent, < 1e-10.
+    Against a loop over the pairs (itertools.starmap, map, np.fromiter: C iterators, no
+    Python line to count): on 100 x 100 points of one coordinate, where every temporary
+    array stays in cache (80 kB), array operations cost about 2.5 ns a pair and any loop
+    over the pairs handles Python objects for each (measured: 13x our broadcasting with
+    operator.sub, 28-31x with math.dist). Every correct form measured runs within 2.2x of
+    our broadcasting there (einsum, np.linalg.norm, the expansion with clipping and
+    input checks, scipy's cdist and distance_matrix, torch.cdist); 6x is asked. A try
+    that misses it counts against the answer only when our own loop over the pairs, timed
+    in the same try, was 18x slower than our broadcasting; 5 such tries fail the answer.
+    A correct answer fails only after a 2.7x swing in each of 5 tries: < 1e-10 as above.
     """
     X, Y = _points(150, 8), _points(150, 8)
+    P, Q = _points(100, 1), _points(100, 1)
     conclusive_slow = 0
     cdist_vectorized(X[:3], Y[:3])  # untimed: an answer that raises does so before the machine is taken
     with alone():
@@ -412,15 +502,32 @@ def test_cdist_vectorized_fast(cdist_vectorized):
             loop = _best_seconds(distances.cdist_naive, X, Y, 1, per_try=2)
             mine = _best_seconds(cdist_vectorized, X, Y, 5)
             if mine * 10 < loop:
-                return
+                break
             own = _best_seconds(_own_broadcast, X, Y, 5)
             loop = min(loop, _best_seconds(distances.cdist_naive, X, Y, 1, per_try=2))
             conclusive_slow += own * 30 < loop
+        else:
+            if conclusive_slow < 5:
+                pytest.skip("the machine is too busy to time the vectorised version against the loop right now")
+            raise AssertionError(
+                f"cdist_vectorized took {mine * 1e3:.1f} ms, the double loop {loop * 1e3:.1f} ms: "
+                "a vectorised version should be at least 10 times faster")
+        # Calls of about 25 us: 100 a request, so that the request's own cost stays small.
+        conclusive_slow = 0
+        for _ in range(5):
+            mine = _best_seconds(cdist_vectorized, P, Q, 5, per_try=100)
+            own = _best_seconds(_own_broadcast, P, Q, 5, per_try=100)
+            if mine < 6 * own:
+                return
+            pairs = _best_seconds(_pair_loop, P, Q, 2, per_try=10)
+            conclusive_slow += own * 18 < pairs
     if conclusive_slow < 5:
-        pytest.skip("the machine is too busy to time the vectorised version against the loop right now")
+        pytest.skip("the machine is too busy to time the vectorised version against a loop over the pairs right now")
     raise AssertionError(
-        f"cdist_vectorized took {mine * 1e3:.1f} ms, the double loop {loop * 1e3:.1f} ms: "
-        "a vectorised version should be at least 10 times faster")
+        f"on 100 x 100 points of one coordinate cdist_vectorized took {mine * 1e3:.2f} ms, broadcasting "
+        f"{own * 1e3:.2f} ms and a loop over the pairs run by C iterators (itertools.starmap(math.dist, ...)) "
+        f"{pairs * 1e3:.2f} ms: it should be within 6 times broadcasting. A loop over every pair, even one "
+        "that runs no Python line per pair, is not vectorised")
 
 
 def test_cdist_vectorized_errors(cdist_vectorized):
@@ -457,7 +564,8 @@ def test_block_matmul_parallel_blocks(block_matmul):
 
     False failure of a correct answer: 0 (random shapes, exact spy records;
     rounding as in test_block_matmul_values; the judge's evidence of workers as in
-    test_cdist_joblib_uses_joblib).
+    test_cdist_joblib_uses_joblib; the product assembled from the tasks' blocks:
+    _assert_made_by_tasks, false failure 0).
     """
     there(_send_by_value, block_matmul)
     for n_blocks, n_jobs in ((2, 2), (3, 3)):
@@ -474,6 +582,9 @@ def test_block_matmul_parallel_blocks(block_matmul):
             assert n_arrays, "each task should receive its blocks as arrays"
             assert not whole, (
                 "a task received a whole matrix: hand each task its blocks only")
+    m, k, n = (random.randint(10, 40) for _ in range(3))
+    A, B = _points(m, k), _points(k, n)
+    _assert_made_by_tasks(block_matmul, (A, B, 2, 3), _same_array(A @ B, 1e-9, 1e-9), "block_matmul")
 
 
 def test_block_matmul_errors(block_matmul):
@@ -576,7 +687,8 @@ def test_bootstrap_ci_parallel(bootstrap_ci):
     """the resamples are drawn by several joblib tasks on n_jobs workers
 
     False failure of a correct answer: 0 (exact spy records, no timing; the judge's
-    evidence of workers as in test_cdist_joblib_uses_joblib).
+    evidence of workers as in test_cdist_joblib_uses_joblib; the interval made of the
+    tasks' resamples: _assert_made_by_tasks, false failure 0).
     """
     there(_send_by_value, bootstrap_ci)
     data = _sample(100)
@@ -586,6 +698,9 @@ def test_bootstrap_ci_parallel(bootstrap_ci):
         _ran_elsewhere(work, "bootstrap_ci")
         assert call["n_jobs"] == n_jobs, f"with n_jobs={n_jobs} the Parallel call had n_jobs={call['n_jobs']}"
         assert len(call["tasks"]) >= 2, "the resamples should be split over several tasks"
+    data, seed = _sample(100), random.randrange(10**6)
+    interval = np.asarray(_interval(bootstrap_ci(data, 500, 3, seed), "bootstrap_ci"))
+    _assert_made_by_tasks(bootstrap_ci, (data, 500, 3, seed), _same_array(interval, 0, 1e-12), "bootstrap_ci")
 
 
 def test_bootstrap_ci_errors(bootstrap_ci):

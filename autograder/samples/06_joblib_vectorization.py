@@ -276,6 +276,20 @@ def cdist_joblib(X, Y, n_jobs: int, prefer: str = "processes") -> np.ndarray:
     pieces = Parallel(n_jobs=n_jobs, prefer=prefer)(delayed(cdist)(chunk, Y) for chunk in chunks)
     return np.vstack(pieces)
 ''',
+        "decoy tasks that return each chunk's shape, the distances computed by the caller": '''
+import numpy as np
+from joblib import Parallel, delayed
+from scipy.spatial.distance import cdist
+def cdist_joblib(X, Y, n_jobs, prefer="processes"):
+    X = np.asarray(X, float); Y = np.asarray(Y, float)
+    if n_jobs < 1 or prefer not in ("processes", "threads"):
+        raise ValueError("bad arguments")
+    if X.ndim != 2 or Y.ndim != 2 or X.shape[1] != Y.shape[1]:
+        raise ValueError("rows of different lengths")
+    chunks = np.array_split(X, min(len(X), n_jobs))
+    Parallel(n_jobs=n_jobs, prefer=prefer)(delayed(np.shape)(c) for c in chunks)  # results unused
+    return cdist(X, Y)
+''',
     },
     "cdist_vectorized": {
         "a Python loop over the rows of X": '''
@@ -352,6 +366,49 @@ def cdist_vectorized(X, Y) -> np.ndarray:
     Y = np.asarray(Y, dtype=float)
     diff = X[:, None, :] - Y[None, :, :]   # raises ValueError when the row lengths differ
     return np.sqrt((diff ** 2).sum(axis=-1))
+''',
+        "a Python loop over the rows of X, the tracer switched off meanwhile": '''
+import sys
+import numpy as np
+def cdist_vectorized(X, Y):
+    X = np.asarray(X, float); Y = np.asarray(Y, float)
+    if X.shape[1] != Y.shape[1]:
+        raise ValueError("rows of different lengths")
+    tracer = sys.gettrace()
+    sys.settrace(None)
+    try:
+        out = np.empty((len(X), len(Y)))
+        for i in range(len(X)):
+            out[i] = np.sqrt(((Y - X[i]) ** 2).sum(axis=1))
+    finally:
+        sys.settrace(tracer)
+    return out
+''',
+        "a Python loop over the rows of X, in a thread": '''
+import threading
+import numpy as np
+def cdist_vectorized(X, Y):
+    X = np.asarray(X, float); Y = np.asarray(Y, float)
+    if X.shape[1] != Y.shape[1]:
+        raise ValueError("rows of different lengths")
+    out = np.empty((len(X), len(Y)))
+    def rows():
+        for i in range(len(X)):
+            out[i] = np.sqrt(((Y - X[i]) ** 2).sum(axis=1))
+    worker = threading.Thread(target=rows)
+    worker.start()
+    worker.join()
+    return out
+''',
+        "a loop over every pair run by C iterators (itertools.starmap of math.dist)": '''
+import itertools, math
+import numpy as np
+def cdist_vectorized(X, Y):
+    X = np.asarray(X, float); Y = np.asarray(Y, float)
+    if X.ndim != 2 or Y.ndim != 2 or X.shape[1] != Y.shape[1]:
+        raise ValueError("rows of different lengths")
+    pairs = itertools.starmap(math.dist, itertools.product(X.tolist(), Y.tolist()))
+    return np.fromiter(pairs, float, len(X) * len(Y)).reshape(len(X), len(Y))
 ''',
     },
     "block_matmul": {
@@ -447,6 +504,19 @@ def block_matmul(A, B, n_blocks: int, n_jobs: int) -> np.ndarray:
     for (i, j, k), product in zip(keys, products):
         C[i][j] = C[i][j] + product
     return np.block(C)
+''',
+        "decoy tasks that return each block's shape, A @ B computed by the caller": '''
+import numpy as np
+from joblib import Parallel, delayed
+def block_matmul(A, B, n_blocks, n_jobs):
+    A = np.asarray(A, float); B = np.asarray(B, float)
+    if n_blocks < 1 or n_jobs < 1 or A.ndim != 2 or B.ndim != 2 or A.shape[1] != B.shape[0]:
+        raise ValueError("bad arguments")
+    rows = np.array_split(np.arange(A.shape[0]), n_blocks)
+    inner = np.array_split(np.arange(A.shape[1]), n_blocks)
+    Parallel(n_jobs=n_jobs, prefer="threads")(  # results unused
+        delayed(np.shape)(A[np.ix_(r, k)]) for r in rows for k in inner)
+    return A @ B
 ''',
     },
     "bootstrap_ci": {
@@ -553,6 +623,19 @@ def bootstrap_ci(data, n_boot, n_jobs, seed, alpha=0.05):
 """)),
         "n_jobs never checked (joblib itself refuses only 0)": variant(_BOOTSTRAP, ("or n_boot < 1 or n_jobs < 1 or", "or n_boot < 1 or")),
         "alpha = 1 accepted": variant(_BOOTSTRAP, ("not 0 < alpha < 1:", "not 0 < alpha <= 1:")),
+        "decoy tasks that return len(data), every resample drawn by the caller": '''
+import numpy as np
+from joblib import Parallel, delayed
+def bootstrap_ci(data, n_boot, n_jobs, seed, alpha=0.05):
+    data = np.asarray(data, float)
+    if data.size == 0 or n_boot < 1 or n_jobs < 1 or not 0 < alpha < 1:
+        raise ValueError("bad arguments")
+    Parallel(n_jobs=n_jobs, prefer="threads")(delayed(len)(data) for _ in range(max(2, n_jobs)))  # unused
+    rng = np.random.default_rng(seed)
+    means = data[rng.integers(0, data.size, size=(n_boot, data.size))].mean(axis=1)
+    low, high = np.percentile(means, [100 * alpha / 2, 100 * (1 - alpha / 2)])
+    return float(low), float(high)
+''',
     },
     "run_with_blas_threads": {
         "sets OMP_NUM_THREADS after the libraries loaded": '''
