@@ -313,6 +313,67 @@ class _UnlimitedWaits:
             setattr(owner, name, real)
 
 
+# Run in each process started while run_ddp runs (source code, so that nothing but the standard
+# library is needed to bring it there): after every optimiser step of that process, its
+# parameters are written to the trace folder, as the model ended after its last step.
+_NOTE_WEIGHTS = """
+try:
+    import os
+    import torch
+    from torch.optim import optimizer as _optimizer
+    if getattr(_optimizer, "_course_weights_trace", None) != trace:
+        _optimizer._course_weights_trace = trace
+
+        def _noted(opt, args, kwargs, trace=trace):
+            try:
+                path = os.path.join(trace, f"weights-{os.getpid()}.pt")
+                torch.save([p.detach().clone() for group in opt.param_groups for p in group["params"]],
+                           path + ".part")
+                os.replace(path + ".part", path)
+            except Exception:
+                pass
+
+        _optimizer.register_optimizer_step_post_hook(_noted)
+except Exception:
+    pass
+"""
+
+
+class _RanksWeights:
+    """(in the student's process) While run_ddp runs, each process it starts notes its weights after
+    each optimiser step (_NOTE_WEIGHTS), whatever starts it: a multiprocessing Process (torch's
+    spawn and start_processes, pools and executors included) carries the note with it, run as it
+    is unpickled in the new process (spawn, forkserver); a forked child runs it at the fork."""
+
+    def __init__(self, trace):
+        self.trace = str(trace)
+
+    def __enter__(self):
+        import multiprocessing.process
+        import os
+        self.active = active = [self.trace]
+        start = self.start = multiprocessing.process.BaseProcess.start
+        source = _NOTE_WEIGHTS
+
+        class Note:
+            def __reduce__(self):
+                return exec, (source, {"trace": active[0]})  # exec: pickled by name, runs on loading
+
+        def noting(process, *args, **kwargs):
+            if active[0]:
+                process._course_weights_note = Note()
+            return start(process, *args, **kwargs)
+
+        os.register_at_fork(after_in_child=lambda: active[0] and exec(source, {"trace": active[0]}))
+        multiprocessing.process.BaseProcess.start = noting
+        return self
+
+    def __exit__(self, *exc):
+        import multiprocessing.process
+        self.active[0] = None
+        multiprocessing.process.BaseProcess.start = self.start
+
+
 @timeout(170)
 def test_run_ddp_processes_shards_and_weights(run_ddp):
     """world_size processes each read their own share of the data, the weights equal single-process training, and run_ddp waits for the ranks with a time limit
@@ -348,6 +409,14 @@ def test_run_ddp_processes_shards_and_weights(run_ddp):
     ProcessContext.join() called without a timeout while a rank that the answer has not
     stopped is alive (spawn or start_processes with join=True) fails, noted in the student's
     process (_UnlimitedWaits). A correct answer's waits all have a limit: false failure 0.
+    The weights returned must be the ranks' own: every process started while run_ddp runs
+    notes its parameters after each of its optimiser steps (_RanksWeights), and each process
+    that trained together must end with the weights returned (matched by shape; the model's
+    four parameters have four shapes), to the same tolerance. In a correct answer every rank
+    applies the same averaged gradients, so all end with the weights one of them returns:
+    false failure 0. Where a process that trained left no note (ranks not started as a
+    multiprocessing Process, e.g. through a torchrun subprocess, or updated without a
+    torch.optim optimiser) the check is undecided, never failed.
     """
     w = _ddp_worker()
     # Three ranks, not the notebook's two: a per-rank batch hard-coded to GLOBAL_BATCH // 2 (or a
@@ -358,8 +427,8 @@ def test_run_ddp_processes_shards_and_weights(run_ddp):
     puzzles, allowance = work_for_workers(PRICED_SAMPLES, world_size)
     with observe() as seen, created() as made, caller_cpu() as spent:
         try:
-            weights, reads, witnesses, answers, syncs, unlimited = there(_traced_run_ddp, run_ddp, world_size, epochs,
-                                                              seed, [p.task for p in puzzles])
+            weights, reads, witnesses, answers, syncs, unlimited, held = there(
+                _traced_run_ddp, run_ddp, world_size, epochs, seed, [p.task for p in puzzles])
         except Exception as err:  # noqa: BLE001
             # A rank that died (torch reports only its exit code) or a port already taken earns
             # the hint; any other error goes on to the runner, which tells the answer's errors
@@ -389,6 +458,7 @@ def test_run_ddp_processes_shards_and_weights(run_ddp):
         f"with world_size={world_size} the data should be read by {world_size} processes, "
         f"it was read by {len(reads)}")
     unseen = sorted(set(reads) - seen.pids)  # decided last: see the end
+    held = {pid: tensors for pid, saved in held.items() if (tensors := _tensors(saved))}
     if decided:
         unwitnessed = sorted(pid for pid in reads if not witnessed_in(made, pid, witnesses.get(pid)))
         assert not unwitnessed, (
@@ -427,6 +497,16 @@ def test_run_ddp_processes_shards_and_weights(run_ddp):
             f"{name} must be a tensor shaped like the model's")
     assert _same_weights(weights, expected), ("the final weights differ from single-process training on the global batch: "
                   + _what_went_wrong(weights, seed, epochs, world_size))
+    # The weights returned could come from elsewhere (training in the caller, beside ranks that
+    # trained wrongly): each process that trained together must end holding them too.
+    for pid in trained:
+        if pid in held:
+            ended = [any(t.shape == value.shape and _same_weights({name: t}, {name: value}) for t in held[pid])
+                     for name, value in weights.items()]
+            assert all(ended), (
+                f"the weights returned are not those the ranks' models hold after their last optimiser step "
+                f"(process {pid}'s differ): return the model the ranks trained (rank 0's state_dict)")
+    unnoted = sorted(set(trained) - set(held))
     assert not unlimited, (
         "run_ddp waited for its ranks with no time limit (spawn or start_processes with join=True, or "
         "context.join() without a timeout): a rank that hangs would hang it for ever. Start them with "
@@ -439,9 +519,23 @@ def test_run_ddp_processes_shards_and_weights(run_ddp):
         # never hidden behind it.
         pytest.skip(f"the grader did not see the process(es) {unseen} that the record says read "
                     "the data (a busy machine?)")
+    if unnoted:
+        pytest.skip(f"the grader could not see the weights the process(es) {unnoted} ended with (ranks "
+                    "started other than as a multiprocessing Process, or trained with no torch.optim "
+                    "optimiser?)")
 
 
 PRICED_SAMPLES = 4  # samples 0..3: their first read in a process solves a puzzle
+
+
+def _tensors(saved):
+    """The tensors of a process's note of its weights (torch.save of a list, as bytes); [] where it
+    cannot be read (nothing is run: only tensors are loaded)."""
+    import io
+    try:
+        return [t for t in torch.load(io.BytesIO(saved), weights_only=True) if isinstance(t, torch.Tensor)]
+    except Exception:  # noqa: BLE001
+        return []
 
 
 def _traced_run_ddp(run_ddp, world_size, epochs, seed, puzzles=()):
@@ -458,7 +552,7 @@ def _traced_run_ddp(run_ddp, world_size, epochs, seed, puzzles=()):
     trace.mkdir()
     (trace / "puzzles").write_text("".join(f"{i} {b} {m} {t}\n" for i, (b, m, t) in enumerate(puzzles)))
     try:
-        with _OccupiedPort(), _UnlimitedWaits() as waits:
+        with _OccupiedPort(), _UnlimitedWaits() as waits, _RanksWeights(trace):
             weights = run_ddp(world_size, epochs, seed)
         reads, witnesses, answers = {}, {}, {}
         for path in trace.glob("*.txt"):
@@ -472,9 +566,12 @@ def _traced_run_ddp(run_ddp, world_size, epochs, seed, puzzles=()):
                     answers[int(parts[1])] = int(parts[2])
         syncs = {int(path.name[len("sync-"):]): len(path.read_text().split())
                  for path in trace.glob("sync-*") if path.name[len("sync-"):].isdigit()}
+        # As bytes: the judge loads them (the CPU of this process is the caller's, which is measured).
+        held = {int(path.stem[len("weights-"):]): path.read_bytes()
+                for path in trace.glob("weights-*.pt") if path.stem[len("weights-"):].isdigit()}
     finally:
         shutil.rmtree(trace, ignore_errors=True)
-    return weights, reads, witnesses, answers, syncs, waits.found
+    return weights, reads, witnesses, answers, syncs, waits.found, held
 
 
 def test_run_ddp_errors(run_ddp):

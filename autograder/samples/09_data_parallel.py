@@ -577,6 +577,35 @@ def run_ddp(world_size, epochs, seed):
         # The red team's: processes that only read their shares pass the reads, witnesses and
         # puzzles; no gradient is ever all-reduced between them.
         "no ValueError for epochs < 0 (DDP by hand, otherwise right)": _HAND_MADE_DDP,
+        # The red team's: real ranks with real all-reduces (summed, not averaged), whose weights are
+        # thrown away; the weights returned come from training in the caller, warmed up at import.
+        "ranks train with summed gradients, their weights thrown away; the caller's serial training returned": (
+            variant(_ddp(_GOOD_BODY.replace(
+                "model = DistributedDataParallel(ddp_worker.make_model(seed))",
+                "model = ddp_worker.make_model(seed)").replace(
+                "            opt.step()",
+                "            for p in model.parameters():\n"
+                "                dist.all_reduce(p.grad)\n"
+                "            opt.step()").replace("model.module.state_dict()", "model.state_dict()")),
+                ("def run_ddp(world_size, epochs, seed):", "def _ranks_run_ddp(world_size, epochs, seed):")) + '''
+
+def _serial(epochs, seed):
+    net = ddp_worker.make_model(seed)
+    data = ddp_worker.make_dataset(seed)
+    X, y = data.X, data.y
+    opt = torch.optim.SGD(net.parameters(), lr=ddp_worker.LR)
+    for epoch in range(epochs):
+        order = torch.randperm(len(X), generator=torch.Generator().manual_seed(seed + epoch))
+        for batch in order.split(ddp_worker.GLOBAL_BATCH):
+            opt.zero_grad(); torch.nn.functional.mse_loss(net(X[batch]), y[batch]).backward(); opt.step()
+    return net.state_dict()
+
+_serial(2, 0)  # warm-up at import time
+
+def run_ddp(world_size, epochs, seed):
+    _ranks_run_ddp(world_size, epochs, seed)
+    return _serial(epochs, seed)
+'''),
     },
 }
 
