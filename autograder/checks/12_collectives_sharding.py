@@ -42,10 +42,11 @@ def _ring_on_rank(ring, cases):
 
     rank = dist.get_rank()
     out = []
-    for seed, shape, dtype in cases:
+    for seed, shape, dtype, *tamper in cases:
         x = torch.randn(shape, generator=torch.Generator().manual_seed(seed * 1000 + rank)).to(dtype)
         before, sent_before = ranks.local_counts(), len(ranks.local_destinations())
-        y = ring(x.clone())
+        with _tampering(*(tamper[0] if tamper and tamper[0][0] == rank else (None, 0))) as first:
+            y = ring(x.clone())
         after, sent_to = ranks.local_counts(), ranks.local_destinations()[sent_before:]
         used = {}
         for name, entry in after.items():
@@ -53,8 +54,53 @@ def _ring_on_rank(ring, cases):
             calls = entry["calls"] - old.get("calls", 0)
             if calls:
                 used[name] = {"calls": calls, "bytes": entry["bytes"] - old.get("bytes", 0)}
-        out.append((x, y.detach().clone() if isinstance(y, torch.Tensor) else y, used, sent_to))
+        out.append((x, y.detach().clone() if isinstance(y, torch.Tensor) else y, used, sent_to, first.get("sent")))
     return out
+
+
+@contextlib.contextmanager
+def _tampering(rank, delta):
+    """(in a rank) Adds `delta` to every number of this rank's first point-to-point message, on its
+    way (the message sent is a changed copy; the sender's own tensor is left as it is). Yields a
+    dict whose "sent" is then the tensor it was asked to send (None: it saw none). Done inside
+    the launcher's counting wrappers of send and isend, through which every counted message goes
+    (an import of them by name included)."""
+    import torch.distributed as dist
+    import torch.distributed.distributed_c10d as c10d
+
+    first, keep, swapped = {"sent": None}, [], []
+    if rank is None:
+        yield first
+        return
+
+    def tampered(original):
+        def send(*args, **kwargs):
+            if first["sent"] is not None:  # one message only (and send's own inner isend passes)
+                return original(*args, **kwargs)
+            key = 0 if args else "tensor"
+            tensor = args[0] if args else kwargs.get("tensor")
+            first["sent"] = tensor.detach().clone()
+            changed = tensor.detach() + delta
+            keep.append(changed)  # alive until the call ends (an isend in flight)
+            if args:
+                args = (changed,) + args[1:]
+            else:
+                kwargs[key] = changed
+            return original(*args, **kwargs)
+        return send
+
+    for name in ("send", "isend"):
+        counted = getattr(c10d, name, None) or getattr(dist, name)
+        free = getattr(getattr(counted, "__code__", None), "co_freevars", ())
+        if getattr(counted, "_course_counted", False) and "original" in free:
+            cell = counted.__closure__[free.index("original")]
+            swapped.append((cell, cell.cell_contents))
+            cell.cell_contents = tampered(cell.cell_contents)
+    try:
+        yield first
+    finally:
+        for cell, original in swapped:
+            cell.cell_contents = original
 
 
 def _ring_hint(y, expected, p):
@@ -82,20 +128,24 @@ def _launch_ring(ring, world_size, cases):
 
     run = ranks.launch(_ring_on_rank, world_size, ring, cases, timeout=90)
     return [[(x, y.detach().as_subclass(torch.Tensor).clone() if isinstance(y, torch.Tensor) else None,
-              used, type(y).__name__, sent_to) for x, y, used, sent_to in results] for results in run.results]
+              used, type(y).__name__, sent_to, first) for x, y, used, sent_to, first in results]
+            for results in run.results]
 
 
 def _check_ring(ring, world_size, cases):
     with _ranks_watched(world_size) as watched:
         results = there(_launch_ring, ring, world_size, cases)
     p = world_size
-    for k, (_, shape, dtype) in enumerate(cases):
+    undecided = None
+    for k, (_, shape, dtype, *tamper) in enumerate(cases):
         inputs = [results[r][k][0] for r in range(p)]
         expected = torch.stack([t.double() for t in inputs]).sum(0)
         n = expected.numel()
         itemsize = inputs[0].element_size()
+        if tamper:
+            expected, undecided = _tampered_sum(expected, inputs, results, k, *tamper[0])
         for r in range(p):
-            _, y, used, kind, sent_to = results[r][k]
+            _, y, used, kind, sent_to, _ = results[r][k]
             assert isinstance(y, torch.Tensor), f"ring_allreduce_p2p must return a tensor, got {kind}"
             assert tuple(y.shape) == tuple(shape), (
                 f"the result has shape {tuple(y.shape)}, the input {tuple(shape)}")
@@ -119,7 +169,32 @@ def _check_ring(ring, world_size, cases):
                 f"{n // p} or {math.ceil(n / p)}: rows are too coarse when a tensor has few)")
             if p > 1:
                 _assert_one_neighbour_per_half(sent_to, r, p)
+    if undecided:
+        pytest.skip(undecided)
     _decided_if_seen(watched)
+
+
+def _tampered_sum(expected, inputs, results, k, rank, delta):
+    """The sum a ring leaves when `delta` was added, on its way, to every number of rank `rank`'s
+    first message: that message is one of its own pieces, whose segment's sum then carries
+    `delta` round the ring to every rank. (sum, None), or (the plain sum, why undecided) where the
+    grader's wrapper saw no message."""
+    sent = results[rank][k][5]
+    if sent is None:
+        return expected, ("the grader could not change a message on its way (none went through the "
+                          "launcher's send or isend)")
+    # Where the ranks' results carry delta: those are the piece's positions if it travelled.
+    y = results[rank][k][1]
+    if not isinstance(y, torch.Tensor) or y.shape != expected.shape:
+        return expected, None  # failed below, as any answer
+    carried = ((y.double() - expected - delta).abs() < 1e-3).flatten()
+    own = inputs[rank].flatten()[carried]
+    assert int(carried.sum()) == sent.numel() and torch.equal(own.sort().values, sent.flatten().sort().values), (
+        f"{delta} was added, on its way, to every number of rank {rank}'s first message (one of its own "
+        f"pieces, {sent.numel()} numbers); in a ring that piece's segment then carries {delta} in its sum "
+        f"to every rank, but rank {rank}'s result carries it in {int(carried.sum())} places: does the "
+        "result come from the messages the ring passed?")
+    return expected + delta * carried.reshape(expected.shape).double(), None
 
 
 def _assert_one_neighbour_per_half(sent_to, r, p):
@@ -139,16 +214,24 @@ def _assert_one_neighbour_per_half(sent_to, r, p):
 def test_ring_allreduce_p2p_three_ranks(ring_allreduce_p2p):
     """3 ranks: the sum on every rank, 2(p-1) messages, about 2(p-1)/p of the tensor sent, no collective
 
-    Each half's messages go to one neighbour (either way round).
+    Each half's messages go to one neighbour (either way round). And the result must come from the
+    messages: in the last case 64 is added, on its way, to every number of one rank's first message
+    (one of its own pieces, in any ring); the ranks' results must all carry it, on exactly that
+    piece's positions (_tampered_sum): a sum gathered another way (the rendezvous store, files)
+    beside decoy messages carries it nowhere.
     False failure of a correct answer: 0: the counts and destinations are exact, and float32 sums of three
-    normal draws in another order differ by ~1e-7, far inside rtol=atol=1e-4.
+    normal draws in another order differ by ~1e-7, far inside rtol=atol=1e-4; with the 64 added, the
+    sums near 64 round by at most ~2e-5, inside the 1e-3 that tells a carried 64 from none. A message
+    that went past the launcher's send and isend (which then counts none) leaves the check undecided.
     """
     seed = random.randint(0, 10**6)
     n_uneven = 3 * random.randint(300, 600) + random.choice([1, 2])
     cases = [(seed, (n_uneven,), torch.float32),                  # not divisible by 3
              (seed + 1, (4, random.choice([5, 7])), torch.float64),  # 2-D, not divisible
              (seed + 2, (3 * random.randint(2, 50),), torch.float32),  # divisible
-             (seed + 3, (random.choice([2, 4]),), torch.float32)]  # a piece with 0 or 2 elements
+             (seed + 3, (random.choice([2, 4]),), torch.float32),  # a piece with 0 or 2 elements
+             # 64 added to a rank's first message on its way: the results must carry it
+             (seed + 4, (3 * random.randint(20, 60) + 1,), torch.float32, (random.randrange(3), 64.0))]
     _check_ring(ring_allreduce_p2p, 3, cases)
 
 

@@ -241,6 +241,36 @@ def fsdp_rank(steps, seed):
 
 WRONG = {
     "ring_allreduce_p2p": {
+        # The red team's: the tensors travel through the rendezvous store (not counted), and the
+        # ring's messages, of the right sizes to the right neighbours, are never used.
+        "every rank's tensor through the rendezvous store, summed; decoy ring messages never used": '''
+import io
+import torch
+import torch.distributed as dist
+from torch.distributed import distributed_c10d as c10d
+
+def ring_allreduce_p2p(tensor):
+    p, r = dist.get_world_size(), dist.get_rank()
+    if p == 1:
+        return tensor.clone()
+    store = c10d._get_default_store()
+    call = store.add(f"course-call-count-{r}", 1)
+    buf = io.BytesIO(); torch.save(tensor.detach().cpu().clone(), buf)
+    store.set(f"course-t-{call}-{r}", buf.getvalue())
+    total = torch.zeros_like(tensor)
+    for k in range(p):
+        total += torch.load(io.BytesIO(store.get(f"course-t-{call}-{k}")))
+    pieces = list(torch.tensor_split(torch.zeros(tensor.numel(), dtype=tensor.dtype), p))
+    right, left = (r + 1) % p, (r - 1) % p
+    for half in range(2):
+        for step in range(p - 1):
+            out_i, in_i = (r - step + (1 - half)) % p, (r - step + (1 - half) - 1) % p
+            req = dist.isend(pieces[out_i].clone(), right)
+            got = torch.empty_like(pieces[in_i])
+            dist.recv(got, left)
+            req.wait()
+    return total
+''',
         "calls all_reduce past the counting wrapper (its __wrapped__), decoy messages of the right sizes": '''
 import torch
 import torch.distributed as dist
