@@ -10,8 +10,9 @@ import pytest
 
 from autograder.checks._support import (assert_worked_outside, caller_cpu, capped, counted, count_starts_and_joins,
                                         created, exact_list, kernel_decides, notes_folder, plain_array,
-                                        raises_value_error, read_answers, read_notes, reused_workers, there, timeout,
-                                        stop_idle_joblib_workers, witnessed_processes, work_for_workers)
+                                        raises_value_error, read_answers, read_notes, reused_workers, student_pid,
+                                        there, timeout, stop_idle_joblib_workers, witnessed_in, witnessed_processes,
+                                        work_for_workers)
 from autograder.checks._support import works_under_spawn
 from helpers import workers
 
@@ -66,61 +67,71 @@ def _forked_case(forked_draws, seed, n, size):
 @needs_fork
 @timeout(60)
 def test_forked_draws_made_in_the_children(forked_draws):
-    """the arrays are drawn in the forked children, not from a copy of the parent's state
+    """each array is drawn in a forked child of its own, not copied from the parent's state or another child
 
     False failure of a correct answer: 0 (exact comparison, nothing depends on timing).
-    For this call a hook in the student's process seeds NumPy's global generator afresh in
-    every child forked from it (os.register_at_fork), with a seed the parent never holds: the
-    children of a correct answer all draw the numbers of that seed. An answer that draws in the
-    caller, from a copy of the parent's state, beside children that draw nothing, returns the
-    parent's numbers instead (the same >= 3 doubles from two MT19937 states: about 2**-159).
+    For this call hooks in the student's process seed NumPy's global generator afresh in every
+    child forked from it (os.register_at_fork), child k (the k-th fork of the call) with
+    child_seed + k, seeds the parent never holds: the n_procs children of a correct answer each
+    draw the numbers of their own seed, so the arrays come from n_procs different seeds. An answer
+    that draws in the caller, from a copy of the parent's state, returns the parent's numbers; one
+    that copies one child's array returns one seed's numbers more than once (the same >= 3 doubles
+    from two MT19937 states: about 2**-159).
     """
     n, size = random.randint(2, 4), random.randint(3, 9)
-    parent_seed, child_seed = random.sample(range(2**32), 2)
-    draws, unmoved = there(_children_reseeded, forked_draws, parent_seed, child_seed, n, size)
+    parent_seed, child_seed = random.randrange(2**31, 2**32), random.randrange(2**31)
+    draws, unmoved, forks = there(_children_reseeded, forked_draws, parent_seed, child_seed, n, size)
     draws = _arrays(draws, n, size, "forked_draws(...)")
     assert unmoved, "the parent's global generator moved: the draws must be made in the children"
-    expected = np.random.RandomState(child_seed).random_sample(size)
-    for d in draws:
-        assert np.array_equal(d, expected), (
-            "an array is not what a forked child's global generator drew: each child must draw from NumPy's "
-            "global generator as the fork left it, without setting its state or seeding it (numbers drawn in "
-            "the parent, from a copy of its state, do not count)")
+    streams = [np.random.RandomState(child_seed + k).random_sample(size) for k in range(min(forks, 256))]
+    children = [next((k for k, s in enumerate(streams) if np.array_equal(d, s)), None) for d in draws]
+    assert None not in children, (
+        "an array is not what a forked child's global generator drew: each child must draw from NumPy's "
+        "global generator as the fork left it, without setting its state or seeding it (numbers drawn in "
+        "the parent, from a copy of its state, do not count)")
+    assert len(set(children)) == n, (
+        f"of the {n} arrays, some are the draws of one and the same child: each of the n_procs children must "
+        "draw its own array (copies of one child's draws do not count)")
 
 
 def _children_reseeded(forked_draws, parent_seed, child_seed, n, size):
     """(in the student's process) seed the global generator with parent_seed, then call
-    forked_draws with every child forked meanwhile starting from child_seed's state instead;
-    (draws, whether the parent's state is unchanged)."""
-    reseed = _child_reseeder()
+    forked_draws with the k-th child forked meanwhile starting from child_seed + k's state instead;
+    (draws, whether the parent's state is unchanged, how many forks the call made)."""
+    streams = _child_streams()
     np.random.seed(parent_seed)
     state = np.random.get_state()
-    reseed["seed"] = child_seed
+    streams["forks"], streams["seed"] = 0, child_seed
     try:
         draws = forked_draws(n, size)
     finally:
-        reseed["seed"] = None
-    return draws, _same_state(state, np.random.get_state())
+        streams["seed"] = None
+    return draws, _same_state(state, np.random.get_state()), streams["forks"]
 
 
-def _child_reseeder():
-    """(in the student's process) the process's one fork hook that seeds NumPy's global generator
-    in a new child with reseed["seed"] while that is set (a grandchild too: the hook and the
-    seed are inherited). Kept on the os module, as _support's fork counter is: this module
-    arrives anew with every request, and a fork hook cannot be removed."""
+def _child_streams():
+    """(in the student's process) the process's fork hooks that, while streams["seed"] is set, count
+    its forks and seed NumPy's global generator in each new child with seed + the number of forks
+    made before it (a grandchild too: the hooks and the count are inherited). Kept on the os
+    module, as _support's fork counter is: this module arrives anew with every request, and a
+    fork hook cannot be removed."""
     import os
     import sys
-    reseed = getattr(os, "_course_child_reseeder", None)
-    if reseed is None:
-        reseed = {"seed": None}
+    streams = getattr(os, "_course_child_streams", None)
+    if streams is None:
+        streams = {"seed": None, "forks": 0}
+
+        def after_in_parent():
+            if streams["seed"] is not None:
+                streams["forks"] += 1
 
         def after_in_child():
-            seed, numpy = reseed["seed"], sys.modules.get("numpy")
+            seed, numpy = streams["seed"], sys.modules.get("numpy")
             if seed is not None and numpy is not None:
-                numpy.random.seed(seed)
-        os.register_at_fork(after_in_child=after_in_child)
-        os._course_child_reseeder = reseed
-    return reseed
+                numpy.random.seed((seed + streams["forks"]) % 2**32)
+        os.register_at_fork(after_in_parent=after_in_parent, after_in_child=after_in_child)
+        os._course_child_streams = streams
+    return streams
 
 
 def _same_state(before, after):
@@ -233,6 +244,151 @@ def test_independent_draws_in_workers(independent_draws):
     assert counts["process start"] >= 1 or woken.pids, (
         "no worker process was started or given work: the draws were made in the caller")
     assert len({x.tobytes() for x in out}) == n, "two workers drew the same numbers"
+
+
+@timeout(90)
+def test_independent_draws_drawn_in_workers(independent_draws):
+    """each array is what a task in a worker process drew and returned, not drawn in the caller
+
+    False failure of a correct answer: 0 (exact comparison, nothing depends on timing). For this
+    call every task the answer sends its workers (pickled by multiprocessing: Pool, executor,
+    Process under spawn and forkserver; or by cloudpickle: joblib) carries its drawing function
+    wrapped in a spy (_spied_drawers): a function of helpers.rng, Generator.random,
+    RandomState.random_sample, a method of a generator (rng.random), or a function of the notebook's (which only cloudpickle can send a
+    worker started afresh: it sends it by value, spied). In the worker the spy notes its process, a
+    witness thread the kernel sees created there, the doubles the function returned and those it
+    was given. A correct answer draws inside that function and returns what it returned: each
+    array is among the returned doubles of a call in a worker process, and among no call's
+    arguments. Arrays drawn in the caller, beside worker processes or not, were returned by no
+    such call (the same >= 3 doubles from another stream: about 2**-159).
+    """
+    n, size, seed = random.randint(2, 4), random.randint(3, 8), random.randrange(2**31)
+    with created() as made:
+        out, notes = there(_drawn_case, independent_draws, n, seed, size)
+    out = _arrays(out, n, size, "independent_draws(...)")
+    caller, decides = student_pid(), kernel_decides(made)
+    drawn = [note["out"] for note in notes
+             if note["pid"] != caller and (not decides or witnessed_in(made, note["pid"], note["witness"]))]
+    sent = b"".join(note["sent"] for note in notes)
+    for x in out:
+        x = x.astype(float).tobytes()
+        assert any(_holds(d, x) for d in drawn) and not _holds(sent, x), (
+            "an array was not drawn in a worker process: each must be what the function your pool runs "
+            "drew there and returned (arrays drawn in the calling process do not count, even beside "
+            "worker processes)")
+
+
+def _holds(doubles, x):
+    """Whether the bytes `x` of doubles lie in the bytes `doubles`, at a double's boundary."""
+    at = doubles.find(x)
+    while at != -1 and at % 8:
+        at = doubles.find(x, at + 1)
+    return at != -1
+
+
+# The functions that draw in an answer's workers, besides the notebook's own.
+_DRAWERS = (("helpers.rng", "uniform_draws"), ("helpers.rng", "draws_with_pid"), ("helpers.rng", "legacy_draws"),
+            ("helpers.rng", "pid_seeded_draws"), ("numpy.random", "Generator.random"),
+            ("numpy.random", "RandomState.random_sample"))
+
+
+def _noting_spy():
+    """The spy's call, made here so that cloudpickle sends it by value (a function of this module,
+    which no worker can import): spied(folder, fn, *args, **kwargs) -> fn(*args, **kwargs), after
+    noting in `folder` the process, a witness thread, and the doubles returned and given."""
+    def spied(folder, fn, *args, **kwargs):
+        import os
+        import pickle
+        import threading
+        import time
+        import numpy as np
+        from helpers.workers import witness_thread
+        result = fn(*args, **kwargs)
+
+        def doubles(value, depth=0):
+            if isinstance(value, np.ndarray):
+                return value.astype(float).ravel().tobytes() if value.dtype.kind == "f" else b""
+            if isinstance(value, float):
+                return np.float64(value).tobytes()
+            if isinstance(value, dict):
+                value = list(value.values())
+            if isinstance(value, (list, tuple)) and depth < 4:
+                return b"".join(doubles(v, depth + 1) for v in value)
+            return b""
+        note = {"pid": os.getpid(), "witness": witness_thread(), "out": doubles(result),
+                "sent": doubles([args, kwargs])}
+        with open(os.path.join(folder, f"{os.getpid()}-{threading.get_native_id()}-{time.monotonic_ns()}"), "wb") as f:
+            pickle.dump(note, f)
+        return result
+    return spied
+
+
+@contextmanager
+def _spied_drawers(folder, drawers):
+    """(in the student's process) with _spied_drawers(folder, drawers): every pickling by
+    multiprocessing, cloudpickle or joblib of one of the functions `drawers`, or by cloudpickle of a
+    function it sends by value (the notebook's), sends the spy (_noting_spy) wrapped around it;
+    the picklers are put back afterwards. (reducer_override is asked about functions too, before
+    they are pickled by name.)"""
+    import functools
+    import pickle
+    import sys
+    import threading
+    import types
+    import cloudpickle
+    from multiprocessing.reduction import ForkingPickler
+    spy, busy = _noting_spy(), threading.local()
+    generators = (np.random.Generator, np.random.RandomState)
+
+    def drawing_method(obj):  # a generator's own method as the task (rng.random, rng.uniform)
+        return type(obj) is types.MethodType and isinstance(obj.__self__, generators)
+
+    def override(original):
+        def reducer_override(self, obj):
+            if not getattr(busy, "on", False) and (any(obj is d for d in drawers) or drawing_method(obj) or (
+                    original is not None and type(obj) is types.FunctionType
+                    and not cloudpickle.cloudpickle._should_pickle_by_reference(obj))):
+                busy.on = True  # the spy's own pickling: the function inside it as it would go
+                try:
+                    return pickle.loads, (cloudpickle.dumps(functools.partial(spy, folder, obj)),)
+                finally:
+                    busy.on = False
+            return NotImplemented if original is None else original(self, obj)
+        return reducer_override
+
+    picklers = [ForkingPickler, cloudpickle.Pickler]
+    if "joblib" in sys.modules:  # its multiprocessing backend pickles with a pickler of its own
+        from joblib.pool import CustomizablePickler
+        picklers.append(CustomizablePickler)
+    saved = {cls: cls.__dict__.get("reducer_override") for cls in picklers}
+    for cls, original in saved.items():
+        cls.reducer_override = override(original)
+    try:
+        yield
+    finally:
+        for cls, original in saved.items():
+            if original is None:
+                del cls.reducer_override
+            else:
+                cls.reducer_override = original
+
+
+def _drawn_case(fn, *args):
+    """(in the student's process) fn(*args) with the drawing functions spied; (result, the notes)."""
+    import functools
+    import importlib
+    import pickle
+    import shutil
+    import tempfile
+    from pathlib import Path
+    drawers = [functools.reduce(getattr, name.split("."), importlib.import_module(module)) for module, name in _DRAWERS]
+    folder = tempfile.mkdtemp(prefix="course-draws-")
+    try:
+        with _spied_drawers(folder, drawers):
+            out = fn(*args)
+        return out, [pickle.loads(path.read_bytes()) for path in Path(folder).iterdir()]
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def test_independent_draws_errors(independent_draws):

@@ -107,6 +107,23 @@ def forked_draws(n_procs, size):
         p.join()
     return [values.copy() for _ in range(n_procs)]
 ''',
+        "one forked child draws, its array copied for the others, which draw nothing": '''
+import multiprocessing
+import time
+from helpers.rng import legacy_draws
+def forked_draws(n_procs, size):
+    if n_procs < 1 or size < 0:
+        raise ValueError("bad arguments")
+    fork = multiprocessing.get_context("fork")
+    with fork.Pool(1) as pool:                   # one child draws
+        one = pool.apply(legacy_draws, (size,))
+    idle = [fork.Process(target=time.sleep, args=(0,)) for _ in range(n_procs - 1)]
+    for p in idle:
+        p.start()
+    for p in idle:
+        p.join()
+    return [one.copy() for _ in range(n_procs)]
+''',
         "one reused worker continues its stream": '''
 import multiprocessing
 from helpers.rng import legacy_draws
@@ -165,6 +182,19 @@ def independent_draws(n_workers, seed, size):
     if n_workers < 1 or size < 0:
         raise ValueError("bad arguments")
     return [np.random.default_rng(c).random(size) for c in np.random.SeedSequence(seed).spawn(n_workers)]
+''',
+        "drawn in the caller, one idle process started beside": '''
+import time
+import numpy as np
+from helpers.workers import mp_context
+def independent_draws(n_workers, seed, size):
+    if n_workers < 1 or size < 0:
+        raise ValueError("bad arguments")
+    idle = mp_context().Process(target=time.sleep, args=(0,))
+    idle.start()
+    out = [np.random.default_rng(c).random(size) for c in np.random.SeedSequence(seed).spawn(n_workers)]
+    idle.join()
+    return out
 ''',
         "no argument checks": '''
 import numpy as np
@@ -433,6 +463,17 @@ def forked_draws(n_procs: int, size: int) -> list:
 ''',
     },
     "independent_draws": {
+        "a generator per worker made in the caller, its own random method the task": '''
+import numpy as np
+from helpers.workers import mp_context
+def independent_draws(n_workers, seed, size):
+    if n_workers < 1 or size < 0:
+        raise ValueError("n_workers >= 1 and size >= 0")
+    generators = [np.random.default_rng(child) for child in np.random.SeedSequence(seed).spawn(n_workers)]
+    with mp_context().Pool(n_workers) as pool:
+        pending = [pool.apply_async(rng.random, (size,)) for rng in generators]   # drawn in the workers
+        return [p.get() for p in pending]
+''',
         "joblib with a task function of the answer's own, SeedSequence.spawn": '''
 import numpy as np
 from joblib import Parallel, delayed
