@@ -1,4 +1,5 @@
 """Hidden checks of 05_multiprocessing_pools (pools, futures, overhead, Amdahl)."""
+import contextlib
 import functools
 import math
 import multiprocessing
@@ -172,6 +173,178 @@ def _meeting(call, tasks):
         with broken_when_stalled(barrier):
             return call(functools.partial(workers.meet_solving, barrier, timeout=MEET_SECONDS),
                         list(enumerate(tasks)), barrier)
+
+
+# --- the work shared out: calls of the helpers the workers run, made to meet ------------------------
+# generate_trajectories and monte_carlo_pi choose their own task function, so no barrier can be
+# handed to them: instead every task that carries one of the helpers every answer sends its
+# workers (helpers.ode's solvers, helpers.pools' counters) carries it wrapped. Whatever pickles the
+# tasks (multiprocessing's ForkingPickler: Pool, ProcessPoolExecutor, Process under spawn and
+# forkserver; cloudpickle: joblib's loky; joblib's own pickler: its multiprocessing backend) pickles
+# the helper as a spy (_spied_helpers) that, in the worker, notes the call in a folder and, until
+# some call has met another, waits for a call of another process to be in progress too: a
+# meeting, as at _meeting's barrier, without a clock.
+def _meeting_spy():
+    """The spy's call, made here so that cloudpickle sends it by value (a function of this module,
+    which no worker can import): spied(folder, fn, *args, **kwargs) -> fn(*args, **kwargs), after
+    noting the call (wait-<pid>-..., holding a witness thread's kernel id, renamed left-... when it
+    ends) and, while no meeting is noted ("done") and the watch has not given up ("stop"), waiting up
+    to MEET_SECONDS for a call of another process in progress (then met-<pid>-<other pid>)."""
+    def spied(folder, seconds, fn, *args, **kwargs):
+        import os
+        import threading
+        import time
+        from helpers.workers import witness_thread
+        pid = os.getpid()
+        mine = os.path.join(folder, f"wait-{pid}-{threading.get_native_id()}-{time.monotonic_ns()}")
+        with open(mine, "x") as note:
+            note.write(str(witness_thread()))
+        try:
+            deadline = time.monotonic() + seconds
+            while time.monotonic() < deadline:
+                names = os.listdir(folder)
+                if "done" in names or "stop" in names:
+                    break
+                others = {name.split("-")[1] for name in names if name.startswith("wait-")} - {str(pid)}
+                if others:  # that call is in progress now, and so is this one
+                    with open(os.path.join(folder, f"met-{pid}-{min(others)}"), "w") as note:
+                        note.write(str(witness_thread()))
+                    open(os.path.join(folder, "done"), "a").close()
+                    break
+                time.sleep(0.05)  # asleep between looks: the stall watch sees nothing working
+            return fn(*args, **kwargs)
+        finally:
+            os.rename(mine, os.path.join(folder, "left-" + os.path.basename(mine)[len("wait-"):]))
+    return spied
+
+
+# The helpers every answer's workers run: the spied ones.
+_SOLVERS = (("helpers.ode", "trajectory"), ("helpers.ode", "solve"), ("helpers.ode", "serial_trajectories"))
+_COUNTERS = (("helpers.pools", "count_inside"), ("helpers.pools", "count_inside_global"))
+
+
+class _Waiting:
+    """The spy's folder as broken_when_stalled sees a barrier of two parties: n_waiting, the calls in
+    progress while none has met another; abort() lets them go on unmet."""
+    parties = 2
+
+    def __init__(self, folder):
+        self.folder = folder
+
+    @property
+    def n_waiting(self):
+        import os
+        names = os.listdir(self.folder)
+        return 0 if "done" in names or "stop" in names else sum(name.startswith("wait-") for name in names)
+
+    def abort(self):
+        import os
+        open(os.path.join(self.folder, "stop"), "a").close()
+
+
+@contextlib.contextmanager
+def _spied_helpers(folder, helpers):
+    """(in the student's process) with _spied_helpers(folder, helpers): every pickling of one of the
+    functions `helpers` by multiprocessing, cloudpickle or joblib sends the spy (_meeting_spy)
+    wrapped around it; the picklers are put back afterwards. (reducer_override is asked about
+    functions too, before they are pickled by name.)"""
+    import functools
+    import pickle
+    import sys
+    import threading
+    import cloudpickle
+    from multiprocessing.reduction import ForkingPickler
+    spy, busy = _meeting_spy(), threading.local()
+
+    def wrapped(fn):
+        busy.on = True  # the spy's own pickling: the helper inside it by name
+        try:
+            return pickle.loads, (cloudpickle.dumps(functools.partial(spy, folder, MEET_SECONDS, fn)),)
+        finally:
+            busy.on = False
+
+    def override(original):
+        def reducer_override(self, obj):
+            if not getattr(busy, "on", False) and any(obj is h for h in helpers):
+                return wrapped(obj)
+            return NotImplemented if original is None else original(self, obj)
+        return reducer_override
+
+    picklers = [ForkingPickler, cloudpickle.Pickler]
+    if "joblib" in sys.modules:  # its multiprocessing backend pickles with a pickler of its own
+        from joblib.pool import CustomizablePickler
+        picklers.append(CustomizablePickler)
+    saved = {cls: cls.__dict__.get("reducer_override") for cls in picklers}
+    for cls, original in saved.items():
+        cls.reducer_override = override(original)
+    try:
+        yield
+    finally:
+        for cls, original in saved.items():
+            if original is None:
+                del cls.reducer_override
+            else:
+                cls.reducer_override = original
+
+
+def _spied_case(names, fn, *args):
+    """(in the student's process) fn(*args) with the helpers `names` ((module, name) pairs) spied and
+    a watch that lets the calls go on unmet once nothing in the tree works towards a meeting
+    (broken_when_stalled); (result, calls [(pid, witness)], meetings [(pid, other pid, witness)])."""
+    import importlib
+    import os
+    import shutil
+    import tempfile
+    helpers = [getattr(importlib.import_module(module), name) for module, name in names]
+    folder = tempfile.mkdtemp(prefix="course-meeting-")
+    try:
+        with broken_when_stalled(_Waiting(folder)), _spied_helpers(folder, helpers):
+            out = fn(*args)
+        calls, meetings = [], []
+        for name in os.listdir(folder):
+            parts = name.split("-")
+            if parts[0] in ("wait", "left", "met"):
+                with open(os.path.join(folder, name)) as note:
+                    witness = int(note.read() or 0)
+                (meetings.append((int(parts[1]), int(parts[2]), witness)) if parts[0] == "met"
+                 else calls.append((int(parts[1]), witness)))
+        return out, calls, meetings
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _shared_out(names, what, fn, *args):
+    """(the judge) fn(*args) for an answer given n_workers=2, with the helpers `names` spied
+    (_spied_case): two calls of them, in two worker processes, were in progress at once; its result.
+
+    False failure of a correct answer: 0 while the machine makes progress, as at _run_meeting's
+    barrier. A correct answer splits the work into several tasks and hands them to 2 worker
+    processes that take them from one queue (a pool's, an executor's, joblib's). The first call of
+    a helper waits, in its worker, holding its task; a task is left in the queue, so the other
+    worker takes it, whenever it gets to run, and its call meets the first (no clock: the wait ends
+    sooner only once nothing in the student's tree works towards it, _support.broken_when_stalled;
+    its limit is MEET_SECONDS). One worker process, however many idle ones stand beside it, runs
+    its calls one after the other: never a meeting. Seeing no call of the helpers (an answer that
+    sends its workers a function of its own that calls none of them, or a kept pool's workers
+    forked before the spy) leaves the check undecided."""
+    with created() as made, observe(0.002) as seen:
+        out, calls, meetings = there(_spied_case, names, fn, *args)
+    caller = student_pid()
+    if not any(pid != caller for pid, _ in calls):
+        pytest.skip(f"{what}: the grader saw no call of {' or '.join(n for _, n in names)} in a worker "
+                    "process, so it cannot tell how the work was shared out")
+    met = [(pid, other, witness) for pid, other, witness in meetings if caller not in (pid, other) and pid != other]
+    assert met, (
+        f"{what} with n_workers=2: the work ran in one worker process, never in two at the same time "
+        "(the first task waited for a second worker to start another one, in vain): share the work out "
+        "among n_workers processes (a pool of n_workers, the work split into several tasks)")
+    pid, other, witness = met[0]
+    if not {pid, other} <= seen.pids:
+        pytest.skip("the grader did not see the worker processes that the calls name (a busy machine?)")
+    if kernel_decides(made):
+        assert witnessed_in(made, pid, witness) and any(witnessed_in(made, other, w) for p, w in calls if p == other), (
+            f"{what}: a call names a process that did not make it: the work must run in the worker processes")
+    return out
 
 
 # --- parallel_map ------------------------------------------------------------------
@@ -474,6 +647,22 @@ def test_monte_carlo_pi_in_workers(monte_carlo_pi):
 
 
 @timeout(120)
+def test_monte_carlo_pi_shared_out(monte_carlo_pi):
+    """with 2 workers, the points are counted in two worker processes at the same time
+
+    False failure of a correct answer: < 1e-10. Two calls of helpers.pools' counters meet in two
+    worker processes (see _shared_out: 0 while the machine makes progress; 400,000 points or more
+    make several tasks of any sensible split); the estimate must be within 6.5 standard errors of
+    pi: P(|Z| > 6.5) = 8e-11.
+    """
+    n, seed = random.randint(400_000, 600_000), random.randrange(2**31)
+    est = exact_float(_shared_out(_COUNTERS, "monte_carlo_pi", monte_carlo_pi, n, 2, seed), "the estimate")
+    se = 4 * math.sqrt(math.pi / 4 * (1 - math.pi / 4) / n)
+    assert abs(est - math.pi) < 6.5 * se and _is_count_ratio(est, n, 2), (
+        f"monte_carlo_pi({n}, 2, seed) is not 4 * hits / samples within 6.5 standard errors of pi")
+
+
+@timeout(120)
 def test_monte_carlo_pi_under_spawn(monte_carlo_pi):
     """works under the spawn start method too (macOS, Windows): the workers run nothing defined in the notebook
 
@@ -636,6 +825,18 @@ def test_generate_trajectories_in_workers(generate_trajectories):
     for bad in ((-1, 2), (5, 0)):
         with raises_value_error(f"generate_trajectories({bad[0]}, {bad[1]}, 1)"):
             generate_trajectories(bad[0], bad[1], 1)
+
+
+@timeout(120)
+def test_generate_trajectories_shared_out(generate_trajectories):
+    """with 2 workers, the trajectories are solved in two worker processes at the same time
+
+    False failure of a correct answer: 0 while the machine makes progress (two calls of helpers.ode's
+    solvers meet in two worker processes, see _shared_out; the trajectories are compared exactly).
+    """
+    n, seed = random.randint(8, 12), random.randrange(2**31)
+    out = _shared_out(_SOLVERS, "generate_trajectories", generate_trajectories, n, 2, seed)
+    _same_trajectories(out, ode.serial_trajectories(n, seed))
 
 
 @timeout(120)

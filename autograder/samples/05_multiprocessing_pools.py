@@ -476,6 +476,21 @@ def monte_carlo_pi(n_samples, n_workers, seed):
         hits = sum(pool.starmap(count_inside, [(share, root)] * n_workers))
     return 4.0 * hits / (share * n_workers)
 ''',
+        "every point counted in one worker, an idle process beside it": '''
+import time
+from concurrent.futures import ProcessPoolExecutor
+from helpers.pools import count_inside
+from helpers.workers import mp_context
+def monte_carlo_pi(n_samples, n_workers, seed):
+    if n_samples < 1 or n_workers < 1:
+        raise ValueError("bad arguments")
+    idle = mp_context().Process(target=time.sleep, args=(0.05,))  # a second process start
+    idle.start()
+    with ProcessPoolExecutor(max_workers=1, mp_context=mp_context()) as ex:  # n_workers ignored
+        hits = ex.submit(count_inside, n_samples, seed).result()
+    idle.join()
+    return 4.0 * hits / n_samples
+''',
         "worker i given seed + i, not a seed spawned from seed": '''
 from helpers.pools import count_inside
 from helpers.workers import mp_context
@@ -673,6 +688,23 @@ def generate_trajectories(n, n_workers, seed):
 ''',
         "chunksize n // n_workers: 0, and Nones, for fewer trajectories than workers": variant(
             _TRAJECTORIES_CHUNKED, ("chunksize=max(1, math.ceil(n / n_workers))", "chunksize=n // n_workers")),
+        "the whole serial reference in one worker, an idle process beside it": '''
+import time
+from concurrent.futures import ProcessPoolExecutor
+from helpers.ode import serial_trajectories
+from helpers.workers import mp_context
+def generate_trajectories(n, n_workers, seed):
+    if n < 0 or n_workers < 1:
+        raise ValueError("bad arguments")
+    if n == 0:
+        return []
+    idle = mp_context().Process(target=time.sleep, args=(0.05,))  # a second process start
+    idle.start()
+    with ProcessPoolExecutor(max_workers=1, mp_context=mp_context()) as ex:  # n_workers ignored
+        out = ex.submit(serial_trajectories, n, seed).result()
+    idle.join()
+    return list(out)
+''',
     },
 }
 
