@@ -11,7 +11,7 @@ import pytest
 from autograder.checks._support import (assert_worked_outside, caller_cpu, capped, counted, count_starts_and_joins,
                                         created, exact_list, kernel_decides, notes_folder, plain_array,
                                         raises_value_error, read_answers, read_notes, reused_workers, student_pid,
-                                        there, timeout, stop_idle_joblib_workers, witnessed_in, witnessed_processes,
+                                        tasks_wrapped, there, timeout, stop_idle_joblib_workers, witnessed_in, witnessed_processes,
                                         work_for_workers)
 from autograder.checks._support import works_under_spawn
 from helpers import workers
@@ -253,7 +253,7 @@ def test_independent_draws_drawn_in_workers(independent_draws):
     False failure of a correct answer: 0 (exact comparison, nothing depends on timing). For this
     call every task the answer sends its workers (pickled by multiprocessing: Pool, executor,
     Process under spawn and forkserver; or by cloudpickle: joblib) carries its drawing function
-    wrapped in a spy (_spied_drawers): a function of helpers.rng, Generator.random,
+    wrapped in a spy (_support.tasks_wrapped): a function of helpers.rng, Generator.random,
     RandomState.random_sample, a method of a generator (rng.random), or a function of the notebook's (which only cloudpickle can send a
     worker started afresh: it sends it by value, spied). In the worker the spy notes its process, a
     witness thread the kernel sees created there, the doubles the function returned and those it
@@ -323,54 +323,16 @@ def _noting_spy():
     return spied
 
 
-@contextmanager
-def _spied_drawers(folder, drawers):
-    """(in the student's process) with _spied_drawers(folder, drawers): every pickling by
-    multiprocessing, cloudpickle or joblib of one of the functions `drawers`, or by cloudpickle of a
-    function it sends by value (the notebook's), sends the spy (_noting_spy) wrapped around it;
-    the picklers are put back afterwards. (reducer_override is asked about functions too, before
-    they are pickled by name.)"""
-    import functools
-    import pickle
-    import sys
-    import threading
+def _drawing(drawers):
+    """chosen(obj) for tasks_wrapped: one of the functions `drawers`, or a generator's own method
+    sent as the task (rng.random, rng.uniform)."""
     import types
-    import cloudpickle
-    from multiprocessing.reduction import ForkingPickler
-    spy, busy = _noting_spy(), threading.local()
     generators = (np.random.Generator, np.random.RandomState)
 
-    def drawing_method(obj):  # a generator's own method as the task (rng.random, rng.uniform)
-        return type(obj) is types.MethodType and isinstance(obj.__self__, generators)
-
-    def override(original):
-        def reducer_override(self, obj):
-            if not getattr(busy, "on", False) and (any(obj is d for d in drawers) or drawing_method(obj) or (
-                    original is not None and type(obj) is types.FunctionType
-                    and not cloudpickle.cloudpickle._should_pickle_by_reference(obj))):
-                busy.on = True  # the spy's own pickling: the function inside it as it would go
-                try:
-                    return pickle.loads, (cloudpickle.dumps(functools.partial(spy, folder, obj)),)
-                finally:
-                    busy.on = False
-            return NotImplemented if original is None else original(self, obj)
-        return reducer_override
-
-    picklers = [ForkingPickler, cloudpickle.Pickler]
-    if "joblib" in sys.modules:  # its multiprocessing backend pickles with a pickler of its own
-        from joblib.pool import CustomizablePickler
-        picklers.append(CustomizablePickler)
-    saved = {cls: cls.__dict__.get("reducer_override") for cls in picklers}
-    for cls, original in saved.items():
-        cls.reducer_override = override(original)
-    try:
-        yield
-    finally:
-        for cls, original in saved.items():
-            if original is None:
-                del cls.reducer_override
-            else:
-                cls.reducer_override = original
+    def chosen(obj):
+        return any(obj is d for d in drawers) or (type(obj) is types.MethodType
+                                                  and isinstance(obj.__self__, generators))
+    return chosen
 
 
 def _drawn_case(fn, *args):
@@ -384,7 +346,8 @@ def _drawn_case(fn, *args):
     drawers = [functools.reduce(getattr, name.split("."), importlib.import_module(module)) for module, name in _DRAWERS]
     folder = tempfile.mkdtemp(prefix="course-draws-")
     try:
-        with _spied_drawers(folder, drawers):
+        spy = _noting_spy()
+        with tasks_wrapped(lambda fn: functools.partial(spy, folder, fn), _drawing(drawers), by_value=True):
             out = fn(*args)
         return out, [pickle.loads(path.read_bytes()) for path in Path(folder).iterdir()]
     finally:

@@ -1,5 +1,4 @@
 """Hidden checks of 05_multiprocessing_pools (pools, futures, overhead, Amdahl)."""
-import contextlib
 import functools
 import math
 import multiprocessing
@@ -13,7 +12,8 @@ import pytest
 
 from autograder.checks._support import (WAITING_CPU, assert_worked_outside, broken_when_stalled, caller_allowance,
                                         caller_cpu, capped, counting, created, exact_float, exact_list, kernel_decides, observe,
-                                        raises_value_error, reused_workers, student_pid, there, timeout, witnessed_in, work_for_workers)
+                                        raises_value_error, reused_workers, student_pid, tasks_wrapped, there, timeout,
+                                        witnessed_in, work_for_workers)
 from autograder.checks._support import works_under_spawn
 from helpers import ode, pools, workers
 
@@ -181,7 +181,7 @@ def _meeting(call, tasks):
 # workers (helpers.ode's solvers, helpers.pools' counters) carries it wrapped. Whatever pickles the
 # tasks (multiprocessing's ForkingPickler: Pool, ProcessPoolExecutor, Process under spawn and
 # forkserver; cloudpickle: joblib's loky; joblib's own pickler: its multiprocessing backend) pickles
-# the helper as a spy (_spied_helpers) that, in the worker, notes the call in a folder and, until
+# the helper as a spy (_support.tasks_wrapped) that, in the worker, notes the call in a folder and, until
 # some call has met another, waits for a call of another process to be in progress too: a
 # meeting, as at _meeting's barrier, without a clock.
 def _meeting_spy():
@@ -242,51 +242,6 @@ class _Waiting:
         open(os.path.join(self.folder, "stop"), "a").close()
 
 
-@contextlib.contextmanager
-def _spied_helpers(folder, helpers):
-    """(in the student's process) with _spied_helpers(folder, helpers): every pickling of one of the
-    functions `helpers` by multiprocessing, cloudpickle or joblib sends the spy (_meeting_spy)
-    wrapped around it; the picklers are put back afterwards. (reducer_override is asked about
-    functions too, before they are pickled by name.)"""
-    import functools
-    import pickle
-    import sys
-    import threading
-    import cloudpickle
-    from multiprocessing.reduction import ForkingPickler
-    spy, busy = _meeting_spy(), threading.local()
-
-    def wrapped(fn):
-        busy.on = True  # the spy's own pickling: the helper inside it by name
-        try:
-            return pickle.loads, (cloudpickle.dumps(functools.partial(spy, folder, MEET_SECONDS, fn)),)
-        finally:
-            busy.on = False
-
-    def override(original):
-        def reducer_override(self, obj):
-            if not getattr(busy, "on", False) and any(obj is h for h in helpers):
-                return wrapped(obj)
-            return NotImplemented if original is None else original(self, obj)
-        return reducer_override
-
-    picklers = [ForkingPickler, cloudpickle.Pickler]
-    if "joblib" in sys.modules:  # its multiprocessing backend pickles with a pickler of its own
-        from joblib.pool import CustomizablePickler
-        picklers.append(CustomizablePickler)
-    saved = {cls: cls.__dict__.get("reducer_override") for cls in picklers}
-    for cls, original in saved.items():
-        cls.reducer_override = override(original)
-    try:
-        yield
-    finally:
-        for cls, original in saved.items():
-            if original is None:
-                del cls.reducer_override
-            else:
-                cls.reducer_override = original
-
-
 def _spied_case(names, fn, *args):
     """(in the student's process) fn(*args) with the helpers `names` ((module, name) pairs) spied and
     a watch that lets the calls go on unmet once nothing in the tree works towards a meeting
@@ -298,7 +253,9 @@ def _spied_case(names, fn, *args):
     helpers = [getattr(importlib.import_module(module), name) for module, name in names]
     folder = tempfile.mkdtemp(prefix="course-meeting-")
     try:
-        with broken_when_stalled(_Waiting(folder)), _spied_helpers(folder, helpers):
+        spy = _meeting_spy()
+        with broken_when_stalled(_Waiting(folder)), tasks_wrapped(
+                lambda fn: functools.partial(spy, folder, MEET_SECONDS, fn), lambda obj: any(obj is h for h in helpers)):
             out = fn(*args)
         calls, meetings = [], []
         for name in os.listdir(folder):

@@ -374,6 +374,52 @@ def timeout(seconds):
     return mark
 
 
+@contextmanager
+def tasks_wrapped(wrap, chosen, by_value=False):
+    """(in the student's process) with tasks_wrapped(wrap, chosen): every pickling, for a worker, of
+    an object for which chosen(obj) is true (a function or method the answer sends as its task, or
+    inside one) sends wrap(obj) in its place, pickled by cloudpickle; with `by_value`, so is every
+    function cloudpickle sends by value (the notebook's own, by joblib). The picklers are those that
+    carry tasks: multiprocessing's ForkingPickler (Pool, ProcessPoolExecutor, Process under spawn and
+    forkserver), cloudpickle's (joblib's loky) and joblib's own (its multiprocessing backend); they
+    are put back afterwards. (reducer_override is asked about functions too, before they are
+    pickled by name.) Evidence that travels with the task reaches a worker however it was started."""
+    import pickle
+    import types
+    import cloudpickle
+    from multiprocessing.reduction import ForkingPickler
+    busy = threading.local()
+
+    def override(original):
+        def reducer_override(self, obj):
+            if not getattr(busy, "on", False) and (chosen(obj) or (
+                    by_value and original is not None and type(obj) is types.FunctionType
+                    and not cloudpickle.cloudpickle._should_pickle_by_reference(obj))):
+                busy.on = True  # the wrapper's own pickling: the object inside it as it would go
+                try:
+                    return pickle.loads, (cloudpickle.dumps(wrap(obj)),)
+                finally:
+                    busy.on = False
+            return NotImplemented if original is None else original(self, obj)
+        return reducer_override
+
+    picklers = [ForkingPickler, cloudpickle.Pickler]
+    if "joblib" in sys.modules:  # its multiprocessing backend pickles with a pickler of its own
+        from joblib.pool import CustomizablePickler
+        picklers.append(CustomizablePickler)
+    saved = {cls: cls.__dict__.get("reducer_override") for cls in picklers}
+    for cls, original in saved.items():
+        cls.reducer_override = override(original)
+    try:
+        yield
+    finally:
+        for cls, original in saved.items():
+            if original is None:
+                del cls.reducer_override
+            else:
+                cls.reducer_override = original
+
+
 def counting(fn, *args):
     """(in the student's process, through there()) fn(*args) and the Thread/Process starts and
     joins it made."""
