@@ -8,6 +8,7 @@ locks taken in argument order deadlock (rates measured in each check). Locks the
 answer creates can be aborted, and its threads are made daemons, so that a
 deadlocked answer fails one check in bounded time and never hangs the kernel.
 """
+import ctypes
 import dis
 import math
 import multiprocessing.process
@@ -40,13 +41,18 @@ _yield = time.sleep            # the real one, even if an answer patches time.sl
 # overwritten, on every run that has two threads on it at once.
 _PAUSE, _BEFORE_STORE = 2e-5, 8e-4
 _DEADLOCK_SECONDS = 5.0  # a cycle of blocked threads with no lock released for this long is a deadlock
-_STORES = {dis.opmap[name] for name in ("STORE_SUBSCR", "STORE_ATTR", "STORE_GLOBAL", "STORE_DEREF",
-                                        "STORE_NAME")}
-_BYTECODE = {}  # code object -> its bytecode (co_code builds a new copy at every access)
-_STORES_BY_THREAD = {}  # thread ident -> stores into shared state its answer code made, under the harness
+_STORES = {"STORE_SUBSCR", "STORE_ATTR", "STORE_GLOBAL", "STORE_DEREF", "STORE_NAME"}
+_CODE_INFO = {}  # code object -> (for each instruction's offset, the offsets that may run next; the stores
+                 # and lock entries among them, {offset: (opname, arg, argval)})
+_STORES_AT = {}  # (where, thread ident) -> [stores there, holding one answer lock or more, two or more,
+                 # ids of the answer locks held at every one of those holding one]; where: what was stored
+                 # into, as ids and names (see _where), or None where that cannot be read
+_VALUES_AT = {}  # where -> [(thread ident, the number stored, or None), ...] in the order stored
+_KEEP = {}       # id -> the object a `where` names, kept alive during the run so that its id stays its own
 _HELD = {}              # thread ident -> {id of an answer lock it holds: how many times}
-_LOCKED_STORES = {}     # thread ident -> [stores made holding one answer lock or more, holding two or more]
-_ALWAYS_HELD = {}       # thread ident -> ids of the answer locks it held at every such store of its own
+_HIDDEN = set()         # threads whose answer code entered or acquired a lock the harness did not make
+_FRAMES = {}            # thread ident -> [[answer frame, offset of its last instruction seen or None], ...]
+_UNSEEN = set()         # threads in which answer code ran with the forced switches off (see _settled)
 _DEPTH = {}             # thread ident -> the answer's frames on its stack, under the harness
 _INSIDE = set()         # the threads with an answer frame on their stack
 _TOGETHER = []          # _INSIDE each time a thread entered the answer's code: who ran it at once
@@ -158,6 +164,120 @@ def _compiled_codes(name, module):
     return codes
 
 
+def _code_info(code):
+    """(successors, special) of `code`, as _CODE_INFO holds them. An instruction's successors are the
+    next one and its jump's target (a re-raise: any handler); EXTENDED_ARG runs the instruction after
+    it with no event of its own."""
+    info = _CODE_INFO.get(code)
+    if info is None:
+        instructions = list(dis.get_instructions(code))
+        handlers = {entry.target for entry in dis._parse_exception_table(code)}
+        jumps = set(dis.hasjrel) | set(dis.hasjabs)
+        successors, special = {}, {}
+        for i, ins in enumerate(instructions):
+            after = {instructions[i + 1].offset} if i + 1 < len(instructions) else set()
+            if ins.opcode in jumps:
+                after.add(ins.argval)
+            if ins.opname in ("RERAISE", "RAISE_VARARGS"):
+                after |= handlers
+            successors[ins.offset] = after
+            if ins.opname in _STORES or ins.opname == "BEFORE_WITH" or (
+                    ins.opname in ("LOAD_METHOD", "LOAD_ATTR") and ins.argval == "acquire"):
+                special[ins.offset] = (ins.opname, ins.arg, ins.argval)
+        for ins in reversed(instructions):
+            if ins.opname == "EXTENDED_ARG":
+                for target in list(successors[ins.offset]):
+                    successors[ins.offset] |= successors.get(target, set())
+        info = _CODE_INFO[code] = ({k: frozenset(v) for k, v in successors.items()}, special)
+    return info
+
+
+_WORD = ctypes.sizeof(ctypes.c_void_p)
+# Which instruction may follow which, as _code_info reads them, holds for CPython 3.11's per-instruction
+# events (checked on the test suites of contextlib, generators, exceptions, with, coroutines, json,
+# threading and asyncgen: no false gap); elsewhere only frames that end unseen are looked for.
+_GAPS_SEEN = sys.version_info[:2] == (3, 11)
+
+
+def _stack(frame, depth, cell=None):
+    """The top `depth` objects of the value stack of `frame` (paused in a trace call), top first, or
+    with `cell` its localsplus[cell]; None where the frame is not laid out as CPython 3.11 lays it
+    out (its code and frame pointers are checked first: nothing is read from a wrong address)."""
+    if sys.version_info[:2] != (3, 11):
+        return None
+    inner = ctypes.c_void_p.from_address(id(frame) + 3 * _WORD).value  # PyFrameObject.f_frame
+    if not inner:
+        return None
+    words = (ctypes.c_void_p * 6).from_address(inner)  # f_func, f_globals, f_builtins, f_locals, f_code, frame_obj
+    code = frame.f_code
+    if words[4] != id(code) or words[5] != id(frame):
+        return None
+    top = ctypes.c_int.from_address(inner + 8 * _WORD).value  # stacktop, counted from localsplus
+    limit = len(code.co_varnames) + len(code.co_cellvars) + len(code.co_freevars) + code.co_stacksize
+    slots = [cell] if cell is not None else [top - 1 - i for i in range(depth)]
+    if not (depth <= top <= limit and all(0 <= i < limit for i in slots)):
+        return None
+    out = []
+    for i in slots:
+        address = ctypes.c_void_p.from_address(inner + (9 + i) * _WORD).value  # localsplus[i]
+        if not address:
+            return None
+        out.append(ctypes.cast(address, ctypes.py_object).value)
+    return out
+
+
+def _kept(value):
+    """A key that names `value` for the run: itself when a plain number or string, else its id (the
+    object kept alive meanwhile, so that no other object takes that id)."""
+    if type(value) in (int, str, bool, float):
+        return value
+    _KEEP[id(value)] = value
+    return ("id", id(value))
+
+
+def _where(frame, opname, arg, argval):
+    """(what the store about to run in `frame` writes into: (container, key), (object, attribute),
+    (globals, name) or the closure cell, the value it writes); (None, None) where the stack cannot
+    be read."""
+    if opname == "STORE_DEREF":
+        cell, top = _stack(frame, 0, cell=arg), _stack(frame, 1)
+        return (None, None) if cell is None or top is None else ((_kept(cell[0]),), top[0])
+    if opname in ("STORE_GLOBAL", "STORE_NAME"):
+        top = _stack(frame, 1)
+        space = frame.f_globals if opname == "STORE_GLOBAL" else frame.f_locals
+        return (None, None) if top is None else ((_kept(space), argval), top[0])
+    if opname == "STORE_ATTR":
+        top = _stack(frame, 2)  # the object, the value
+        return (None, None) if top is None else ((_kept(top[0]), argval), top[1])
+    top = _stack(frame, 3)  # STORE_SUBSCR: key, container, value
+    return (None, None) if top is None else ((_kept(top[1]), _kept(top[0])), top[2])
+
+
+def _settled(frame, ident, push=True):
+    """The record of `frame` on the thread's stack of answer frames, after taking off the frames above
+    it that are no longer running. Each answer frame is put there at its call event and taken off at
+    its return event, which the trace function gets whenever the switches are on; one that ended
+    without it ended with them off (sys.settrace(None), then back on: the thread's tracer alone, read
+    as it ends, does not show that). So does a frame whose next instruction seen is not one that can
+    follow the last one seen: the ones between ran unswitched."""
+    stack = _FRAMES.setdefault(ident, [])
+    if stack and stack[-1][0] is frame:
+        return stack[-1]
+    running, f = set(), frame
+    while f is not None:
+        running.add(id(f))
+        f = f.f_back
+    while stack and id(stack[-1][0]) not in running:
+        stack.pop()
+        _UNSEEN.add(ident)
+    if stack and stack[-1][0] is frame:
+        return stack[-1]
+    if push:  # a generator resumed by throw() gets no call event
+        stack.append([frame, None])
+        return stack[-1]
+    return None
+
+
 def _switch_everywhere(frame, event, arg):
     """Global trace function: in answer code, let other threads run after every instruction."""
     if event != "call" or not _is_answer_frame(frame):
@@ -165,6 +285,9 @@ def _switch_everywhere(frame, event, arg):
     frame.f_trace_opcodes = True
     frame.f_trace_lines = False
     ident = threading.get_ident()
+    if frame.f_back is not None:
+        _settled(frame.f_back, ident, push=False)
+    _FRAMES.setdefault(ident, []).append([frame, None])
     depth = _DEPTH[ident] = _DEPTH.get(ident, 0) + 1
     if depth == 1:
         _INSIDE.add(ident)
@@ -173,28 +296,41 @@ def _switch_everywhere(frame, event, arg):
 
 
 def _switch_local(frame, event, arg):
+    ident = threading.get_ident()
+    record = _settled(frame, ident)
     if event == "return":  # also when an exception ends the frame
-        ident = threading.get_ident()
+        _FRAMES[ident].pop()
         depth = _DEPTH[ident] = _DEPTH.get(ident, 1) - 1
         if depth <= 0:
             _INSIDE.discard(ident)
         return None
-    if event == "opcode":
-        code = _BYTECODE.get(frame.f_code)
-        if code is None:
-            code = _BYTECODE[frame.f_code] = frame.f_code.co_code
-        if code[frame.f_lasti] in _STORES:
-            ident = threading.get_ident()
-            _STORES_BY_THREAD[ident] = _STORES_BY_THREAD.get(ident, 0) + 1
+    if event == "exception":  # the next instruction is a handler's
+        record[1] = None
+    elif event == "opcode":
+        successors, special = _code_info(frame.f_code)
+        here = frame.f_lasti
+        if _GAPS_SEEN and record[1] is not None and here not in successors.get(record[1], ()):
+            _UNSEEN.add(ident)
+        record[1] = here
+        what = special.get(here)
+        if what is None:
+            _yield(_PAUSE)
+        elif what[0] in _STORES:
             held = _HELD.get(ident)
+            where, value = _where(frame, *what)
+            _VALUES_AT.setdefault(where, []).append((ident, value if type(value) in (int, float) else None))
+            counts = _STORES_AT.setdefault((where, ident), [0, 0, 0, None])
+            counts[0] += 1
             if held:
-                counts = _LOCKED_STORES.setdefault(ident, [0, 0])
-                counts[0] += 1
-                counts[1] += len(held) >= 2
-                always = _ALWAYS_HELD.get(ident)
-                _ALWAYS_HELD[ident] = set(held) if always is None else always & set(held)
+                counts[1] += 1
+                counts[2] += len(held) >= 2
+                counts[3] = set(held) if counts[3] is None else counts[3] & set(held)
             _yield(_BEFORE_STORE)
-        else:
+        else:  # a with statement or an acquire: on a lock the harness did not make, it cannot see it held
+            top = _stack(frame, 1)
+            if top is not None and not isinstance(top[0], _AbortableLock) and all(
+                    hasattr(type(top[0]), name) for name in ("acquire", "release")):
+                _HIDDEN.add(ident)
             _yield(_PAUSE)
     return _switch_local
 
@@ -253,8 +389,10 @@ class _Harness:
                     run()
                 finally:
                     # A thread that turned the switches off (sys.settrace(None), another
-                    # trace function) ran unswitched: its count proves nothing.
-                    if sys.gettrace() is not _switch_everywhere:
+                    # trace function) ran unswitched: its count proves nothing. So did one whose
+                    # answer frames ended unseen or skipped instructions (_settled).
+                    left = _FRAMES.pop(threading.get_ident(), None)
+                    if sys.gettrace() is not _switch_everywhere or left or threading.get_ident() in _UNSEEN:
                         harness.untraced.append(thread.name)
             thread.run = watched_run
             return saved[2](thread, *args, **kwargs)
@@ -358,16 +496,21 @@ UNTRACED = ("your threads switched off the grader's thread switching (sys.settra
 
 def _run_bounded(fn, args, seconds):
     """fn(*args) under the harness, in the student's process; ("ok", value, stores, locked,
-    together), ("error", text, 0, None, 0), ("hung", None, 0, None, 0) or ("untraced", thread names,
-    0, None, 0) when a thread ended with the switches turned off. `together`: the most threads other
+    together, counted), ("error", text, 0, None, 0, 0), ("hung", None, 0, None, 0, 0) or ("untraced",
+    thread names, 0, None, 0, 0) when a thread ran with the switches turned off. `together`: the most threads other
     than the calling one that were inside the answer's code at one time (a thread waiting for one
     of the answer's locks is: its frame is on its stack); workers started and joined one after
     another, or given one task at a time and waited for, never make 2. `stores`: how many times the answer's code stored
     into shared state (an item, attribute, global or closure variable) in threads other than the
-    one that called it; `locked`: how many of those it made holding one of its own locks or more,
-    how many holding two or more, and whether one of its locks was held at every one of them
+    one that called it, into what two of those threads or more wrote (shared state: a thread's own
+    slot is not); `locked`: how many of those it made holding one of its own locks or more,
+    how many holding two or more, whether one of its locks was held at every one of them
     (locks it made with threading.Lock or RLock while the harness ran: one bound earlier, `from
-    threading import Lock`, is not seen).
+    threading import Lock`, is not seen), and whether a worker thread's answer code entered or
+    acquired a lock the harness did not make; `counted` (last): the longest run 1, 2, ..., m of
+    numbers that the worker threads wrote, in that order and nothing else, into one place two of
+    them or more wrote (None where the stack could not be read). "untraced" also when an answer
+    frame ended unseen, or skipped instructions, in any thread (_settled).
 
     The harness must run beside the answer (a trace function and patched locks
     in the judge would do nothing to it): the whole run travels with there().
@@ -381,7 +524,7 @@ def _bounded_here(fn, args, seconds):
     the one that called it, in all)."""
     harness = _Harness()
     box = {}
-    for record in (_STORES_BY_THREAD, _HELD, _LOCKED_STORES, _ALWAYS_HELD, _DEPTH, _INSIDE, _TOGETHER):
+    for record in (_STORES_AT, _VALUES_AT, _KEEP, _HELD, _HIDDEN, _FRAMES, _UNSEEN, _DEPTH, _INSIDE, _TOGETHER):
         record.clear()
 
     def target():
@@ -398,18 +541,42 @@ def _bounded_here(fn, args, seconds):
             runner.join(0.05)
     if runner.is_alive() or harness.deadlocked.is_set():
         harness.release_stuck_threads()
-        return "hung", None, 0, None, 0
-    if harness.untraced:
-        return "untraced", harness.untraced[:3], 0, None, 0
+        return "hung", None, 0, None, 0, 0
+    if harness.untraced or _UNSEEN:
+        return "untraced", harness.untraced[:3], 0, None, 0, 0
     if "error" in box:
         err = box["error"]
-        return "error", f"{type(err).__name__}: {err}", 0, None, 0
-    in_workers = sum(n for ident, n in _STORES_BY_THREAD.items() if ident != runner.ident)
-    locked = [sum(n[i] for ident, n in _LOCKED_STORES.items() if ident != runner.ident) for i in (0, 1)]
-    sets = [held for ident, held in _ALWAYS_HELD.items() if ident != runner.ident]
+        return "error", f"{type(err).__name__}: {err}", 0, None, 0, 0
+    # Only stores into what two worker threads or more wrote count: shared state (a thread's own slot,
+    # local to it, is not). Where the stack could not be read (`where` None), every store counts.
+    writers = {}
+    for where, ident in _STORES_AT:
+        if ident != runner.ident:
+            writers.setdefault(where, set()).add(ident)
+    shared = {key: n for key, n in _STORES_AT.items()
+              if key[1] != runner.ident and (key[0] is None or len(writers[key[0]]) >= 2)}
+    in_workers = sum(n[0] for n in shared.values())
+    locked = [sum(n[i] for n in shared.values()) for i in (1, 2)]
+    always = {}
+    for (_, ident), n in shared.items():
+        if n[3] is not None:
+            always[ident] = n[3] if ident not in always else always[ident] & n[3]
+    sets = list(always.values())
     locked.append(bool(sets) and bool(set.intersection(*sets)))  # one lock held at every locked store
+    locked.append(bool(_HIDDEN - {runner.ident}))  # locks the harness did not make were taken
     together = max((len(inside - {runner.ident}) for inside in _TOGETHER), default=0)
-    return "ok", box["value"], in_workers, locked, together
+    # The longest count 1, 2, ..., m that the workers wrote, in that order and nothing else, into
+    # one place two of them or more wrote: a counter's history under a lock.
+    counted = 0
+    for where, stored in _VALUES_AT.items():
+        values = [value for ident, value in stored if ident != runner.ident]
+        if where is not None and len(writers.get(where, ())) >= 2 and values == list(range(1, len(values) + 1)):
+            counted = max(counted, len(values))
+    if None in _VALUES_AT:  # stores whose stack could not be read: no count to compare
+        counted = None
+    _KEEP.clear()
+    _VALUES_AT.clear()
+    return "ok", box["value"], in_workers, locked, together, counted
 
 
 def _watched(fn, *args):
@@ -465,17 +632,28 @@ def test_safe_increment_under_forced_switches(safe_increment):
     loaded 2-core machine. The threads must also have written the counter
     n_threads * n times in all (counted by the trace: stores into an item,
     attribute, global or closure variable in the answer's code, outside the
-    calling thread): a correct answer's threads each write it once per
-    increment, with an assignment, as the spec's read-modify-write does (an
-    answer that wrote it only through setattr or another C function would be
-    missed). A count returned beside threads that do nothing fails. At least two worker threads
+    calling thread, into one that two threads or more wrote: the stack is read
+    to tell what each store writes into): a correct answer's threads each write
+    the one counter once per increment, with an assignment, as the spec's
+    read-modify-write does (an answer that wrote it only through setattr or
+    another C function would be missed). A count returned beside threads that
+    do nothing, or that write slots of their own, fails; and the counter must have
+    been written 1, 2, ..., n_threads * n in that order (the values read off the
+    stack at each store), which a counter's read-modify-write under one lock
+    always writes (the store of each count is made holding the lock, so no other
+    store comes between its record and itself), and stores into one place beside
+    a count worked out never do. Threads that turn the
+    switches off fail at any time, not only at their end: an answer frame that
+    ends without its return event, or runs instructions between two events that
+    cannot follow each other, ran unswitched (_settled; no false signal on 812
+    tests of the standard library's own suites traced so). At least two worker threads
     must have been inside the answer's code at one time: a correct answer starts the next thread
     while the first is still at its increments (each store waits 0.8 ms, so n of them take 80 ms
     or more, and the starting thread needs a few instructions); threads started and joined one
     after another, or one task at a time on a pool, never are.
     """
     n_threads, n = random.randint(3, 4), random.randint(100, 150)
-    state, value, stores, _, together = _run_bounded(safe_increment, (n_threads, n), 60)
+    state, value, stores, _, together, counted = _run_bounded(safe_increment, (n_threads, n), 60)
     assert state != "hung", "safe_increment did not finish (a deadlock?)"
     assert state != "untraced", UNTRACED
     assert state != "error", f"with thread switches forced between instructions, safe_increment raised {value}"
@@ -485,7 +663,12 @@ def test_safe_increment_under_forced_switches(safe_increment):
         "is the read-modify-write protected by a lock?")
     assert stores >= n_threads * n, (
         f"the threads wrote the shared counter {stores} times, not {n_threads} x {n}: each thread must "
-        "add 1 n times itself (the count returned is not to be worked out)")
+        "add 1 n times itself to the one counter they share (the count returned is not to be worked out, "
+        "nor kept in a slot of each thread's own)")
+    assert counted is None or counted == got, (
+        f"the threads never wrote the counts 1, 2, ..., {got} one after another into the counter they share: "
+        "the count returned must be the one their increments made (each reads the counter and writes it "
+        "back plus 1, under the lock)")
     assert together >= 2, TOGETHER.format(what="increments")
 
 
@@ -593,6 +776,77 @@ def test_process_safe_counter_exact(process_safe_counter):
     got, counts = counted(process_safe_counter, 1, 7)
     assert got == 7, "one process adding 7 times should give 7"
     assert counts["process start"] >= 1, "the work must run in a process"
+
+
+@timeout(120)
+def test_process_safe_counter_counts_in_the_value(process_safe_counter):
+    """the count returned is the one the processes made in the shared Value, not a number worked out
+
+    False failure of a correct answer: 0. When the call starts its first process, every Value of a
+    number (4 bytes or more) that the call made and that still holds 0 is given a head start K, a
+    random number the answer cannot know (multiprocessing's RawValue, which Value and every context's
+    Value call, is watched in the student's process for the call). The processes then add to K, under
+    every start method (the Value is shared memory), and a correct answer returns what its Value
+    holds: K + n_procs * n. A count worked out, or kept anywhere else, is n_procs * n: it fails. A
+    Value used for something else (a flag, a count of processes done) may be thrown off by the head
+    start: any other result, an error, or none within 60 s leaves the check undecided (never passed);
+    so does a call that made no such Value before its first process.
+    """
+    n_procs, n, head = 3, random.randint(200, 400), random.randint(100_000, 1_000_000)
+    how, got, given = there(_head_started, process_safe_counter, (n_procs, n), head, 60)
+    if how != "returned" or type(got) is not int or not given:
+        pytest.skip(f"the call with a head start in its Value could not be judged ({how}; "
+                    f"{how_many(given, 'Value')} given the head start)")
+    assert got != n_procs * n, (
+        f"the count returned, {got}, is not what the shared Value holds: the processes must add 1 to the "
+        "multiprocessing.Value n times each, and the count returned is read from that Value (not worked out)")
+    if got != head + n_procs * n:
+        pytest.skip("the count returned is not the Value's count after a head start: the Value may serve "
+                    "something other than the count")
+
+
+def _head_started(fn, args, head, seconds):
+    """(in the student's process) fn(*args), every Value of a number it made that still holds 0 when its
+    first process starts given the head start `head` (see test_process_safe_counter_counts_in_the_value):
+    (how, value, how many were given it), how being "returned", "raised" or "waiting" (no return after
+    `seconds`)."""
+    import ctypes
+    import multiprocessing.sharedctypes as sharedctypes
+    made, given, box = [], [], {}
+    real_raw, real_start = sharedctypes.RawValue, multiprocessing.process.BaseProcess.start
+
+    def raw_value(*a, **k):
+        obj = real_raw(*a, **k)
+        made.append(obj)
+        return obj
+
+    def start(self, *a, **k):
+        if not box.get("started"):
+            box["started"] = True
+            for obj in made:  # integers and floats of 4 bytes or more hold K + n_procs * n exactly
+                if (getattr(type(obj), "_type_", "") in tuple("ilqILQfd") and ctypes.sizeof(obj) >= 4
+                        and obj.value == 0):
+                    obj.value = head
+                    given.append(obj)
+        return real_start(self, *a, **k)
+
+    def call():
+        try:
+            box["returned"] = fn(*args)
+        except Exception as err:  # noqa: BLE001 (the head start may throw a Value of a flag off)
+            box["raised"] = f"{type(err).__name__}"
+
+    sharedctypes.RawValue, multiprocessing.process.BaseProcess.start = raw_value, start
+    try:
+        caller = threading.Thread(target=call, daemon=True)
+        caller.start()
+        caller.join(seconds)
+    finally:
+        sharedctypes.RawValue, multiprocessing.process.BaseProcess.start = real_raw, real_start
+    if caller.is_alive():
+        return "waiting", None, len(given)
+    how = "returned" if "returned" in box else "raised"
+    return how, box.get(how) if how == "returned" else None, len(given)
 
 
 @timeout(120)
@@ -712,6 +966,15 @@ def test_transfer_many_no_deadlock(transfer_many):
     transfer, and an account's lock is held at every write only if all 80 random pairs of
     4 accounts share that account: false failure below 4 * 2**-80 per run. Locks the
     harness cannot see, bound before it ran or made by a Semaphore, leave this part out.
+    But some lock must be held: where no write of the balances held one of the answer's
+    locks, a thread must have entered or acquired a lock the harness did not make
+    (`with lock:`, `lock.acquire()`, seen in the answer's code); else no lock was
+    taken at all, which a correct answer never does. Only writes into what two
+    threads or more wrote count (the stack is read at each store to tell what it
+    writes into): 160 random transfers share each of the 4 accounts among the
+    threads (a thread's slice misses an account with chance 2**-40; a pool's
+    threads take transfers from one queue), so a correct answer's writes count;
+    writes into a slot of each thread's own do not.
     At least two worker threads must have been inside the answer's code at one time (160
     transfers of two 0.8 ms stores each on 4 threads: a correct answer's threads overlap for
     the whole run); transfers applied one after another never are.
@@ -719,7 +982,7 @@ def test_transfer_many_no_deadlock(transfer_many):
     for _ in range(3):
         balances = [random.randint(0, 200) for _ in range(4)]
         transfers = _opposing_transfers(4, 160)
-        state, value, stores, locked, together = _run_bounded(transfer_many, (list(balances), transfers, 4), 60)
+        state, value, stores, locked, together, _ = _run_bounded(transfer_many, (list(balances), transfers, 4), 60)
         assert state != "hung", ("transfer_many deadlocked with opposite transfers: "
                                  "are the two locks always taken in the same global order?")
         assert state != "untraced", UNTRACED
@@ -730,8 +993,11 @@ def test_transfer_many_no_deadlock(transfer_many):
             "does each transfer hold both accounts' locks while it updates them?")
         assert stores >= len(transfers), (
             f"the threads wrote the balances {stores} times for {len(transfers)} transfers: the transfers "
-            "must be applied by the threads, not by the calling thread")
+            "must be applied by the threads, not by the calling thread, to the one list of balances they share")
         assert together >= 2, TOGETHER.format(what="transfers")
+        assert locked[0] or locked[3], (
+            "the threads wrote the balances without holding any lock: each transfer must hold the locks "
+            "of both its accounts while it updates them")
         if locked[0] >= 2 * len(transfers):  # the balances written holding the answer's own locks
             assert locked[1], (
                 "the threads wrote the balances holding one lock at a time, never two: each transfer must hold "
@@ -785,6 +1051,156 @@ def test_parallel_sum_value(parallel_sum):
             pytest.skip(f"with n_workers={n_workers}, the partial sums should be computed in "
                                  f"{wanted} worker process(es), but only {len(fresh)} new process(es) "
                                  "appeared while the function ran")
+
+
+@timeout(120)
+def test_parallel_sum_summed_in_the_workers(parallel_sum):
+    """the partial sums are computed in the worker processes, from the numbers sent to them
+
+    False failure of a correct answer: 0. While the call runs, every number of the chunks on its way
+    from the calling process to a worker gets a shift h, a random number the answer cannot know (see
+    _shifted_call): in multiprocessing's messages (pool and executor tasks, queues, pipes, managers),
+    in joblib's loky queues, in the attributes of each Process started (its arguments: a forked child
+    sees them shifted, a spawned one receives them so), and in the chunks a forked child inherits.
+    However the numbers travel, each is summed once, in a worker: a correct answer returns
+    S + h * N (S the sum of the chunks, N how many numbers they hold), within the 1e-9 * sum|x + h|
+    allowed (the order of summation errs by far less). A sum made in the calling process, whatever
+    the workers did meanwhile, is S: it fails. Any other result (numbers sent by a way not watched,
+    or a float of the answer's own shifted too) is undecided, never passed. (Numbers handed over
+    through shared memory, which the exercise rules out, or packed into bytes first, would reach
+    the workers unshifted and fail too: no answer in the catalogue or the notebook does either.)
+    """
+    import numpy as np
+    chunks = [[random.uniform(-100, 100) for _ in range(random.randint(50, 200))] for _ in range(random.randint(4, 7))]
+    chunks[1] = np.array(chunks[1])
+    shift = float(random.randint(1_000, 100_000))
+    numbers = [float(x) for chunk in chunks for x in chunk]
+    plain, shifted = math.fsum(numbers), math.fsum(x + shift for x in numbers)
+    allowed = 1e-9 * math.fsum(abs(x + shift) for x in numbers)
+    how, got = there(_shifted_call, parallel_sum, chunks, 2, shift, 60)
+    if how == "returned" and type(got) in (float, int) and abs(got - plain) <= allowed:
+        raise AssertionError(
+            "the sum returned is not made of partial sums that worker processes computed from the chunks "
+            "sent to them (was it made in the calling process?): send each chunk to a worker, which sums "
+            "it, and add up the partial sums that come back")
+    if not (how == "returned" and type(got) in (float, int) and abs(got - shifted) <= allowed):
+        pytest.skip(f"with the numbers sent to the workers shifted, the call could not be judged ({how})")
+
+
+def _shift(value, shift, depth=0):
+    """A copy of `value` with `shift` added to every number of the runs of numbers in it (lists and
+    tuples of 2 numbers or more, at least one a float; float arrays, NumPy's or array's, of 2 or
+    more: an answer may cut the chunks into pieces as small as it likes), which it holds
+    in lists, tuples, dicts, partials, and the objects that concurrent.futures and joblib wrap calls
+    in; `value` itself where it holds none. A number on its own (a time to wait, say) is left as it
+    is: the check's chunks hold 50 numbers or more."""
+    import functools
+    import numpy as np
+    import array
+    kind = type(value)
+    if depth > 8:
+        return value
+    if kind is np.ndarray:
+        return value + shift if value.dtype.kind == "f" and value.size >= 2 else value
+    if kind is array.array:
+        return array.array(value.typecode, (x + shift for x in value)) if value.typecode in "fd" and len(value) >= 2 else value
+    if kind in (list, tuple):
+        if len(value) >= 2 and all(type(x) in (int, float) or isinstance(x, np.floating) for x in value) and any(
+                isinstance(x, float) for x in value):
+            return kind(x + shift for x in value)
+        items = [_shift(item, shift, depth + 1) for item in value]
+        return value if all(a is b for a, b in zip(items, value)) else kind(items)
+    if kind is dict:
+        items = {key: _shift(item, shift, depth + 1) for key, item in value.items()}
+        return value if all(items[key] is item for key, item in value.items()) else items
+    if kind is functools.partial:
+        args, keywords = _shift(value.args, shift, depth + 1), _shift(value.keywords, shift, depth + 1)
+        if args is value.args and keywords is value.keywords:
+            return value
+        return functools.partial(value.func, *args, **keywords)
+    if kind.__module__.split(".")[0] in ("concurrent", "joblib") and type(getattr(value, "__dict__", None)) is dict:
+        fields = _shift(vars(value), shift, depth + 1)
+        if fields is vars(value):
+            return value
+        copy = object.__new__(kind)
+        copy.__dict__.update(fields)
+        return copy
+    return value
+
+
+# The parts of a Process object that multiprocessing itself keeps; the rest (the target, its arguments,
+# a subclass's attributes) is what the child runs on.
+_PROCESS_OWN = {"_config", "_parent_pid", "_parent_name", "_popen", "_closed", "_identity", "_name"}
+
+
+def _shifted_call(fn, chunks, n_workers, shift, seconds):
+    """(in the student's process) fn(chunks, n_workers) with every float on its way to a worker process
+    shifted by `shift` (test_parallel_sum_summed_in_the_workers): ("returned", value), ("raised",
+    None) or ("waiting", None) after `seconds`."""
+    import pickle
+    from multiprocessing import reduction
+
+    import numpy as np
+    caller, box = os.getpid(), {}
+    real_dumps, real_start = reduction.ForkingPickler.__dict__["dumps"], multiprocessing.process.BaseProcess.start
+    loky = sys.modules.get("joblib.externals.loky.backend.queues")
+    loky_dumps = getattr(loky, "dumps", None)
+    joblib_pickler = getattr(sys.modules.get("joblib.pool"), "CustomizablePickler", None)  # its multiprocessing backend
+
+    def dumps(cls, obj, protocol=None):  # in the calling process only: a worker's results go back as they are
+        return real_dumps.__func__(cls, _shift(obj, shift) if os.getpid() == caller else obj, protocol)
+
+    def loky_shifted(obj, *a, **k):
+        return loky_dumps(_shift(obj, shift) if os.getpid() == caller else obj, *a, **k)
+
+    def pickler_dump(self, obj):
+        return pickle.Pickler.dump(self, _shift(obj, shift) if os.getpid() == caller else obj)
+
+    def start(self, *a, **k):
+        saved = {name: v for name, v in vars(self).items() if name not in _PROCESS_OWN}
+        vars(self).update({name: _shift(v, shift) for name, v in saved.items()})
+        try:
+            return real_start(self, *a, **k)
+        finally:
+            vars(self).update(saved)
+
+    def in_child():  # a forked child (a bare fork too) inherits the chunks themselves: shift them there
+        for chunk in chunks:
+            if type(chunk) is np.ndarray:
+                chunk += shift
+            elif type(chunk) is list:
+                chunk[:] = [x + shift for x in chunk]
+
+    def call():
+        try:
+            box["returned"] = fn(chunks, n_workers)
+        except Exception:  # noqa: BLE001 (judged by the other checks)
+            box["raised"] = None
+
+    forks = getattr(os, "_course_in_forked_child", None)
+    if forks is None:  # one hook for the process's life (a fork hook cannot be removed), switched per call
+        forks = os._course_in_forked_child = {"active": None}
+        os.register_at_fork(after_in_child=lambda: forks["active"] and forks["active"]())
+    reduction.ForkingPickler.dumps, multiprocessing.process.BaseProcess.start = classmethod(dumps), start
+    if loky_dumps is not None:
+        loky.dumps = loky_shifted
+    if joblib_pickler is not None:
+        joblib_pickler.dump = pickler_dump
+    forks["active"] = in_child
+    try:
+        caller_thread = threading.Thread(target=call, daemon=True)
+        caller_thread.start()
+        caller_thread.join(seconds)
+    finally:
+        forks["active"] = None
+        reduction.ForkingPickler.dumps, multiprocessing.process.BaseProcess.start = real_dumps, real_start
+        if loky_dumps is not None:
+            loky.dumps = loky_dumps
+        if joblib_pickler is not None:
+            del joblib_pickler.dump
+    if caller_thread.is_alive():
+        return "waiting", None
+    return ("returned", box["returned"]) if "returned" in box else ("raised", None)
 
 
 @timeout(120)

@@ -199,6 +199,99 @@ def safe_increment(n_threads, n):
         "no lock, the grader's thread switching turned off in its threads": _variant(
             _NO_LOCK, ("import threading, time", "import sys, threading, time"),
             ("    def work():\n", "    def work():\n        sys.settrace(None)\n")),
+        "no lock, the grader's thread switching turned off for the increments and back on, a store per increment into a slot of each thread's own": '''
+import sys, threading
+def safe_increment(n_threads, n):
+    if n_threads < 1 or n < 0:
+        raise ValueError("bad arguments")
+    state = {"count": 0}
+    scratch = [0] * n_threads
+    def unswitched(n):
+        for _ in range(n):
+            state["count"] = state["count"] + 1
+    def work(k):
+        saved = sys.gettrace()
+        sys.settrace(None)
+        unswitched(n)
+        sys.settrace(saved)          # back on before the thread ends
+        for i in range(n):
+            scratch[k] = i           # a store per increment, seen by the tracer
+    ts = [threading.Thread(target=work, args=(k,)) for k in range(n_threads)]
+    for t in ts: t.start()
+    for t in ts: t.join()
+    return state["count"]
+''',
+        "no lock, the switching turned off inline and back on in the same function": '''
+import sys, threading
+def safe_increment(n_threads, n):
+    if n_threads < 1 or n < 0:
+        raise ValueError("bad arguments")
+    state = {"count": 0}
+    def work():
+        saved = sys.gettrace()
+        sys.settrace(None)
+        for _ in range(n):
+            state["count"] = state["count"] + 1
+        sys.settrace(saved)
+        for _ in range(n):
+            state["seen"] = 0        # a store into shared state per increment, seen by the tracer
+    ts = [threading.Thread(target=work) for _ in range(n_threads)]
+    for t in ts: t.start()
+    for t in ts: t.join()
+    return state["count"]
+''',
+        "no lock, the switching turned off and back on by functions that map() calls one after another": '''
+import operator, sys, threading
+def safe_increment(n_threads, n):
+    if n_threads < 1 or n < 0:
+        raise ValueError("bad arguments")
+    state = {"count": 0}
+    def off():
+        state["tracer"] = sys.gettrace()
+        sys.settrace(None)
+    def unswitched():
+        for _ in range(n):
+            state["count"] = state["count"] + 1
+    def on():
+        sys.settrace(state["tracer"])
+    def decoy():
+        for _ in range(n):
+            state["seen"] = 0
+    def work():
+        list(map(operator.call, [off, unswitched, on, decoy]))
+    ts = [threading.Thread(target=work) for _ in range(n_threads)]
+    for t in ts: t.start()
+    for t in ts: t.join()
+    return state["count"]
+''',
+        "n_threads * n returned, each thread storing n times into a slot of its own": '''
+import threading
+def safe_increment(n_threads, n):
+    if n_threads < 1 or n < 0:
+        raise ValueError("bad arguments")
+    slots = [0] * n_threads
+    def work(k):
+        for i in range(n):
+            slots[k] = i + 1
+    ts = [threading.Thread(target=work, args=(k,)) for k in range(n_threads)]
+    for t in ts: t.start()
+    for t in ts: t.join()
+    return n_threads * n
+''',
+        "n_threads * n returned, the threads storing n times each into one place they share": '''
+import threading
+def safe_increment(n_threads, n):
+    if n_threads < 1 or n < 0:
+        raise ValueError("bad arguments")
+    shared = {}
+    def work():
+        for i in range(n):
+            shared["last"] = i + 1
+    ts = [threading.Thread(target=work) for _ in range(n_threads)]
+    for t in ts: t.start()
+    for t in ts: t.join()
+    return n_threads * n
+''',
         "no lock, threads started with tracing switched off": _variant(
             _NO_LOCK, ('    state = {"count": 0}\n', '    threading.settrace(None)\n    state = {"count": 0}\n')),
         "bare += without a lock (exact only by luck of the interpreter)": '''
@@ -290,6 +383,35 @@ def bytecode_ops(fn):
         "no lock, each process joined before the next starts": _variant(
             _PSC_NO_LOCK, ("    for p in ps: p.start()\n    for p in ps: p.join()\n",
                            "    for p in ps:\n        p.start()\n        p.join()\n")),
+        "n_procs * n returned beside processes that only sleep, the Value never touched": '''
+import time
+import multiprocessing as mp
+def process_safe_counter(n_procs, n):
+    if n_procs < 1 or n < 0:
+        raise ValueError("n_procs must be >= 1 and n >= 0")
+    counter = mp.Value("i", 0)           # never touched
+    procs = [mp.Process(target=time.sleep, args=(0.15,)) for _ in range(n_procs)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join()
+    return n_procs * n                   # the count worked out, not counted
+''',
+        "the count worked out and written into the Value by the calling process": '''
+import time
+import multiprocessing as mp
+def process_safe_counter(n_procs, n):
+    if n_procs < 1 or n < 0:
+        raise ValueError("bad arguments")
+    counter = mp.Value("i", 0)
+    procs = [mp.Process(target=time.sleep, args=(0.15,)) for _ in range(n_procs)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join()
+    counter.value = n_procs * n
+    return counter.value
+''',
         "threads instead of processes": '''
 import threading, multiprocessing
 from helpers.races import add_ones
@@ -407,6 +529,31 @@ def transfer_many(balances, transfers, n_threads):
     return acc
 ''',
         "no locks at all": _NO_LOCKS,
+        "no locks, the grader's thread switching turned off for the transfers and back on, stores into a slot of each thread's own": '''
+import sys, threading
+def transfer_many(balances, transfers, n_threads):
+    if n_threads < 1:
+        raise ValueError("n_threads must be at least 1")
+    out = list(balances)
+    scratch = [0] * n_threads
+    def unswitched(mine):
+        for src, dst, amount in mine:
+            out[src] -= amount
+            out[dst] += amount
+    def work(k):
+        mine = transfers[k::n_threads]
+        saved = sys.gettrace()
+        sys.settrace(None)
+        unswitched(mine)
+        sys.settrace(saved)
+        for i in range(len(mine)):
+            scratch[k] = i
+            scratch[k] = i
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(n_threads)]
+    for t in threads: t.start()
+    for t in threads: t.join()
+    return out
+''',
         "no locks, the grader's thread switching turned off in the pool's threads": _variant(
             _NO_LOCKS, ("from concurrent.futures", "import sys\nfrom concurrent.futures"),
             ("    def apply(t):\n", "    def apply(t):\n        sys.settrace(None)\n")),
@@ -457,6 +604,23 @@ def transfer_many(balances, transfers, n_threads):
 ''')),
         "a lock around every transfer, the account locks in argument order inside": _variant(
             _POOLED_TRANSFERS, ("with locks[min(src, dst)], locks[max(src, dst)]:", "with bank, locks[src], locks[dst]:")),
+        "no locks, each account written by one thread only (debits and credits shared out by account)": '''
+import threading
+def transfer_many(balances, transfers, n_threads):
+    if n_threads < 1:
+        raise ValueError("n_threads")
+    acc = list(balances)
+    def work(k):
+        for src, dst, amount in transfers:   # thread k writes only the accounts a with a % n_threads == k
+            if src % n_threads == k:
+                acc[src] -= amount
+            if dst % n_threads == k:
+                acc[dst] += amount
+    ts = [threading.Thread(target=work, args=(k,)) for k in range(n_threads)]
+    for t in ts: t.start()
+    for t in ts: t.join()
+    return acc
+''',
         "n_threads checked but not given to the executor": _variant(_POOLED_TRANSFERS, ("ThreadPoolExecutor(max_workers=n_threads)", "ThreadPoolExecutor()")),
     },
     "parallel_sum": {
@@ -491,6 +655,31 @@ def parallel_sum(chunks, n_workers):
         raise ValueError("n_workers")
     with ProcessPoolExecutor(n_workers, mp_context=mp_context()) as pool:
         return float(sum(pool.map(sum, chunks[:-1])))
+''',
+        "a serial math.fsum in the calling process beside processes that only sleep": '''
+import math
+import time
+import multiprocessing as mp
+def parallel_sum(chunks, n_workers):
+    if n_workers < 1:
+        raise ValueError("n_workers must be >= 1")
+    procs = [mp.Process(target=time.sleep, args=(0.05,)) for _ in range(min(n_workers, len(chunks)) or 1)]
+    for p in procs:
+        p.start()
+    total = math.fsum(float(x) for chunk in chunks for x in chunk)   # all done serially here
+    for p in procs:
+        p.join()
+    return total
+''',
+        "the chunks sent to a pool whose results are thrown away, the sum made in the calling process": '''
+import math
+from helpers.workers import mp_context
+def parallel_sum(chunks, n_workers):
+    if n_workers < 1:
+        raise ValueError("n_workers")
+    with mp_context().Pool(n_workers) as pool:
+        pool.map(len, chunks)                       # the workers get every chunk, and only count it
+    return math.fsum(float(x) for chunk in chunks for x in chunk)
 ''',
         "the workers run a helper defined in the notebook (breaks under spawn)": '''
 from helpers.workers import mp_context
