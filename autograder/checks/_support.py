@@ -297,7 +297,7 @@ def _watch_for_stall(barrier, done):
     there, and 0.2 ms of CPU a reading after it. Then every STALL_EVERY seconds the watch reads
     the state and CPU ticks of every thread of the student's process tree (the barrier's manager
     included, the watch left out); the meeting has stalled when STALL_SECONDS / STALL_EVERY
-    readings in a row found the same threads, all asleep ("S"), with the same ticks, and then some
+    readings in a row found the same threads, all asleep ("S") or ended ("Z"), with the same ticks, and then some
     but not all parties wait at the barrier. The others had then not arrived, and nothing in the
     tree was working towards them: no worker starting (an interpreter starting, spawned or
     forked, runs, waits for a core or waits for the disk), no call being handed out (handing out
@@ -322,7 +322,8 @@ def _watch_for_stall(barrier, done):
         now = _tree_threads(os.getpid(), me)
         if now is None:
             break
-        quiet = quiet + 1 if now == last and all(state == b"S" for state, _ in now.values()) else 0
+        # Asleep ("S"), or a process that has ended and waits to be joined ("Z"): neither works.
+        quiet = quiet + 1 if now == last and all(state in (b"S", b"Z") for state, _ in now.values()) else 0
         last = now
         if quiet >= needed:
             try:
