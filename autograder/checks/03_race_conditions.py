@@ -12,6 +12,7 @@ import ctypes
 import dis
 import math
 import multiprocessing.process
+import numbers
 import os
 import random
 import site
@@ -250,7 +251,22 @@ def _where(frame, opname, arg, argval):
         top = _stack(frame, 2)  # the object, the value
         return (None, None) if top is None else ((_kept(top[0]), argval), top[1])
     top = _stack(frame, 3)  # STORE_SUBSCR: key, container, value
-    return (None, None) if top is None else ((_kept(top[1]), _kept(top[0])), top[2])
+    return (None, None) if top is None else ((_kept(top[1]), _slot(top[0])), top[2])
+
+
+def _slot(key):
+    """The item a store by `key` writes, as a place: a plain number or string, or a tuple of them
+    (a NumPy index), as itself; a key for several items at once (a slice, a list or array of
+    indices, a mask) as all of the container; any other key by identity (see _kept)."""
+    plain = (int, str, bool, float)
+    if isinstance(key, numbers.Integral) and not isinstance(key, bool):
+        return int(key)
+    if type(key) in plain or (type(key) is tuple and all(type(k) in plain for k in key)):
+        return key
+    parts = key if type(key) is tuple else (key,)
+    if any(type(k) in (slice, list) or type(k).__module__ == "numpy" for k in parts):
+        return "[several]"
+    return _kept(key)
 
 
 def _settled(frame, ident, push=True):
@@ -318,7 +334,8 @@ def _switch_local(frame, event, arg):
         elif what[0] in _STORES:
             held = _HELD.get(ident)
             where, value = _where(frame, *what)
-            _VALUES_AT.setdefault(where, []).append((ident, value if type(value) in (int, float) else None))
+            number = isinstance(value, numbers.Real) and not isinstance(value, bool)  # NumPy's too
+            _VALUES_AT.setdefault(where, []).append((ident, value if number else None))
             counts = _STORES_AT.setdefault((where, ident), [0, 0, 0, None])
             counts[0] += 1
             if held:
@@ -374,9 +391,13 @@ class _Harness:
         return False
 
     @contextmanager
-    def active(self):
+    def active(self, namespace=None):
+        """The harness on for the block; `namespace` (the answer's globals) has its names for
+        threading's Lock and RLock (`from threading import Lock`) point at the harness's too."""
         saved = threading.Lock, threading.RLock, threading.Thread.start
         harness = self
+        namespace = namespace if type(namespace) is dict else {}
+        bound = {name: value for name, value in namespace.items() if value is saved[0] or value is saved[1]}
 
         def start(thread, *args, **kwargs):
             if not thread.daemon:
@@ -399,6 +420,7 @@ class _Harness:
 
         threading.Lock = self._lock_factory(saved[0])
         threading.RLock = self._lock_factory(saved[1])
+        namespace.update({name: threading.Lock if value is saved[0] else threading.RLock for name, value in bound.items()})
         threading.Thread.start = start
         threading.settrace(_switch_everywhere)
         try:
@@ -406,6 +428,7 @@ class _Harness:
         finally:
             threading.settrace(None)
             threading.Lock, threading.RLock, threading.Thread.start = saved
+            namespace.update(bound)
 
     def release_stuck_threads(self):
         """Abort the answer's locks; forget its pool threads so that exit does not join them."""
@@ -505,8 +528,9 @@ def _run_bounded(fn, args, seconds):
     one that called it, into what two of those threads or more wrote (shared state: a thread's own
     slot is not); `locked`: how many of those it made holding one of its own locks or more,
     how many holding two or more, whether one of its locks was held at every one of them
-    (locks it made with threading.Lock or RLock while the harness ran: one bound earlier, `from
-    threading import Lock`, is not seen), and whether a worker thread's answer code entered or
+    (locks it made with threading.Lock or RLock while the harness ran, also through a name its
+    globals bound to them, `from threading import Lock`; one made before, or bound in another
+    module, is not seen), and whether a worker thread's answer code entered or
     acquired a lock the harness did not make; `counted` (last): the longest run 1, 2, ..., m of
     numbers that the worker threads wrote, in that order and nothing else, into one place two of
     them or more wrote (None where the stack could not be read). "untraced" also when an answer
@@ -534,7 +558,7 @@ def _bounded_here(fn, args, seconds):
             box["error"] = err
 
     deadline = time.monotonic() + seconds
-    with harness.active():
+    with harness.active(getattr(fn, "__globals__", None)):
         runner = threading.Thread(target=target, daemon=True)
         runner.start()
         while runner.is_alive() and time.monotonic() < deadline and not harness.deadlocked.is_set():
@@ -965,7 +989,8 @@ def test_transfer_many_no_deadlock(transfer_many):
     account locks it takes inside). A correct answer holds both accounts' locks for each
     transfer, and an account's lock is held at every write only if all 80 random pairs of
     4 accounts share that account: false failure below 4 * 2**-80 per run. Locks the
-    harness cannot see, bound before it ran or made by a Semaphore, leave this part out.
+    harness cannot see, made before it ran, bound in another module or made by a Semaphore,
+    leave this part out.
     But some lock must be held: where no write of the balances held one of the answer's
     locks, a thread must have entered or acquired a lock the harness did not make
     (`with lock:`, `lock.acquire()`, seen in the answer's code); else no lock was
@@ -1078,6 +1103,8 @@ def test_parallel_sum_summed_in_the_workers(parallel_sum):
     plain, shifted = math.fsum(numbers), math.fsum(x + shift for x in numbers)
     allowed = 1e-9 * math.fsum(abs(x + shift) for x in numbers)
     how, got = there(_shifted_call, parallel_sum, chunks, 2, shift, 60)
+    if isinstance(got, (np.floating, np.integer)):  # NumPy's float64 too (np.sum)
+        got = float(got)
     if how == "returned" and type(got) in (float, int) and abs(got - plain) <= allowed:
         raise AssertionError(
             "the sum returned is not made of partial sums that worker processes computed from the chunks "

@@ -700,6 +700,35 @@ def parallel_sum(chunks, n_workers):
 
 ALTERNATIVE = {
     "safe_increment": {
+        "a counter in a NumPy array": '''
+import threading
+import time
+
+import numpy as np
+
+
+def safe_increment(n_threads: int, n: int) -> int:
+    if n_threads < 1:
+        raise ValueError("n_threads must be >= 1")
+    if n < 0:
+        raise ValueError("n must be >= 0")
+    counter = np.zeros(1, dtype=np.int64)
+    lock = threading.Lock()
+
+    def work():
+        for _ in range(n):
+            with lock:
+                current = counter[0]
+                time.sleep(0)
+                counter[0] = current + 1
+
+    threads = [threading.Thread(target=work) for _ in range(n_threads)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return int(counter[0])
+''',
         "RLock acquired and released by hand, one-element list": '''
 import threading, time
 def safe_increment(n_threads, n):
@@ -778,6 +807,54 @@ def process_safe_counter(n_procs, n):
 ''',
     },
     "transfer_many": {
+        "from threading import Lock, the two locks entered through an ExitStack": '''
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack
+from threading import Lock
+
+
+def transfer_many(balances, transfers, n_threads):
+    if n_threads < 1:
+        raise ValueError("n_threads must be >= 1")
+    result = list(balances)
+    locks = [Lock() for _ in result]
+
+    def move(src, dst, amount):
+        with ExitStack() as stack:
+            for i in sorted((src, dst)):
+                stack.enter_context(locks[i])
+            result[src] -= amount
+            result[dst] += amount
+
+    with ThreadPoolExecutor(n_threads) as pool:
+        futures = [pool.submit(move, *t) for t in transfers]
+        for f in futures:
+            f.result()
+    return result
+''',
+        "balances in a NumPy array, both updated by one fancy-indexed store": '''
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+
+def transfer_many(balances, transfers, n_threads):
+    if n_threads < 1:
+        raise ValueError("n_threads must be >= 1")
+    acc = np.array(balances, dtype=np.int64)
+    locks = [threading.Lock() for _ in range(len(acc))]
+
+    def apply(src, dst, amount):
+        lo, hi = sorted((src, dst))
+        with locks[lo], locks[hi]:
+            acc[[src, dst]] += [-amount, amount]   # src != dst: one fancy-indexed update of both
+
+    with ThreadPoolExecutor(max_workers=n_threads) as ex:
+        for f in [ex.submit(apply, *t) for t in transfers]:
+            f.result()
+    return acc.tolist()
+''',
         "ordered locks taken with acquire/release, threads over slices": '''
 import threading
 def transfer_many(balances, transfers, n_threads):
@@ -861,6 +938,18 @@ def transfer_many(balances, transfers, n_threads):
 ''')),
     },
     "parallel_sum": {
+        "built-in sum of the partial sums on an executor (a NumPy float when a chunk is an array)": '''
+from concurrent.futures import ProcessPoolExecutor
+
+from helpers.workers import mp_context
+
+
+def parallel_sum(chunks: list, n_workers: int) -> float:
+    if n_workers < 1:
+        raise ValueError("n_workers must be >= 1")
+    with ProcessPoolExecutor(max_workers=n_workers, mp_context=mp_context()) as pool:
+        return sum(pool.map(sum, chunks))
+''',
         "multiprocessing Pool with numpy partial sums and math.fsum": '''
 import math
 import numpy as np
