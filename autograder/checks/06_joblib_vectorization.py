@@ -126,11 +126,24 @@ def _withheld(fn, *args):
     """(in the student's process) fn(*args) with none of its joblib tasks run (spy_parallel's
     withhold): (its result, or None; the name of the exception it raised, or None; the number of
     Parallel calls it made)."""
-    with spy_parallel(withhold=True) as calls:
-        try:
-            return fn(*args), None, len(calls)
-        except Exception as err:  # noqa: BLE001  a correct answer cannot assemble what never came back
-            return None, type(err).__name__, len(calls)
+    import numpy
+    real = numpy.empty, numpy.empty_like
+
+    def unwritten(array):  # an array made with np.empty holds NaN here, not what freed memory held
+        if isinstance(array, numpy.ndarray) and array.dtype.kind in "fc":
+            array.fill(numpy.nan)
+        return array
+
+    numpy.empty = lambda *a, **k: unwritten(real[0](*a, **k))
+    numpy.empty_like = lambda *a, **k: unwritten(real[1](*a, **k))
+    try:
+        with spy_parallel(withhold=True) as calls:
+            try:
+                return fn(*args), None, len(calls)
+            except Exception as err:  # noqa: BLE001  a correct answer cannot assemble what never came back
+                return None, type(err).__name__, len(calls)
+    finally:
+        numpy.empty, numpy.empty_like = real
 
 
 def _assert_made_by_tasks(fn, args, right, what):
@@ -141,8 +154,9 @@ def _assert_made_by_tasks(fn, args, right, what):
 
     False failure of a correct answer: 0. Its result is assembled from what its tasks returned,
     or wrote into memory they share; with no task run, assembling Nones raises, or leaves parts
-    never written. The inputs are fresh random values, never passed before, so no memory left
-    over from an earlier call (np.empty) can hold the right values by chance."""
+    never written. The inputs are fresh random values, never passed before (bootstrap_ci's, which
+    its own result must be read for, with another call in between), and np.empty hands out arrays
+    of NaN meanwhile, so no memory left over from an earlier call can hold the right values."""
     result, raised, n_calls = there(_withheld, fn, *args)
     if raised is not None or not n_calls:  # no Parallel call at all: the checks beside this one fail it
         return
@@ -700,6 +714,7 @@ def test_bootstrap_ci_parallel(bootstrap_ci):
         assert len(call["tasks"]) >= 2, "the resamples should be split over several tasks"
     data, seed = _sample(100), random.randrange(10**6)
     interval = np.asarray(_interval(bootstrap_ci(data, 500, 3, seed), "bootstrap_ci"))
+    bootstrap_ci(_sample(100), 500, 3, seed + 1)  # memory freed by the call above now holds other means
     _assert_made_by_tasks(bootstrap_ci, (data, 500, 3, seed), _same_array(interval, 0, 1e-12), "bootstrap_ci")
 
 

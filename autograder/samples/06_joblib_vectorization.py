@@ -870,6 +870,33 @@ def block_matmul(A, B, n_blocks, n_jobs):
 ''',
     },
     "bootstrap_ci": {
+        "tasks fill slices of an np.empty array they share (require='sharedmem')": '''
+import numpy as np
+from joblib import Parallel, delayed
+
+
+def bootstrap_ci(data, n_boot, n_jobs, seed, alpha=0.05):
+    data = np.asarray(data, dtype=float).ravel()
+    if data.size == 0:
+        raise ValueError("data must not be empty")
+    if n_boot < 1 or n_jobs < 1:
+        raise ValueError("n_boot and n_jobs must be >= 1")
+    if not (0 < alpha < 1):
+        raise ValueError("alpha must lie in (0, 1)")
+    means = np.empty(n_boot)
+    edges = list(range(0, n_boot, 100)) + [n_boot]
+    seqs = np.random.SeedSequence(seed).spawn(len(edges) - 1)
+
+    def fill(lo, hi, ss):
+        rng = np.random.default_rng(ss)
+        idx = rng.integers(0, data.size, size=(hi - lo, data.size))
+        means[lo:hi] = data[idx].mean(axis=1)
+
+    Parallel(n_jobs=n_jobs, require="sharedmem")(
+        delayed(fill)(lo, hi, ss) for lo, hi, ss in zip(edges[:-1], edges[1:], seqs))
+    low, high = np.quantile(means, [alpha / 2, 1 - alpha / 2])
+    return float(low), float(high)
+''',
         "one child seed per resample, a module-level worker": '''
 import numpy as np
 from joblib import Parallel, delayed
