@@ -699,6 +699,37 @@ def train_fsdp(world_size, steps, seed):
 
 ALTERNATIVE = {
     "ring_allreduce_p2p": {
+        "equal chunks, the last padded with zeros": '''
+import torch
+import torch.distributed as dist
+
+
+def ring_allreduce_p2p(tensor: torch.Tensor) -> torch.Tensor:
+    rank, world = dist.get_rank(), dist.get_world_size()
+    flat = tensor.detach().reshape(-1).clone()
+    n = flat.numel()
+    if world == 1:
+        return flat.reshape(tensor.shape)
+    size = -(-n // world)                      # ceil: equal chunks, the last padded with zeros
+    buf = torch.zeros(size * world, dtype=flat.dtype)
+    buf[:n] = flat
+    chunks = buf.view(world, size)
+    right, left = (rank + 1) % world, (rank - 1) % world
+    incoming = torch.empty(size, dtype=flat.dtype)
+    for step in range(world - 1):              # reduce-scatter
+        s, r = (rank - step) % world, (rank - step - 1) % world
+        req = dist.isend(chunks[s].clone(), dst=right)
+        dist.recv(incoming, src=left)
+        req.wait()
+        chunks[r] += incoming
+    for step in range(world - 1):              # all-gather
+        s, r = (rank + 1 - step) % world, (rank - step) % world
+        req = dist.isend(chunks[s].clone(), dst=right)
+        dist.recv(incoming, src=left)
+        req.wait()
+        chunks[r].copy_(incoming)
+    return buf[:n].reshape(tensor.shape)
+''',
         "blocking send/recv ordered by parity, ring to the left, numpy split points": '''
 import numpy as np
 import torch
