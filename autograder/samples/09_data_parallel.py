@@ -204,6 +204,23 @@ def ring_allreduce(chunks: list) -> tuple:
     return [b.reshape(shape) for b in buffers], steps
 '''
 
+# Training in the calling process alone, warmed up at import (so that its CPU is not the call's):
+# the weights two wrong answers return beside ranks that do not give them.
+_SERIAL_IN_CALLER = '''
+def _serial(epochs, seed):
+    net = ddp_worker.make_model(seed)
+    data = ddp_worker.make_dataset(seed)
+    X, y = data.X, data.y
+    opt = torch.optim.SGD(net.parameters(), lr=ddp_worker.LR)
+    for epoch in range(epochs):
+        order = torch.randperm(len(X), generator=torch.Generator().manual_seed(seed + epoch))
+        for batch in order.split(ddp_worker.GLOBAL_BATCH):
+            opt.zero_grad(); torch.nn.functional.mse_loss(net(X[batch]), y[batch]).backward(); opt.step()
+    return net.state_dict()
+
+_serial(2, 0)  # warm-up at import time
+'''
+
 WRONG = {
     "sharded_gradient": {
         "sums the shard gradients": '''
@@ -415,19 +432,7 @@ def read_rank(rank, world_size, epochs, seed):
             data[i]
 
 
-def _serial(epochs, seed):
-    net = ddp_worker.make_model(seed)
-    data = ddp_worker.make_dataset(seed)
-    X, y = data.X, data.y
-    opt = torch.optim.SGD(net.parameters(), lr=ddp_worker.LR)
-    for epoch in range(epochs):
-        order = torch.randperm(len(X), generator=torch.Generator().manual_seed(seed + epoch))
-        for batch in order.split(ddp_worker.GLOBAL_BATCH):
-            opt.zero_grad(); torch.nn.functional.mse_loss(net(X[batch]), y[batch]).backward(); opt.step()
-    return net.state_dict()
-
-_serial(2, 0)  # warm-up at import time
-ddp_worker.by_value(read_rank); ddp_worker.torch_start_method()
+''' + _SERIAL_IN_CALLER + '''ddp_worker.by_value(read_rank); ddp_worker.torch_start_method()
 
 def run_ddp(world_size, epochs, seed):
     if world_size < 1 or ddp_worker.GLOBAL_BATCH % world_size or epochs < 0:
@@ -589,19 +594,7 @@ def run_ddp(world_size, epochs, seed):
                 "            opt.step()").replace("model.module.state_dict()", "model.state_dict()")),
                 ("def run_ddp(world_size, epochs, seed):", "def _ranks_run_ddp(world_size, epochs, seed):")) + '''
 
-def _serial(epochs, seed):
-    net = ddp_worker.make_model(seed)
-    data = ddp_worker.make_dataset(seed)
-    X, y = data.X, data.y
-    opt = torch.optim.SGD(net.parameters(), lr=ddp_worker.LR)
-    for epoch in range(epochs):
-        order = torch.randperm(len(X), generator=torch.Generator().manual_seed(seed + epoch))
-        for batch in order.split(ddp_worker.GLOBAL_BATCH):
-            opt.zero_grad(); torch.nn.functional.mse_loss(net(X[batch]), y[batch]).backward(); opt.step()
-    return net.state_dict()
-
-_serial(2, 0)  # warm-up at import time
-
+''' + _SERIAL_IN_CALLER + '''
 def run_ddp(world_size, epochs, seed):
     _ranks_run_ddp(world_size, epochs, seed)
     return _serial(epochs, seed)
