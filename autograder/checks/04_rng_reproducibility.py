@@ -75,7 +75,7 @@ def test_forked_draws_made_in_the_children(forked_draws):
     child_seed + k, seeds the parent never holds: the n_procs children of a correct answer each
     draw the numbers of their own seed, so the arrays come from n_procs different seeds. An answer
     that draws in the caller, from a copy of the parent's state, returns the parent's numbers; one
-    that copies one child's array returns one seed's numbers more than once (the same >= 3 doubles
+    that copies one child's array returns the numbers of one seed more than once (the same >= 3 doubles
     from two MT19937 states: about 2**-159).
     """
     n, size = random.randint(2, 4), random.randint(3, 9)
