@@ -18,7 +18,7 @@ _MISSING = object()
 
 
 @contextmanager
-def pretend(cuda=False, mps=False, count=1):
+def pretend(cuda=False, mps=False, count=1, built=()):
     """Make torch report CUDA and/or MPS as available while the block runs: the calls the exercise
     names (torch.cuda.is_available, torch.backends.mps.is_available), and those a correct answer
     may use instead or add from PyTorch's documentation: torch.mps.is_available, device_count, the
@@ -26,7 +26,9 @@ def pretend(cuda=False, mps=False, count=1):
     build, so `is_available() and is_built()` would never pick the pretended device),
     torch.cuda.current_device, torch.version.cuda and torch.accelerator. With MPS, the platform
     is Apple's too (sys.platform, platform.system and platform.machine), since MPS exists only
-    there and an answer may look for it only on a Mac."""
+    there and an answer may look for it only on a Mac. A backend named in `built` is compiled in
+    but not usable, as on a machine with a CUDA wheel and no GPU, or an Intel Mac (MPS built):
+    its is_built is True, every other call says it is absent."""
     # torch.backends is named in a string: spelled out, it would make this function
     # unpicklable (cloudpickle takes the submodules it names along, and torch.backends
     # is not a plain module), and the function must travel to the student's process.
@@ -34,18 +36,18 @@ def pretend(cuda=False, mps=False, count=1):
     accelerator = "cuda" if cuda else "mps" if mps else None
     replaced = [(torch.cuda, "is_available", lambda: cuda),
                 (torch.cuda, "device_count", lambda: count if cuda else 0),
-                (torch.version, "cuda", "12.8" if cuda else None)]
+                (torch.version, "cuda", "12.8" if cuda or "cuda" in built else None)]
     if cuda:
         replaced.append((torch.cuda, "current_device", lambda: 0))
-    if mps:
+    if mps or "mps" in built:
         import platform
         import sys
         replaced += [(sys, "platform", "darwin"), (platform, "system", lambda: "Darwin"),
-                     (platform, "machine", lambda: "arm64")]
+                     (platform, "machine", lambda: "arm64" if mps else "x86_64")]
     for backend, present in (("mps", mps), ("cuda", cuda)):
         module = getattr(backends, backend, None)
         if module is not None:
-            replaced.append((module, "is_built", lambda present=present: present))
+            replaced.append((module, "is_built", lambda present=present or backend in built: present))
             if backend == "mps":
                 replaced.append((module, "is_available", lambda: mps))
     mps_api = getattr(torch, "mps", None)  # torch.mps.is_available() asks the C++ side directly
@@ -121,6 +123,20 @@ def test_pick_device_mps_order(pick_device):
     assert _is(asked, "mps"), "prefer='mps' must give MPS where it exists, even when CUDA does too"
 
 
+def test_pick_device_built_but_absent(pick_device):
+    """a backend compiled into torch but not usable here (a CUDA wheel without a GPU, an MPS wheel on an
+    Intel Mac) is not picked: is_available() says whether a device exists, is_built() only how torch was built
+
+    False failure of a correct answer: 0 (pretended machines, exact comparison).
+    """
+    for backend, machine in (("cuda", "a machine with a CUDA build of torch and no GPU"),
+                             ("mps", "an Intel Mac, where torch is built with MPS but MPS is absent")):
+        for prefer, device in zip((None, backend), there(_picks, pick_device, [None, backend], built=(backend,))):
+            assert _is(device, "cpu"), (
+                f"pick_device({'' if prefer is None else repr(prefer)}) on {machine} must give the CPU: "
+                f"{backend} is built but not available (ask is_available(), not is_built())")
+
+
 def test_pick_device_unknown(pick_device):
     """a preference that names no device type raises ValueError"""
     for bad in ("tpu", "gpu", "banana"):
@@ -136,9 +152,9 @@ def _sample_batch():
     n = random.randint(2, 5)
     marker = object()
     batch = {
-        "inputs": torch.randn(n, 3),
-        "targets": [torch.arange(n), (torch.ones(2), "name.png", 7)],
-        "pair": Pair(torch.zeros(n), None),
+        "inputs": torch.randn(n, 3),  # random values, not zeros, that uninitialised memory could match
+        "targets": [torch.randperm(n) + 10, (torch.rand(2, dtype=torch.float64) + 1, "name.png", 7)],
+        "pair": Pair(torch.randn(n, dtype=torch.float16), None),
         "extra": marker,
         "score": 1.5,
     }
@@ -149,12 +165,12 @@ def _sample_batch():
 # identity of an object: the move happens there, and what it gave comes back described
 # (`_describe`) and is rebuilt here (`_rebuild`) with the same container types.
 def _describe(obj, marker):
-    """(in the student's process) obj as plain data: tensors by device and shape, containers by exact type."""
+    """(in the student's process) obj as plain data: tensors by device, shape and dtype, containers by exact type."""
     kind = type(obj)
     if obj is marker:
         return ("marker",)
     if isinstance(obj, torch.Tensor):
-        return ("tensor", obj.device.type, [int(n) for n in obj.shape])
+        return ("tensor", obj.device.type, [int(n) for n in obj.shape], str(obj.dtype))
     if kind is Pair:
         return ("Pair", [_describe(v, marker) for v in obj])
     if kind in (list, tuple):
@@ -171,10 +187,10 @@ def _describe(obj, marker):
 
 
 class _Tensor:
-    """A tensor as it was in the student's process: its device type and shape."""
+    """A tensor as it was in the student's process: its device type, shape and dtype (a name)."""
 
-    def __init__(self, device_type, shape):
-        self.device_type, self.shape = device_type, torch.Size(shape)
+    def __init__(self, device_type, shape, dtype):
+        self.device_type, self.shape, self.dtype = device_type, torch.Size(shape), dtype
 
 
 class _Sequence(list):
@@ -198,7 +214,7 @@ def _rebuild(data):
     if tag == "marker":
         return _MARKER
     if tag == "tensor":
-        return _Tensor(data[1], data[2])
+        return _Tensor(*data[1:])
     if tag == "Pair":
         return Pair(*(_rebuild(v) for v in data[1]))
     if tag in ("list", "tuple"):
@@ -238,9 +254,10 @@ def test_to_device_moves_every_tensor(to_device):
     tensors = [moved["inputs"], moved["targets"][0], moved["targets"][1][0], moved["pair"][0]]
     assert all(isinstance(t, _Tensor) for t in tensors), "tensors must stay tensors"
     assert all(t.device_type == "meta" for t in tensors), "some tensors were not moved to the device"
-    assert all(a.shape == b.shape for a, b in zip(
-        tensors, [batch["inputs"], batch["targets"][0], batch["targets"][1][0], batch["pair"][0]])), (
-        "moved tensors must keep their shapes")
+    originals = [batch["inputs"], batch["targets"][0], batch["targets"][1][0], batch["pair"][0]]
+    assert all(a.shape == b.shape for a, b in zip(tensors, originals)), "moved tensors must keep their shapes"
+    assert all(a.dtype == b.dtype for a, b in zip(tensors, originals)), (
+        "moved tensors must keep their dtypes (int64 labels stay int64): move them, do not cast them")
     # The batch may be moved in place (a dict updated, say) or copied: the notebook asks for either.
     bare = _rebuild(there(_moved_tensor, to_device, "meta"))
     assert isinstance(bare, _Tensor) and bare.device_type == "meta", "a bare tensor is moved too"
@@ -261,27 +278,78 @@ def test_to_device_keeps_structure(to_device):
     assert moved["pair"].label is None
 
 
-def _non_blocking_flags(to_device):
-    """(in the student's process) the non_blocking flag of every Tensor.to call to_device makes."""
+def _move_flags(to_device, batch, device, non_blocking):
+    """(in the student's process) to_device(batch, device, non_blocking=...) and the non_blocking flag
+    of every move it made: each Tensor.to call, and each Tensor.copy_ (a copy into a tensor made on
+    the device moves too)."""
     seen = []
-    original = torch.Tensor.to
+    originals = {name: getattr(torch.Tensor, name) for name in ("to", "copy_")}
 
-    def spy(self, *args, **kwargs):
-        seen.append(kwargs.get("non_blocking", any(a is True for a in args)))
-        return original(self, *args, **kwargs)
+    def spying(name):
+        def spy(self, *args, **kwargs):
+            # non_blocking comes before copy in every signature of both: the first bool given is it
+            seen.append(bool(kwargs.get("non_blocking", next((a for a in args if isinstance(a, bool)), False))))
+            return originals[name](self, *args, **kwargs)
+        return spy
 
-    torch.Tensor.to = spy
+    for name in originals:
+        setattr(torch.Tensor, name, spying(name))
     try:
-        to_device([torch.ones(1), {"a": torch.zeros(2)}], "meta", non_blocking=True)
+        moved = to_device(batch, device, non_blocking=non_blocking)
     finally:
-        torch.Tensor.to = original
-    return [bool(flag) for flag in seen]
+        for name, method in originals.items():
+            setattr(torch.Tensor, name, method)
+    return moved, seen
+
+
+def _non_blocking_flags(to_device, non_blocking):
+    """(in the student's process) the non_blocking flags of the moves to_device makes to 'meta'."""
+    return _move_flags(to_device, [torch.ones(1), {"a": torch.zeros(2)}], "meta", non_blocking)[1]
 
 
 def test_to_device_non_blocking(to_device):
-    """non_blocking is passed on to every tensor move"""
-    seen = there(_non_blocking_flags, to_device)
-    assert len(seen) >= 2 and all(seen), "non_blocking=True was not passed on to tensor.to"
+    """non_blocking is passed on to every tensor move, True and False alike"""
+    seen = there(_non_blocking_flags, to_device, True)
+    assert len(seen) >= 2 and all(seen), "non_blocking=True was not passed on to tensor.to (or tensor.copy_)"
+    seen = there(_non_blocking_flags, to_device, False)
+    assert not any(seen), (
+        "non_blocking=False must give blocking moves: a move to the CPU that does not wait can be read "
+        "before its copy has finished (pass non_blocking on as the caller gave it)")
+
+
+def _tensors(obj):
+    """The tensors inside nested lists, tuples and dicts, in order."""
+    if isinstance(obj, torch.Tensor):
+        return [obj]
+    items = obj.values() if isinstance(obj, dict) else obj if isinstance(obj, (list, tuple)) else ()
+    return [t for item in items for t in _tensors(item)]
+
+
+def _moved_to_cpu(to_device):
+    """(in the student's process) the sample batch's tensors (copies, taken before the call: an answer may
+    update the batch in place) and those of to_device(batch, 'cpu', non_blocking=False), with its flags."""
+    batch, _ = _sample_batch()
+    before = [t.clone() for t in _tensors(batch)]
+    moved, seen = _move_flags(to_device, batch, "cpu", False)
+    return before, _tensors(moved), seen
+
+
+def test_to_device_keeps_values(to_device):
+    """a move to a device that holds values (the CPU) gives the same values and dtypes, blocking
+
+    False failure of a correct answer: 0 (random values, exact comparison: a tensor moved to
+    the device it is on is itself, or an exact copy).
+    """
+    before, after, seen = there(_moved_to_cpu, to_device)
+    assert len(after) == len(before), "every tensor of the batch must come back, moved"
+    for old, new in zip(before, after):
+        assert new.device.type == "cpu", "a tensor was not moved to the CPU"
+        assert new.dtype == old.dtype, (
+            f"a {old.dtype} tensor came back as {new.dtype}: move tensors, do not cast them")
+        assert new.shape == old.shape and torch.equal(new, old), (
+            "a moved tensor must hold the same values: copy them (tensor.to(device) does), not just make "
+            "a tensor of the right shape")
+    assert not any(seen), "non_blocking=False was not passed on: a move was asked not to wait"
 
 
 # --- make_loader --------------------------------------------------------------------------
@@ -290,26 +358,39 @@ def _dataset():
     return TensorDataset(torch.arange(float(n)), torch.arange(n)), n
 
 
+def _loader_settings(make_loader, data, calls):
+    """(in the student's process) (is a DataLoader, pin_memory, persistent_workers, num_workers) of
+    make_loader(data, *call) for each call, on a pretended machine with CUDA: an answer may pin only
+    where CUDA is there (without it PyTorch warns and pins nothing), and so must see it."""
+    with pretend(cuda=True):
+        loaders = [make_loader(data, *call) for call in calls]
+    return [(isinstance(loader, DataLoader), getattr(loader, "pin_memory", None),
+             getattr(loader, "persistent_workers", None), getattr(loader, "num_workers", None))
+            for loader in loaders]
+
+
 def test_make_loader_settings(make_loader):
-    """pinned memory only for CUDA, persistent workers only with workers
+    """pinned memory only for CUDA, persistent workers only with workers (on a machine with CUDA)
 
     False failure of a correct answer: 0 (random sizes, exact settings).
     """
     data, _ = _dataset()
-    for device in ("cpu", torch.device("cpu")):
-        loader = make_loader(data, 4, 0, device)
-        assert isinstance(loader, DataLoader), "make_loader must return a DataLoader"
-        assert loader.pin_memory is False, "pin_memory must be off for a CPU device"
-        assert not loader.persistent_workers, "persistent workers make no sense with num_workers=0"
-    for device in ("cuda", "cuda:0", torch.device("cuda")):
-        assert make_loader(data, 4, 0, device).pin_memory is True, "pin_memory must be on for a CUDA device"
-    for device in ("mps", torch.device("meta")):
-        assert make_loader(data, 4, 0, device).pin_memory is False, (
-            f"pin_memory must be off for {device!r}: pinned memory speeds up copies to a CUDA device only")
     workers = random.randint(1, 3)
-    loader = make_loader(data, 5, workers, "cpu")
-    assert loader.num_workers == workers, "the loader must use num_workers worker processes"
-    assert loader.persistent_workers is True, "with workers, persistent_workers must be on"
+    devices = ("cpu", torch.device("cpu"), "cuda", "cuda:0", torch.device("cuda"), "mps", torch.device("meta"))
+    *made, (_, _, persistent, count) = there(_loader_settings, make_loader, data,
+                                             [(4, 0, device) for device in devices] + [(5, workers, "cpu")])
+    for device, (is_loader, pinned, persistent_without, _) in zip(devices, made):
+        assert is_loader, "make_loader must return a DataLoader"
+        if torch.device(device).type == "cpu":
+            assert pinned is False, "pin_memory must be off for a CPU device"
+            assert not persistent_without, "persistent workers make no sense with num_workers=0"
+        elif torch.device(device).type == "cuda":
+            assert pinned is True, "pin_memory must be on for a CUDA device"
+        else:
+            assert pinned is False, (
+                f"pin_memory must be off for {device!r}: pinned memory speeds up copies to a CUDA device only")
+    assert count == workers, "the loader must use num_workers worker processes"
+    assert persistent is True, "with workers, persistent_workers must be on"
 
 
 def test_make_loader_yields_everything(make_loader):
@@ -530,12 +611,19 @@ def _without_flop_counter(layer_flops, layer, shape):
     start and its formulas refusing to count: counted under FlopCounterMode or the profiler (its
     with_flops estimates, around the functional op on meta tensors, say) or with the formulas
     (conv_flop_count, mm_flop), a count is not by hand. The classes themselves are patched, and
-    the formulas' code, so that a name the answer imported earlier refuses too."""
+    the formulas' code, so that a name the answer imported earlier refuses too. Every FLOP counter,
+    a fresh copy of the module's (importlib.reload) too, is a TorchDispatchMode: entering any one,
+    or pushing a mode on the dispatch stack, refuses, and so does a reload. A count by hand from
+    the sizes, or from shapes on meta tensors, enters no mode; a refusal the answer swallowed
+    still fails."""
     import importlib
 
-    from torch.utils import flop_counter
+    from torch.utils import _python_dispatch, flop_counter
 
-    def refuse(self, *args, **kwargs):
+    refused = []
+
+    def refuse(*args, **kwargs):
+        refused.append(True)
         raise AssertionError("layer_flops should count by hand from the sizes, not with PyTorch's FLOP counter "
                              "or profiler")
 
@@ -545,22 +633,34 @@ def _without_flop_counter(layer_flops, layer, shape):
                                          (getattr(flop_counter, "_FlopCounterMode", None), "__enter__"),
                                          (getattr(profilers, "_KinetoProfile", None), "start"),
                                          (getattr(profilers, "profile", None), "__enter__"),
-                                         (getattr(legacy, "profile", None), "__enter__"))
+                                         (getattr(legacy, "profile", None), "__enter__"),
+                                         (getattr(_python_dispatch, "TorchDispatchMode", None), "__enter__"))
                if isinstance(c, type)]
+    # Functions in modules: a reloaded module takes the C function from torch._C anew, and runs in
+    # the same namespace as before (so its old functions see the refusal too).
+    functions = [(m, name) for m, name in ((torch._C, "_push_on_torch_dispatch_stack"),
+                                           (_python_dispatch, "_push_on_torch_dispatch_stack"),
+                                           (importlib, "reload")) if hasattr(m, name)]
     saved = [(c, name, c.__dict__.get(name)) for c, name in methods]
+    saved_functions = [(m, name, getattr(m, name)) for m, name in functions]
     codes = _refuse_formulas(flop_counter)
-    for c, name in methods:
+    for c, name in methods + functions:
         setattr(c, name, refuse)
     try:
-        return exact_int(layer_flops(layer, shape), "layer_flops")
+        flops = layer_flops(layer, shape)
     finally:
         for c, name, method in saved:
             if method is None:
                 delattr(c, name)
             else:
                 setattr(c, name, method)
+        for m, name, fn in saved_functions:
+            setattr(m, name, fn)
         for fn, code in codes:
             fn.__code__ = code
+    assert not refused, ("layer_flops should count by hand from the sizes, not with PyTorch's FLOP counter "
+                         "or profiler (it tried one)")
+    return exact_int(flops, "layer_flops")
 
 
 def _refuse_formulas(module):

@@ -33,6 +33,32 @@ def pick_device(prefer=None) -> torch.device:
     return torch.device(prefer)
 '''
 
+# pick_device by hand, how CUDA and MPS are found left open (%s): for wrong answers that ask is_built().
+_PICK_BUILT = '''
+import torch
+
+
+def pick_device(prefer=None) -> torch.device:
+    def exists(kind, index):
+        if kind == "cpu":
+            return True
+        if kind == "cuda":
+            return %s and (index is None or index < torch.cuda.device_count())
+        return %s
+
+    if prefer is not None:
+        kind, _, index = str(prefer).partition(":")
+        if kind not in ("cpu", "cuda", "mps"):
+            raise ValueError(f"unknown device {prefer!r}")
+        index = int(index) if index else None
+        if exists(kind, index):
+            return torch.device(kind) if index is None else torch.device(kind, index)
+    for kind in ("cuda", "mps"):
+        if exists(kind, None):
+            return torch.device(kind)
+    return torch.device("cpu")
+'''
+
 WRONG = {
     "pick_device": {
         "ignores prefer": '''
@@ -113,6 +139,12 @@ def pick_device(prefer=None):
         "prefer='mps' ignored: the default order instead": variant(
             _PICK_BY_HAND, ('return torch.device("mps") if torch.backends.mps.is_available() else default()',
                             "return default()")),
+        # is_built() says only that torch was compiled with the backend: a CUDA wheel on a machine
+        # without a GPU, or an MPS wheel on an Intel Mac, would pick a device that is not there.
+        "CUDA judged by torch.backends.cuda.is_built(), not torch.cuda.is_available()": _PICK_BUILT % (
+            "torch.backends.cuda.is_built()", "torch.backends.mps.is_available()"),
+        "MPS judged by torch.backends.mps.is_built(), not is_available()": _PICK_BUILT % (
+            "torch.cuda.is_available()", "torch.backends.mps.is_built()"),
     },
     "to_device": {
         "only moves a bare tensor": '''
@@ -156,6 +188,45 @@ def to_device(batch, device, non_blocking=False):
         return type(batch)(*(to_device(v, device) for v in batch))
     if isinstance(batch, (list, tuple)):
         return type(batch)(to_device(v, device) for v in batch)
+    return batch
+''',
+        "every move non-blocking, whatever the caller asks": '''
+import torch
+def to_device(batch, device, non_blocking=False):
+    if isinstance(batch, torch.Tensor):
+        return batch.to(device, non_blocking=True)  # a move to the CPU may then be read before it is done
+    if isinstance(batch, dict):
+        return type(batch)((k, to_device(v, device)) for k, v in batch.items())
+    if isinstance(batch, tuple) and hasattr(batch, "_fields"):
+        return type(batch)(*(to_device(v, device) for v in batch))
+    if isinstance(batch, (list, tuple)):
+        return type(batch)(to_device(v, device) for v in batch)
+    return batch
+''',
+        "every tensor also cast to float32 (int64 labels become floats)": '''
+import torch
+def to_device(batch, device, non_blocking=False):
+    if isinstance(batch, torch.Tensor):
+        return batch.to(device, torch.float32, non_blocking=non_blocking)
+    if isinstance(batch, dict):
+        return type(batch)((k, to_device(v, device, non_blocking)) for k, v in batch.items())
+    if isinstance(batch, tuple) and hasattr(batch, "_fields"):
+        return type(batch)(*(to_device(v, device, non_blocking) for v in batch))
+    if isinstance(batch, (list, tuple)):
+        return type(batch)(to_device(v, device, non_blocking) for v in batch)
+    return batch
+''',
+        "tensors of the right shape and dtype on the device, the values never copied": '''
+import torch
+def to_device(batch, device, non_blocking=False):
+    if isinstance(batch, torch.Tensor):
+        return torch.empty(batch.shape, dtype=batch.dtype).to(device, non_blocking=non_blocking)
+    if isinstance(batch, dict):
+        return type(batch)((k, to_device(v, device, non_blocking)) for k, v in batch.items())
+    if isinstance(batch, tuple) and hasattr(batch, "_fields"):
+        return type(batch)(*(to_device(v, device, non_blocking) for v in batch))
+    if isinstance(batch, (list, tuple)):
+        return type(batch)(to_device(v, device, non_blocking) for v in batch)
     return batch
 ''',
     },
@@ -476,6 +547,30 @@ def layer_flops(layer, input_shape) -> int:
         return 2 * n * layer.out_channels * h_out * w_out * per_output
     raise ValueError(f"layer_flops counts nn.Linear and nn.Conv2d, not {type(layer).__name__}")
 ''',
+        "PyTorch's FLOP counter, a fresh copy of its module (importlib.reload) around meta tensors": '''
+import importlib
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+def layer_flops(layer, input_shape) -> int:
+    if not isinstance(layer, (nn.Linear, nn.Conv2d)):
+        raise ValueError("only Linear and Conv2d")
+    fc = importlib.reload(importlib.import_module("torch.utils.flop_counter"))  # not the patched classes
+    x = torch.empty(tuple(input_shape), device="meta")
+    w = torch.empty(layer.weight.shape, device="meta")
+    try:
+        with fc.FlopCounterMode(display=False) as counter:
+            if isinstance(layer, nn.Linear):
+                F.linear(x, w)
+            else:
+                F.conv2d(x, w, None, layer.stride, layer.padding, layer.dilation, layer.groups)
+    except RuntimeError as err:
+        raise ValueError(str(err)) from None
+    return int(counter.get_total_flops())
+''',
     },
     "gpu_env": {
         "sets os.environ itself": '''
@@ -541,6 +636,28 @@ def to_channels_last(x):
 ''',
     },
 }
+
+# Correct: pins only where CUDA is there (the checks pretend a machine with CUDA).
+PIN_IF_CUDA_PRESENT = '''
+import multiprocessing
+
+import torch
+from torch.utils.data import DataLoader
+
+
+def make_loader(dataset, batch_size: int, num_workers: int, device) -> DataLoader:
+    if batch_size < 1 or num_workers < 0:
+        raise ValueError("batch_size must be >= 1 and num_workers >= 0")
+    device = torch.device(device)
+    extra = {}
+    if num_workers > 0:
+        methods = multiprocessing.get_all_start_methods()
+        extra = dict(persistent_workers=True,
+                     multiprocessing_context="forkserver" if "forkserver" in methods else "spawn")
+    # without CUDA, PyTorch warns and pins nothing
+    return DataLoader(dataset, batch_size=batch_size, shuffle=True, num_workers=num_workers,
+                      pin_memory=device.type == "cuda" and torch.cuda.is_available(), **extra)
+'''
 
 ALTERNATIVE = {
     "pick_device": {
@@ -692,8 +809,22 @@ def to_device(batch, device, non_blocking: bool = False):
         return tuple(to_device(v, device, non_blocking) for v in batch)
     return batch
 ''',
+        "a new tensor on the device, filled with copy_(..., non_blocking)": '''
+import torch
+def to_device(batch, device, non_blocking: bool = False):
+    if isinstance(batch, torch.Tensor):
+        return torch.empty_like(batch, device=device).copy_(batch, non_blocking=non_blocking)
+    if isinstance(batch, dict):
+        return type(batch)((k, to_device(v, device, non_blocking)) for k, v in batch.items())
+    if isinstance(batch, tuple) and hasattr(batch, "_fields"):
+        return type(batch)(*(to_device(v, device, non_blocking) for v in batch))
+    if isinstance(batch, (list, tuple)):
+        return type(batch)(to_device(v, device, non_blocking) for v in batch)
+    return batch
+''',
     },
     "make_loader": {
+        "pins only where CUDA is there (device CUDA and torch.cuda.is_available())": PIN_IF_CUDA_PRESENT,
         "keyword dict, spawn context and drop_last off": '''
 import torch
 from torch.utils.data import DataLoader
