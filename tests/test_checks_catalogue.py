@@ -38,8 +38,13 @@ def _catalogue_tests(assignment):
     class Catalogue:
         @pytest.mark.parametrize("exercise,label", list(_cases(assignment, "WRONG")))
         def test_wrong_answer_fails(self, judge, exercise, label):
-            code = samples.catalogue(assignment).WRONG[exercise][label]
+            catalogue = samples.catalogue(assignment)
+            code = catalogue.WRONG[exercise][label]
             outcomes = judge(assignment, exercise, code, until_failure=True)  # one failing check is enough
+            if label in getattr(catalogue, "TO_A_PERSON", {}).get(exercise, ()):
+                assert not all(o.passed for o in outcomes), (
+                    f"the wrong answer '{label}' passes every hidden check (it should go to a person)")
+                return
             if not any(not o.passed and not o.undecided for o in outcomes):
                 _skip_if_only_undecided(outcomes)
             assert any(not o.passed and not o.undecided for o in outcomes), (
@@ -92,6 +97,9 @@ def test_catalogue_covers_every_exercise(assignment):
         assert catalogue.WRONG.get(exercise), f"{exercise}: no wrong answer in the catalogue"
     for exercise, label in catalogue.PARTIAL.items():
         assert label is None or label in catalogue.WRONG[exercise], f"PARTIAL names an unknown answer {label}"
+    for exercise, labels in getattr(catalogue, "TO_A_PERSON", {}).items():
+        unknown = set(labels) - set(catalogue.WRONG.get(exercise, ()))
+        assert not unknown, f"TO_A_PERSON names unknown wrong answers of {exercise}: {unknown}"
 
 
 def test_a_serial_run_threads_fails_without_waiting_for_a_person(judge):

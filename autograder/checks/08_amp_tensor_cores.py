@@ -4,6 +4,7 @@ import random
 import re
 from contextlib import contextmanager
 
+import pytest
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -81,7 +82,8 @@ def _check_messages(issues, offending, what, fewer=None):
 # messages miss nested layers, subclasses, the batch size or a size shared by two layers; those
 # that give too many count other layers, or the batch size once per layer.
 _FEWER = (" (too few: is every Linear and Conv2d found, nested ones and subclasses too, as model.modules() "
-          "and isinstance find them; is a size two layers share reported for each; is the batch size judged?)")
+          "and isinstance find them; is a size two layers share reported for each, and a square layer's in and out "
+          "sizes both; is the batch size judged?)")
 _MORE = (" (too many: only Linear and Conv2d sizes count, each once per layer that has it, "
          "and the batch size once)")
 
@@ -106,6 +108,8 @@ def _pairs_off(names, n_messages):
 def test_tensor_core_issues_linear(tensor_core_issues):
     """one message per offending Linear dimension and batch size, float16 and bfloat16
 
+    The model ends in a square layer of a misfit size (d_model to d_model, common in real models):
+    two messages for it, in_features and out_features, not one per distinct size.
     False failure of a correct answer: 0 (random sizes, exact comparison of the messages).
     """
     aligned = random.choice((True, False))  # one model with a misfit batch size, one without, in either order
@@ -116,11 +120,13 @@ def test_tensor_core_issues_linear(tensor_core_issues):
         # in_features are always a misfit, so that such an answer reports one message too few.
         if sizes[1] % 8 == 0:
             sizes[1] += random.randint(1, 7)
+        square = 8 * random.randint(1, 8) + random.randint(1, 7)
         model = nn.Sequential(nn.Linear(sizes[0], sizes[1]), nn.ReLU(),
                               nn.Sequential(NonDynamicallyQuantizableLinear(sizes[1], sizes[2]), nn.Tanh()),
-                              nn.Linear(sizes[2], sizes[3]))
+                              nn.Linear(sizes[2], sizes[3]), nn.ReLU(), nn.Linear(sizes[3], square), nn.ReLU(),
+                              nn.Linear(square, square))
         batch = 8 * random.randint(1, 16) + (0 if batch_ok else random.randint(1, 7))
-        dims = [sizes[0], sizes[1], sizes[1], sizes[2], sizes[2], sizes[3]]
+        dims = [sizes[0], sizes[1], sizes[1], sizes[2], sizes[2], sizes[3], sizes[3], square, square, square]
         offending = [n for n in dims + [batch] if n % 8]
         _check_messages(tensor_core_issues(model, batch, dtype), offending, "a model of Linear layers")
 
@@ -131,16 +137,20 @@ def test_tensor_core_issues_conv(tensor_core_issues):
     The middle width is always a misfit. It is the first convolution's out_channels,
     the second's in_channels and the BatchNorm's width: an answer must report it
     twice (once per convolution) and not a third time for the BatchNorm. The batch
-    size is always a misfit here (a model of convolutions only still has a batch).
+    size is always a misfit here (a model of convolutions only still has a batch). A last,
+    square 1x1 convolution of misfit channels gives two messages (in and out), not one.
     False failure of a correct answer: 0 (random sizes, exact counts).
     """
     channels = _random_dims(8, 3)
     if channels[1] % 8 == 0:
         channels[1] += random.randint(1, 7)
+    square = 8 * random.randint(1, 8) + random.randint(1, 7)
     model = nn.Sequential(nn.Conv2d(channels[0], channels[1], 3), nn.BatchNorm2d(channels[1]), nn.ReLU(),
-                          nn.Conv2d(channels[1], channels[2], 1))
+                          nn.Conv2d(channels[1], channels[2], 1), nn.ReLU(), nn.Conv2d(channels[2], square, 1),
+                          nn.ReLU(), nn.Conv2d(square, square, 1))
     batch = 8 * random.randint(1, 8) + random.randint(1, 7)
-    offending = [n for n in (channels[0], channels[1], channels[1], channels[2], batch) if n % 8]
+    offending = [n for n in (channels[0], channels[1], channels[1], channels[2], channels[2], square, square, square,
+                             batch) if n % 8]
     _check_messages(tensor_core_issues(model, batch, torch.float16), offending, "a model of Conv2d layers")
 
 
@@ -390,7 +400,16 @@ def test_fixed_case_1_tensor_cores(fixed_case_1):
 
 
 def test_fixed_case_2_runs(fixed_case_2):
-    """case 2: the model runs on every batch of the 123 samples, at least 16 scores each"""
+    """case 2: the model runs on every batch of the 123 samples, at least 16 scores each
+
+    The samples are counted as distinct rows too: 128 draws with replacement fill whole batches
+    but leave about 45 of the 123 samples unseen. Rows that repeat a sample, or zero rows that pad
+    the data set to whole batches, count once or not at all. The batches must show at least
+    min(100, D) distinct samples, D those of the loader's data set (so that data made of equal
+    rows is not failed for it); a loader whose data set cannot be read is not judged on this.
+    False failure of a correct answer: 0 (a correct loader shows every sample of its data set but
+    a few, at least 120 of 123: exact comparison).
+    """
     model, data = _result(fixed_case_2(), "fixed_case_2")
     batches = _batches(data)
     assert batches, "the loader yields no batch"
@@ -408,6 +427,21 @@ def test_fixed_case_2_runs(fixed_case_2):
     assert 100 <= seen <= 128 or 100 <= seen - padding <= 123, (
         "the loader should cover (nearly) all 123 samples, each once (rows of zeros that pad it to whole "
         "batches aside)")
+    in_data = _distinct_samples(lambda: _batches(DataLoader(data.dataset, batch_size=len(data.dataset))))
+    shown = _distinct_samples(lambda: batches)
+    assert None in (in_data, shown) or shown >= min(100, in_data), (
+        f"the batches show only {shown} distinct samples of the {in_data} in the data set: they should "
+        "cover (nearly) all of them, each once (did the sampler draw with replacement?)")
+
+
+def _distinct_samples(batches):
+    """The number of distinct rows in batches() (rows of zeros, padding, aside), or None where it
+    cannot be read (no data set, one without a length, not tensors)."""
+    try:
+        rows = torch.cat([b.reshape(len(b), -1).double() for b in batches()])  # double: exact for float types
+    except Exception:  # noqa: BLE001 (nothing to compare: not judged)
+        return None
+    return len(torch.unique(rows[~(rows == 0).all(dim=1)], dim=0))
 
 
 def test_fixed_case_2_tensor_cores(fixed_case_2):
@@ -592,11 +626,13 @@ def test_train_amp_learns(train_amp):
 
 
 def _forward_states(train_amp, draw):
-    """(in the student's process) (autocast on, output dtype) of the first Linear at every forward pass,
-    and whether autocast was on at every call of the loss function."""
+    """(in the student's process) (autocast on, output dtype, weight dtype) of the first Linear at every
+    forward pass, whether autocast was on at every call of the loss function, and the dtypes of the
+    model's parameters after training."""
     model, loader = _problem(**draw)
     seen, loss_seen = [], []
-    model[0].register_forward_hook(lambda m, i, o: seen.append((torch.is_autocast_enabled("cpu"), o.dtype)))
+    model[0].register_forward_hook(
+        lambda m, i, o: seen.append((torch.is_autocast_enabled("cpu"), o.dtype, m.weight.dtype)))
     mse = nn.MSELoss()
 
     def loss_fn(out, target):
@@ -605,18 +641,24 @@ def _forward_states(train_amp, draw):
 
     with _one_thread():
         train_amp(model, loader, torch.optim.SGD(model.parameters(), lr=0.01), loss_fn, 1, "cpu")
-    return [(bool(on), str(dtype)) for on, dtype in seen], [bool(on) for on in loss_seen]
+    return ([(bool(on), str(dtype), str(weight)) for on, dtype, weight in seen], [bool(on) for on in loss_seen],
+            sorted({str(p.dtype) for p in model.parameters()}))
 
 
 def test_train_amp_forward_under_autocast(train_amp):
-    """forward and loss run under CPU autocast, in bfloat16
+    """forward and loss run under CPU autocast, in bfloat16, on float32 weights
 
+    Mixed precision keeps the weights in float32 (autocast lowers copies): weights cast to the low
+    type (model.to(dtype=...), .half(), .bfloat16()) are pure low-precision training.
     False failure of a correct answer: 0 (exact flags and dtypes).
     """
-    seen, loss_seen = there(_forward_states, train_amp, _draw())
+    seen, loss_seen, params = there(_forward_states, train_amp, _draw())
     assert seen, "the model was never called"
-    assert all(on for on, _ in seen), "the forward pass must run inside torch.autocast"
-    assert all(dtype == str(torch.bfloat16) for _, dtype in seen), "on the CPU, autocast must use bfloat16"
+    assert all(on for on, _, _ in seen), "the forward pass must run inside torch.autocast"
+    assert all(dtype == str(torch.bfloat16) for _, dtype, _ in seen), "on the CPU, autocast must use bfloat16"
+    assert all(weight == str(torch.float32) for _, _, weight in seen) and params == [str(torch.float32)], (
+        "the model's weights must stay float32 during and after training (mixed precision: autocast "
+        "casts copies to the low type; do not cast the model itself)")
     assert loss_seen, "loss_fn was never called"
     assert all(loss_seen), "the loss must be computed inside torch.autocast too (forward and loss, as the notebook says)"
 
@@ -681,6 +723,85 @@ def test_train_amp_no_clip_by_default(train_amp):
     norms, batches = there(_step_norms, train_amp, _draw(), 1, 0.001)
     assert norms and max(norms) > 0.05, "gradients should not be clipped without max_norm"
     assert len(norms) == batches, f"the optimizer stepped {len(norms)} times in one epoch of {batches} batches"
+
+
+def _moves(train_amp, draw, device):
+    """(in the student's process) whether the model was moved to `device` (model.to or .cpu() with
+    that device), and how many of the batch tensors the loader yielded were moved there, of how
+    many (Tensor.to, .cpu(), torch.as_tensor / asarray / tensor with device=, seen by a
+    TorchFunctionMode), in one epoch; None where the answer raised under the spies (the other
+    checks judge such errors, not this one)."""
+    from torch.overrides import TorchFunctionMode
+    from torch.utils.data import default_collate
+
+    model, loader = _problem(**draw)
+    kind = torch.device(device).type
+    yielded, moved, model_moved = {}, set(), []  # yielded: id -> tensor, kept alive so ids stay unique
+
+    def collate(samples):
+        batch = default_collate(samples)
+        yielded.update((id(t), t) for t in batch)
+        return batch
+
+    def to_kind(target, *args, **kwargs):
+        """Whether the device named (target "to": the one Tensor.to's arguments give) is of `device`'s kind."""
+        try:
+            target = torch._C._nn._parse_to(*args, **kwargs)[0] if target == "to" else target
+            return target is not None and torch.device(target).type == kind
+        except Exception:  # noqa: BLE001 (arguments it cannot read: no evidence, and the call goes on)
+            return False
+
+    for name in ("to", "cpu"):
+        real = getattr(model, name)
+
+        def spy(*args, _real=real, _name=name, **kwargs):
+            model_moved.append(to_kind("cpu") if _name == "cpu" else to_kind("to", *args, **kwargs))
+            return _real(*args, **kwargs)
+        object.__setattr__(model, name, spy)
+
+    class Moves(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            kwargs = kwargs or {}
+            name = getattr(func, "__name__", "")
+            if args and id(args[0]) in yielded:
+                if name == "to":
+                    ok = to_kind("to", *args[1:], **kwargs)
+                elif name in ("as_tensor", "asarray", "tensor"):
+                    ok = to_kind(kwargs.get("device"))
+                else:
+                    ok = name == "cpu" and to_kind("cpu")
+                if ok:
+                    moved.add(id(args[0]))
+            return func(*args, **kwargs)
+
+    loader = DataLoader(loader.dataset, batch_size=loader.batch_size, collate_fn=collate)
+    try:
+        with _one_thread(), Moves():
+            train_amp(model, loader, torch.optim.SGD(model.parameters(), lr=0.01), nn.MSELoss(), 1, device)
+    except Exception:  # noqa: BLE001 (an error of the answer: the other checks judge it)
+        return None
+    return any(model_moved), len(moved & yielded.keys()), len(yielded)
+
+
+def test_train_amp_moves_to_device(train_amp):
+    """the model and every batch (inputs and targets) are moved to `device`
+
+    On the CPU a move changes nothing, so only spies can see it: model.to / model.cpu() with the
+    device asked, and Tensor.to, .cpu() or torch.as_tensor (asarray, tensor) with device= on each
+    tensor the loader yields. An answer that moves them only where it matters (`if device.type ==
+    "cuda": ...`), or another way, leaves no such trace: then the check is undecided (a person
+    reads the code), never failed.
+    False failure of a correct answer: 0 (it passes or is undecided).
+    """
+    seen = there(_moves, train_amp, _draw(), random.choice(["cpu", torch.device("cpu")]))
+    if seen is None:
+        pytest.skip("the answer raised an error while the grader watched its moves (see the other checks)")
+    model_moved, moved, batches = seen
+    if not (model_moved and batches and moved == batches):
+        pytest.skip(f"the grader saw the model moved to the device: {'yes' if model_moved else 'no'}, and "
+                    f"{moved} of the {batches} batch tensors (inputs and targets) moved there: on the CPU a "
+                    "move that is skipped changes nothing, so a person must check that the model and each "
+                    "batch are moved to `device`")
 
 
 def test_train_amp_errors(train_amp):

@@ -194,6 +194,25 @@ def tensor_core_issues(model, batch_size, dtype):
         "layers matched by exact type (subclasses of Linear missed)": variant(
             _TCI, (_TCI_LINEAR, "        if type(m) is nn.Linear:\n"),
             ("        elif isinstance(m, nn.Conv2d):\n", "        elif type(m) is nn.Conv2d:\n")),
+        "a layer's misfit sizes gathered in a set (a square layer, Linear(12, 12), reported once)": '''
+import torch
+from torch import nn
+def tensor_core_issues(model, batch_size, dtype):
+    multiples = {torch.float16: 8, torch.bfloat16: 8, torch.int8: 16}
+    if dtype not in multiples:
+        raise ValueError(f"no Tensor Core rule for {dtype}")
+    k = multiples[dtype]
+    issues = [f"batch size {batch_size} is not a multiple of {k}"] if batch_size % k else []
+    for name, m in model.named_modules():
+        if isinstance(m, nn.Linear):
+            sizes = {m.in_features, m.out_features}
+        elif isinstance(m, nn.Conv2d):
+            sizes = {m.in_channels, m.out_channels}
+        else:
+            continue
+        issues += [f"{name}: {type(m).__name__} size {n} is not a multiple of {k}" for n in sorted(sizes) if n % k]
+    return issues
+''',
         "the rule chosen by element size (int16, uint8 accepted)": variant(_TCI, ("""    if dtype in (torch.float16, torch.bfloat16):
         k = 8
     elif dtype == torch.int8:
@@ -286,6 +305,16 @@ import torch
 from torch import nn
 def fixed_case_2():
     loader = torch.utils.data.DataLoader(torch.randn(123, 16), batch_size=64, drop_last=True)
+    model = nn.Sequential(nn.Linear(16, 64), nn.ReLU(), nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 16))
+    return model, loader
+''',
+        "128 draws with replacement from the 123 samples (about 45 never seen, others twice)": '''
+import torch
+from torch import nn
+from torch.utils.data import DataLoader, RandomSampler
+def fixed_case_2():
+    data = torch.randn(123, 16)
+    loader = DataLoader(data, batch_size=8, sampler=RandomSampler(data, replacement=True, num_samples=128))
     model = nn.Sequential(nn.Linear(16, 64), nn.ReLU(), nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 16))
     return model, loader
 ''',
@@ -457,6 +486,11 @@ def autocast_dtype(device) -> torch.dtype:
             ("torch.autocast(device.type, dtype=low)", "torch.autocast(device, dtype=low)")),
         "optimizer.step() after scaler.step(optimizer): two steps a batch": variant(
             _TRAIN_SCALED, ("            scaler.step(optimizer)\n", "            scaler.step(optimizer)\n            optimizer.step()\n")),
+        "the model's weights cast to the low type (pure bfloat16 training, not mixed precision)": variant(
+            _TRAIN_SCALED, ("    model.to(device)\n", "    model.to(device=device, dtype=low)\n")),
+        # On the CPU a skipped move changes nothing: the check is undecided (TO_A_PERSON below).
+        "never moves the model nor the batches to device": variant(
+            _TRAIN_SCALED, ("    model.to(device)\n", ""), ("            x, y = x.to(device), y.to(device)\n", "")),
     },
 }
 
@@ -659,6 +693,15 @@ def fixed_case_2():
     model = nn.Sequential(nn.Linear(16, 64), nn.ReLU(), nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 24))
     return model, loader
 ''',
+        "a shuffled loader of batches of 8, the last 3 samples dropped": '''
+import torch
+from torch import nn
+from torch.utils.data import DataLoader, TensorDataset
+def fixed_case_2():
+    loader = DataLoader(TensorDataset(torch.randn(123, 16)), batch_size=8, shuffle=True, drop_last=True)
+    model = nn.Sequential(nn.Linear(16, 64), nn.ReLU(), nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 16))
+    return model, loader
+''',
         "batches of 40, the data padded with rows of zeros to 160": '''
 import torch
 import torch.nn.functional as F
@@ -844,6 +887,10 @@ def train_amp(model, loader, optimizer, loss_fn, epochs, device, max_norm=None):
         out.append(total / count)
     return out
 ''',
+        "batches moved by torch.as_tensor(..., device=) and .to(device, non_blocking=True), model.to(device=)":
+            variant(_TRAIN_SCALED, ("    model.to(device)\n", "    model = model.to(device=device)\n"), (
+                "            x, y = x.to(device), y.to(device)\n",
+                "            x, y = torch.as_tensor(x, device=device), y.to(device, non_blocking=True)\n")),
         "an enabled CPU GradScaler, unscaled before clipping": '''
 import torch
 def train_amp(model, loader, optimizer, loss_fn, epochs, device, max_norm=None):
@@ -874,6 +921,9 @@ def train_amp(model, loader, optimizer, loss_fn, epochs, device, max_norm=None):
 }
 
 # The "partly wrong" sample student: these answers wrong (or left blank), the rest right.
+# A skipped move changes nothing on the CPU: the spies on the moves can only send this to a person.
+TO_A_PERSON = {"train_amp": ["never moves the model nor the batches to device"]}
+
 PARTIAL = {
     "train_amp": "backward inside autocast",
     "fixed_case_2": None,

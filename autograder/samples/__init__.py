@@ -2,7 +2,9 @@
 
 `autograder/samples/<assignment>.py` lists, per exercise, plausible WRONG answers
 (which the hidden checks must score zero), correct ALTERNATIVE answers (which
-they must accept), and PARTIAL: which wrong answers (or blanks) make up the
+they must accept), TO_A_PERSON (optional): wrong answers no check can fail on a
+machine like the grader's, which must be undecided (zero, then a person), never
+passed; and PARTIAL: which wrong answers (or blanks) make up the
 "partly wrong" sample student. tests/ holds the checks to that catalogue; the
 main job turns it into three sample submissions per assignment:
 
