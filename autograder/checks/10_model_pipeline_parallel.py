@@ -9,10 +9,25 @@ from torch import nn
 from autograder.checks._support import exact_float, exact_list, raises_value_error, there
 
 
-def _random_model():
+class _Residual(nn.Module):
+    """x + tanh(linear(x)): a block the model holds as one layer; its forward is more than its
+    children chained, so taking it apart changes what the model computes."""
+
+    def __init__(self, width):
+        super().__init__()
+        self.inner = nn.Sequential(nn.Linear(width, width), nn.Tanh())
+
+    def forward(self, x):
+        return x + self.inner(x)
+
+
+def _random_model(residual=False):
     widths = [random.choice([2, 3, 8, 20, 40]) for _ in range(random.randint(5, 8))]
     layers = []
-    for a, b in zip(widths, widths[1:]):
+    at = random.randrange(len(widths) - 1) if residual else None
+    for i, (a, b) in enumerate(zip(widths, widths[1:])):
+        if i == at:
+            layers.append(_Residual(a))
         layers.append(nn.Linear(a, b))
         if random.random() < 0.5:
             layers.append(nn.Tanh())
@@ -35,11 +50,13 @@ def _optimal_max(counts, k):
 def test_split_sequential_chained_equals_model(split_sequential):
     """the stages are non-empty nn.Sequential holding the model's layers in order, and chained equal the model
 
+    The last two models hold a residual block as one of their layers: a stage must keep it whole
+    (splitting the model's leaf modules loses its skip connection).
     False failure of a correct answer: 0 (random models; the same layers
     in the same order give the same float32 results; atol 1e-6 besides).
     """
-    for _ in range(3):
-        model, d_in = _random_model()
+    for residual in (False, True, True):
+        model, d_in = _random_model(residual)
         k = random.randint(1, min(4, len(model)))
         x = torch.randn(5, d_in)
         facts = there(_chained_stages, split_sequential, model, k, x)
@@ -48,7 +65,8 @@ def test_split_sequential_chained_equals_model(split_sequential):
         assert all(s["sequential"] and s["length"] >= 1 for s in facts["stages"]), (
             "every stage must be a non-empty nn.Sequential")
         assert facts["n_layers"] == len(model) and facts["same_layers"], (
-            "the stages must hold the model's own layer objects (not copies), each once, in order")
+            "the stages must hold the model's own layer objects (not copies), each once, in order; a block the "
+            "model holds as one layer (a residual block) stays whole")
         out = facts["out"]
         assert isinstance(out, torch.Tensor) and out.shape == model(x).shape and torch.allclose(
             out, model(x), atol=1e-6), "the chained stages do not compute what the model computes"
@@ -95,12 +113,15 @@ def _linear_chain(widths):
 
 
 def test_split_sequential_balanced(split_sequential):
-    """the largest stage's parameter count is the smallest possible
+    """the largest stage's parameter count (frozen parameters too) is the smallest possible
 
     False failure of a correct answer: 0 (random models, exact integer
     counts against an exhaustive search).
     """
     cases = [(_linear_chain(w), k) for w, k in HARD_SPLITS]
+    frozen = _linear_chain([40, 40, 40, 2, 2])
+    frozen[0].requires_grad_(False)  # frozen weights still count: they take the stage's memory
+    cases.append((frozen, 2))  # counting only trainable ones gives 3280, the optimum is 1728
     for _ in range(6):
         model, _ = _random_model()
         cases.append((model, random.randint(2, min(4, len(model)))))
@@ -197,6 +218,43 @@ def _stage_batch_sizes(pipeline_forward, stages, x, m, offsets):
     return seen, out
 
 
+def test_pipeline_forward_keeps_the_graph(pipeline_forward):
+    """with grad mode on, the output carries the autograd graph: its backward pass gives the
+    stages' parameters the gradients the model's own forward pass gives
+
+    False failure of a correct answer: 0. Splitting, `.to()` and concatenating are differentiable,
+    so only float32 rounding differs (gradients summed micro-batch by micro-batch): over 3000
+    random draws the worst error was 0.0094 of the tolerance (atol = rtol = 1e-4; gradients up to 120).
+    """
+    model, d_in = _random_model()
+    cut = random.randint(1, len(model) - 1)
+    m = random.randint(2, 5)
+    x = torch.randn(m * random.randint(2, 4) + random.randint(1, m - 1), d_in)
+    facts = there(_gradients, pipeline_forward, model, cut, x, m)
+    assert facts["requires_grad"], (
+        "the output must keep the autograd graph (requires_grad, when the stages' parameters do): "
+        "no torch.no_grad() and no .detach(), or a pipeline built on it cannot be trained")
+    model.zero_grad(set_to_none=True)  # without a judge, _gradients ran on this very model
+    with torch.enable_grad():
+        model(x).sum().backward()
+    for p, got in zip(model.parameters(), facts["grads"]):
+        assert got is not None and torch.allclose(got, p.grad, atol=1e-4, rtol=1e-4), (
+            "the output's backward pass does not give the stages' parameters the model's gradients: "
+            "every micro-batch's output must stay connected to the stages that computed it")
+
+
+def _gradients(pipeline_forward, model, cut, x, m):
+    """(in the student's process) with grad mode on, whether pipeline_forward([model[:cut],
+    model[cut:]], x, m) requires grad, and the gradients of its sum for the model's parameters
+    (None for one it did not reach)."""
+    with torch.enable_grad():  # grad mode is per thread: set it here, whatever the caller's
+        out = pipeline_forward([model[:cut], model[cut:]], x, m)
+        if not (isinstance(out, torch.Tensor) and out.requires_grad):
+            return {"requires_grad": False, "grads": None}
+        out.sum().backward()
+    return {"requires_grad": True, "grads": [None if p.grad is None else p.grad.clone() for p in model.parameters()]}
+
+
 def test_pipeline_forward_errors(pipeline_forward):
     """n_microbatches < 1 or more than the batch size raises ValueError
 
@@ -217,15 +275,18 @@ def test_pipeline_forward_moves_to_each_stage(pipeline_forward):
     """each micro-batch moves to the device of each stage's parameters before that stage runs
 
     False failure of a correct answer: 0 (exact). The last stage sits on PyTorch's `meta` device,
-    which has no data: its forward pre-hook must see every micro-batch arrive there.
+    which has no data: its forward pre-hook must see every micro-batch arrive there. That stage
+    starts with a layer without parameters (Identity, Tanh or ReLU, which run on meta), so the
+    device must come from the stage's parameters, not from its first layer.
     """
     model, d_in = _random_model()
     cut = random.randrange(0, len(model) - 1)
-    while not isinstance(model[cut], nn.Linear):  # a Linear starts the last stage
+    while not isinstance(model[cut], nn.Linear):  # a Linear follows the last stage's first layer
         cut -= 1
     m = random.randint(2, 4)
     x = torch.randn(m * 2 + 1, d_in)
-    devices, problem = there(_on_meta, pipeline_forward, model, cut, x, m)
+    first = random.choice([nn.Identity, nn.Tanh, nn.ReLU])()
+    devices, problem = there(_on_meta, pipeline_forward, model, cut, first, x, m)
     # An answer that copies each output back to x's device stops at the first (no data on meta):
     # every micro-batch the stage got must have been moved there, all m where the call ran through.
     assert devices and set(devices) == {"meta"} and (problem or len(devices) == m), (
@@ -234,12 +295,13 @@ def test_pipeline_forward_moves_to_each_stage(pipeline_forward):
         + (f"; {problem}" if problem else "") + ")")
 
 
-def _on_meta(pipeline_forward, model, cut, x, m):
+def _on_meta(pipeline_forward, model, cut, first, x, m):
     """(in the student's process) the device of each input the last stage got during
     pipeline_forward(stages, x, m), the stages being model[:cut] (an Identity if empty) and
-    model[cut:] moved to the meta device, and what went wrong, if anything. Where the output
-    goes afterwards is the answer's to choose (moving it back to x's device fails on meta)."""
-    stages = [model[:cut] if cut else nn.Sequential(nn.Identity()), model[cut:].to("meta")]
+    `first` (a layer without parameters) followed by model[cut:], moved to the meta device, and
+    what went wrong, if anything. Where the output goes afterwards is the answer's to choose
+    (moving it back to x's device fails on meta)."""
+    stages = [model[:cut] if cut else nn.Sequential(nn.Identity()), nn.Sequential(first, *model[cut:]).to("meta")]
     devices = []
     hook = stages[1].register_forward_pre_hook(lambda mod, args: devices.append(args[0].device.type))
     try:

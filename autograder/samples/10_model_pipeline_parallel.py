@@ -98,6 +98,8 @@ def split_sequential(model, n_stages):
             "torch.nn.Sequential(*layers[a:b])", "torch.nn.Sequential(*copy.deepcopy(layers[a:b]))").replace(
             "import itertools", "import copy\nimport itertools"),
         "the smallest sum of squared stage sizes": _MOST_EVEN,
+        "only trainable parameters counted (a frozen layer as 0)": variant(
+            _BRUTE_FORCE, ("for p in layer.parameters())", "for p in layer.parameters() if p.requires_grad)")),
         "the smallest max - min of the stage sizes": variant(
             _MOST_EVEN, ("whose stage sizes have the smallest sum of squares", "whose largest and smallest stage differ least"),
             ("        return sum(sum(counts[a:b]) ** 2 for a, b in zip(bounds, bounds[1:]))",
@@ -114,6 +116,37 @@ def split_sequential(model, n_stages: int) -> list:
     if not 1 <= n_stages <= n:
         raise ValueError("n_stages out of range")
     counts = [layer.weight.numel() if hasattr(layer, "weight") else 0 for layer in layers]
+    prefix = [0]
+    for c in counts:
+        prefix.append(prefix[-1] + c)
+    inf = float("inf")
+    best = [[inf] * (n + 1) for _ in range(n_stages + 1)]
+    cut = [[0] * (n + 1) for _ in range(n_stages + 1)]
+    best[0][0] = 0
+    for k in range(1, n_stages + 1):
+        for i in range(k, n + 1):
+            for j in range(k - 1, i):
+                value = max(best[k - 1][j], prefix[i] - prefix[j])
+                if value < best[k][i]:
+                    best[k][i], cut[k][i] = value, j
+    bounds, i = [n], n
+    for k in range(n_stages, 0, -1):
+        i = cut[k][i]
+        bounds.append(i)
+    bounds.reverse()
+    return [nn.Sequential(*layers[a:b]) for a, b in zip(bounds, bounds[1:])]
+''',
+        "the model's leaf modules split, a residual block taken apart": '''
+from torch import nn
+
+
+def split_sequential(model, n_stages: int) -> list:
+    """Min-max split (dynamic programming) over the model's LEAF modules, not its own layers."""
+    layers = [m for m in model.modules() if not list(m.children())]
+    n = len(layers)
+    if not 1 <= n_stages <= n:
+        raise ValueError("n_stages out of range")
+    counts = [sum(p.numel() for p in layer.parameters()) for layer in layers]
     prefix = [0]
     for c in counts:
         prefix.append(prefix[-1] + c)
@@ -208,6 +241,18 @@ def pipeline_forward(stages, x, n_microbatches):
 """, "")),
         "one sample per micro-batch refused (>= for >)": variant(
             _PIPELINE, ("if not 1 <= n_microbatches <= len(x):", "if n_microbatches < 1 or n_microbatches >= len(x):")),
+        "each stage run under torch.no_grad() (no gradient reaches the stages)": variant(
+            _PIPELINE, ("            micro = stage(micro)\n",
+                        "            with torch.no_grad():\n                micro = stage(micro)\n")),
+        "each stage's output detached": variant(_PIPELINE, ("micro = stage(micro)", "micro = stage(micro).detach()")),
+        "moved to the device of the stage's first layer's weight (none if it starts with an activation)": variant(
+            _PIPELINE, ("""            params = list(stage.parameters())
+            if params:
+                micro = micro.to(params[0].device)
+""", """            weight = getattr(stage[0], "weight", None)
+            if weight is not None:
+                micro = micro.to(weight.device)
+""")),
     },
     "gpipe_schedule": {
         "backward starts on stage 0": '''
@@ -270,6 +315,20 @@ def bubble_fraction(p, m):
 ALTERNATIVE = {
     "split_sequential": {
         "brute force over every set of cut positions": _BRUTE_FORCE,
+        "brute force, stages as slices of the model (model[a:b])": '''
+import itertools
+
+
+def split_sequential(model, n_stages: int) -> list:
+    n = len(model)
+    if not 1 <= n_stages <= n:
+        raise ValueError("n_stages out of range")
+    counts = [sum(p.numel() for p in layer.parameters()) for layer in model]
+    best = min(itertools.combinations(range(1, n), n_stages - 1),
+               key=lambda cuts: max(sum(counts[a:b]) for a, b in zip((0, *cuts), (*cuts, n))))
+    bounds = (0, *best, n)
+    return [model[a:b] for a, b in zip(bounds, bounds[1:])]
+''',
         "binary search on the largest stage, greedy packing": '''
 from torch import nn
 def split_sequential(model, n_stages):
@@ -330,6 +389,29 @@ def pipeline_forward(stages, x, n_microbatches):
             h = stage(h.to(weights[0].device) if weights else h)
         outs.append(h)
     return torch.cat(outs, dim=0)
+''',
+        "torch.split by divmod sizes, each output moved on to the next stage's device": '''
+import torch
+
+
+def pipeline_forward(stages, x, n_microbatches: int):
+    n = len(x)
+    if not 1 <= n_microbatches <= n:
+        raise ValueError("n_microbatches out of range")
+    def device_of(stage, default):
+        p = next(stage.parameters(), None)
+        return p.device if p is not None else default
+    base, extra = divmod(n, n_microbatches)
+    sizes = [base + (k < extra) for k in range(n_microbatches)]
+    outs = []
+    for micro in torch.split(x, sizes):
+        micro = micro.to(device_of(stages[0], micro.device))
+        for i, stage in enumerate(stages):
+            micro = stage(micro)
+            if i + 1 < len(stages):
+                micro = micro.to(device_of(stages[i + 1], micro.device))
+        outs.append(micro)
+    return torch.cat(outs)
 ''',
     },
     "gpipe_schedule": {
