@@ -1,4 +1,5 @@
 """Hidden checks of 11_profiling_scaling (profilers, scaling laws, roofline, torch.profiler)."""
+import cProfile
 import hashlib
 import math
 import random
@@ -14,24 +15,33 @@ from helpers import profiling
 
 
 # --- hotspots ------------------------------------------------------------------------
-# A workload built afresh for every check: three leaves whose own times are about 0.72 s,
-# 0.24 s and 0.08 s, a wrapper around the biggest leaf, a driver that calls everything (so by
-# cumulative time the driver and the wrapper rank first), and a tiny function called 30 times
-# (so by call count it ranks first). Everything else takes about 0.1 ms: a stall of the
-# machine (tens of ms when it is busy) that lands there cannot lift it above 0.08 s. The
-# leaves are called in 20 interleaved rounds, so the stalls land on them in proportion to
-# their work.
-# The biggest leaf's code says it comes from another file, as library code would.
-# The leaves do not exist before the call: the driver makes them when it runs, from one
+# A workload built afresh for every check: three functions whose own times are about 2.4 s,
+# 0.3 s and 0.1 s of CPU, a wrapper around the biggest, a driver that calls everything (so by
+# cumulative time the driver and the wrapper rank first), and a tiny function called 30 times.
+# Everything else takes about 1 ms (cProfile's hooks included), most of it the driver's own
+# time: a stall of the machine (tens of ms when it is busy) that lands there cannot lift it
+# above 0.1 s. The three are called in 20 interleaved rounds, so the stalls land on them in
+# proportion to their work.
+# The second is the built-in sum (the notebook: built-ins are listed, with their own time): an
+# answer that drops built-ins, or a sampler that sees only Python frames, loses it.
+# Per round the biggest runs in one call of 120 ms, the built-in in 6 calls of 2.5 ms and the
+# smallest in one of 5 ms: ranked by own time per call, or by call count, the order differs.
+# The call does about 2.8 s of work, not 1 s: then a share of the total (0..1) cannot pass for
+# seconds (the top function has 0.86 of the work; the check wants at least 0.65 of the CPU time).
+# The biggest's code says it comes from another file, as library code would.
+# The two Python functions do not exist before the call: the driver makes them when it runs, from one
 # template, under names with 64 random bits drawn from os.urandom (secrets), in an order drawn
 # the same way, and drops them when it returns. Nothing the student's process can read before
 # the call, or after it, names them: their names are only in the profile of the call (a
 # profiler keeps their code objects), and the driver leaves behind no more than SHA-256
 # digests of them, which the judge compares with the digests of the names the answer gives.
+# The driver also notes whether a deterministic profiler (cProfile, or profile) hooks its calls.
 # (An answer that rewrites the workload, as one that forges its call counter, is not in scope.)
+_BUILTIN = "<built-in method builtins.sum>"            # cProfile's name of sum (profile's: "sum")
 _WORKLOAD = '''
 import hashlib
 import secrets
+import sys
 import types
 
 def _leaf_template(n):
@@ -46,23 +56,32 @@ def {wrapper}(leaf, n):
 def {tiny}(x):
     return x
 
-def {driver}(rounds, unit):
+def {driver}(rounds, unit, sum_unit):
+    monitoring = getattr(sys, "monitoring", None)      # cProfile's hook from Python 3.12
+    HOOKED.append(sys.getprofile() is not None
+                  or monitoring is not None and monitoring.get_tool(monitoring.PROFILER_ID) is not None)
     pick = secrets.SystemRandom()                      # os.urandom: no state to read
-    names = [f"{{stem}}_{{secrets.token_hex(8)}}" for stem in pick.sample(STEMS, 3)]
-    # The biggest leaf's code names another file: an answer that keeps only fn's own file loses it.
-    files = ["<another module>"] + [_leaf_template.__code__.co_filename] * 2
+    names = [f"{{stem}}_{{secrets.token_hex(8)}}" for stem in pick.sample(STEMS, 2)]
+    # The biggest's code names another file: an answer that keeps only fn's own file loses it.
+    files = ["<another module>", _leaf_template.__code__.co_filename]
     leaves = [types.FunctionType(_leaf_template.__code__.replace(co_name=name, co_qualname=name, co_filename=file),
                                  _leaf_template.__globals__, name) for name, file in zip(names, files)]
-    CALLS.append([hashlib.sha256(name.encode()).hexdigest() for name in names])
+    CALLS.append([hashlib.sha256(name.encode()).hexdigest() for name in (names[0], BUILTIN, names[1])])
     del names
-    order = list(zip(leaves, (9, 3, 1)))               # leaves[0] does the most work
+    order = [(leaves[0], 24), (None, 3), (leaves[1], 1)]  # units of work per round
     pick.shuffle(order)
-    if order[0][1] == 9:                               # the biggest is never met first
+    if order[0][1] == 24:                              # the biggest is never met first
         order.append(order.pop(0))
     total = 0
     for _ in range(rounds):
         for leaf, weight in order:
-            total += ({wrapper}(leaf, int(weight * unit)) if weight == 9 else leaf(int(weight * unit)))
+            if weight == 24:
+                total += {wrapper}(leaf, 24 * unit)
+            elif weight == 3:                          # 6 short calls: second by total, last per call
+                for _ in range(6):
+                    total += sum(range(sum_unit // 2))
+            else:
+                total += leaf(unit)
         total += {tiny}(1)
     for k in range(10):
         total += {tiny}(k)
@@ -77,54 +96,70 @@ def _digest(name):
 
 def _workload():
     """(driver, call record) of a freshly generated workload: each call of the driver appends to
-    the record the SHA-256 digests of its leaves' names, by own time, largest first."""
+    the record the SHA-256 digests of the names of its three biggest functions by own time,
+    largest first, and to HOOKED whether a deterministic profiler hooked its calls."""
     stems = random.sample(_STEMS, 3)
     tag = random.randrange(100, 1000)
     wrapper, tiny, driver = (f"{stem}_{tag}" for stem in stems)
-    namespace = {"CALLS": [], "STEMS": [s for s in _STEMS if s not in stems]}
+    namespace = {"CALLS": [], "HOOKED": [], "BUILTIN": _BUILTIN,
+                 "STEMS": [s for s in _STEMS if s not in stems]}
     source = _WORKLOAD.format(wrapper=wrapper, tiny=tiny, driver=driver)
     exec(compile(source, f"<workload {tag}>", "exec"), namespace)
     return namespace[driver], namespace["CALLS"]
 
 
-def _calibrated_unit():
-    """Loop steps per unit and round: the smallest leaf gets about 80 ms in all (20 rounds)."""
-    steps = 20_000
-    start = time.perf_counter()
-    total = 0
-    for i in range(steps):
-        total += i % 7
-    per_step = (time.perf_counter() - start) / steps
-    return max(2_000, int(0.080 / 20 / per_step))                  # 20 rounds
+def _calibrated_units():
+    """(loop steps, sum's range length) per unit of 5 ms of CPU time: the smallest ranked
+    function gets about 0.1 s in all (20 rounds), the call about 2.8 s. CPU time, and the
+    fastest of five timings: on a busy machine a wall clock, or a slow timing, would shrink the
+    work (and the seconds a share of the total must differ from). Takes about 0.1 s."""
+    def per_item(work, n):
+        times = []
+        for _ in range(5):
+            start = time.thread_time()
+            cProfile.Profile().runcall(work, n)        # a profiler slows Python loops (3.11), not sum
+            times.append(time.thread_time() - start)
+        return min(times) / n
+
+    def loop(steps):
+        total = 0
+        for i in range(steps):
+            total += i % 7
+    # sum's cost per item is measured at about the size it runs at (it varies with the size).
+    return tuple(max(2_000, int(0.005 / per_item(work, n)))
+                 for work, n in ((loop, 100_000), (lambda n: sum(range(n)), 500_000)))
 
 
 def _one_ranking(hotspots, top):
-    """(what hotspots found, SHA-256 digests of the expected names, how often fn ran, the judge's
-    wall time of the call, the CPU time the student's process spent meanwhile, read from /proc)."""
+    """(what hotspots found, SHA-256 digests of the expected names, how often fn ran, whether a
+    profiler hooked its calls, the judge's wall time of the call, the CPU time the student's
+    process spent meanwhile, read from /proc)."""
     driver, _ = _workload()
-    unit = _calibrated_unit()
+    units = _calibrated_units()
     with caller_cpu() as spent:
         start = time.perf_counter()
-        found, calls = there(_profiled, hotspots, driver, unit, top)
+        found, calls, hooked = there(_profiled, hotspots, driver, units, top)
         wall = time.perf_counter() - start
     expected = calls[0][:top or 3] if calls else [None] * (top or 3)
-    return found, expected, len(calls), wall, spent.seconds
+    return found, expected, len(calls), all(hooked), wall, spent.seconds
 
 
-def _profiled(hotspots, driver, unit, top):
-    """(in the student's process) hotspots(driver, 20, unit[, top]) and the driver's call record
-    (one list of digests of its leaves' names per call)."""
-    found = hotspots(driver, 20, unit, top=top) if top is not None else hotspots(driver, 20, unit)
-    return found, list(driver.__globals__["CALLS"])
+def _profiled(hotspots, driver, units, top):
+    """(in the student's process) hotspots(driver, 20, *units[, top]), the driver's call record
+    (one list of digests of names per call) and whether a profiler hooked each call."""
+    args = (driver, 20, *units)
+    found = hotspots(*args, top=top) if top is not None else hotspots(*args)
+    return found, list(driver.__globals__["CALLS"]), list(driver.__globals__["HOOKED"])
 
 
-def _ranking_problem(found, expected, runs, wall, cpu):
+def _ranking_problem(found, expected, runs, hooked, wall, cpu):
     """None when `found` is right, else the reason it is not (`expected`: digests of the names)."""
     want = len(expected)
     found = exact_list(found, "hotspots(...)")
     # How many entries come back does not depend on the machine's stalls: no retry.
     assert len(found) == want, f"asked for top={want}, got {len(found)} entries"
     assert runs == 1, f"fn ran {runs} times; it must run exactly once"
+    assert hooked, "fn did not run under cProfile (no profiler saw its calls)"
     pairs = []
     for item in found:
         item = exact_list(item, "each entry", 2)
@@ -138,15 +173,21 @@ def _ranking_problem(found, expected, runs, wall, cpu):
         "the entries are not sorted by their seconds, largest first: are they ranked by own time (tottime), "
         "not by call count?")
     assert seconds[0] <= wall and sum(seconds) <= 1.05 * wall + 0.005, (
-        "the seconds add up to more than the call took: are they cumulative times or whole-call times?")
-    if [_digest(name) for name in names] != expected:
-        return "the functions are not those with the largest own time, in order"
+        "the seconds add up to more than the call took: are they cumulative times or whole-call times, "
+        "or shares of the total?")
+    # The pure-Python profile module names a built-in by its bare name.
+    if [_digest(_BUILTIN if name == "sum" else name) for name in names] != expected:
+        return ("the functions are not those with the largest own time (built-ins included), "
+                "in order of their total own time")
     # Against CPU time, not the judge's wall clock: on a busy machine the call can wait seconds for
     # a core outside the profiled code (a correct answer once failed here at load 7 on 2 cores).
-    # The top function does about 65 % of the process's CPU work in the call. Retried as a wrong
-    # ranking is: other threads of the process (a BLAS pool spinning down) could add CPU to one try.
-    if seconds[0] < 0.25 * cpu:
-        return "the seconds of the top function are far below its own time (units?)"
+    # The top function does about 86 % of the process's CPU work in the call (its own time, a
+    # wall time, is no less); a share of the total is 0.86 however much CPU the call took (about
+    # 2.4 s: below 1.32 s the share would pass). Retried as a wrong ranking is: other threads of
+    # the process (a BLAS pool spinning down), or a first import in the answer, could add CPU to
+    # one try.
+    if seconds[0] < 0.65 * cpu:
+        return "the seconds of the top function are far below its own time (units? a share of the total?)"
     return None
 
 
@@ -154,23 +195,34 @@ def _check_hotspots(hotspots, top):
     """Up to five tries: each try has a fresh workload; a wrong ranking must repeat to fail.
 
     A correct answer fails one try only if the machine's stalls swap two ranked functions
-    (0.72 s, 0.24 s, 0.08 s of work, interleaved) or one stall longer than 0.08 s lands in the
-    0.1 ms of unranked code. Earlier designs whose unranked code took 1-2 ms next to a 0.015 s
+    (2.4 s, 0.3 s, 0.1 s of CPU, interleaved) or one stall longer than 0.1 s lands in the
+    1 ms of unranked code. Earlier designs whose unranked code took 1-2 ms next to a 0.015 s
     or 0.04 s leaf failed 2 of 60 and 2 of 20 top-3 tries at load average 7 to 29 on 2 cores
-    (a single stall landing in the unranked code was enough). Here a failing try needs that
-    stall to land in 1/10,000 of the run and outlast the smallest leaf: 0 failures in 140
-    top-3 tries at load average 3 to 13 (well under 1% of tries expected even at load 29);
-    five tries, each with a fresh workload, all failing: below 0.01**5 = 1e-10. Making, naming
-    and hashing the three leaves inside the call adds some microseconds to the unranked code, and
+    (a single stall landing in the unranked code was enough). The design before this one (0.72 s,
+    0.24 s, 0.08 s, unranked code 0.1 ms): 0 failures in 140 top-3 tries at load average 3 to 13.
+    This one has wider gaps (a failing try needs a stall to land in the 1/2,500 of the run that
+    is unranked and outlast 0.1 s, or 0.2 s more of stalls on the smallest function than on
+    sum): 0 failures in 93 tries (45 of them judged) at load average 1.0 to 2.0 on 2 cores, the
+    closest two ranked functions 2.96 times apart at worst, the top function's seconds at least
+    0.80 of the CPU time (the bound, 0.65, leaves room for 0.7 s of CPU besides the work; a
+    one-off such as a first import is retried); well under 1% of tries expected even at load 29
+    (argued from the margins: not yet measured under heavy load). Five tries, each with a fresh
+    workload, all failing: below 0.01**5 = 1e-10. The work is calibrated in CPU time, under
+    cProfile for the Python loop (which a profiler slows) and without it for sum, so the three
+    keep their 24 : 3 : 1 proportions. Making, naming and
+    hashing the two functions inside the call adds some microseconds to the unranked code, and
     a match is decided on SHA-256 digests of the names (a collision: below 2**-200); neither
-    changes the bound. An answer that does not profile the call cannot know the leaves' names
+    changes the bound. An answer that does not profile the call cannot know the two names
     (64 random bits each, drawn in the call): it passes a try with a chance below 2**-60. The call runs in the
     student's process; its wall time is taken by the judge's clock around it, its CPU time
     from /proc (the top function's lower bound: a wait for a core outside the profile adds none). The
     spec's wrong answers (cumulative time, whole-call time, unsorted, top ignored, file
-    paths) fail every try. Sound where no other thread of the process runs Python while the
-    call is profiled, as in the judge's student process: from Python 3.12, cProfile records
-    every thread (sys.monitoring), and a Jupyter kernel's own threads then enter the profile.
+    paths) fail every try, and so do a share of the total (0.86 against a bound of 0.65 x about
+    2.4 s: at most 0.67 of the bound in 35 tries), a ranking per call or by call count,
+    built-ins left out, and no profiler hooking the calls (a sampler). Sound where no other
+    thread of the process runs Python while the call is profiled, as in the judge's student
+    process: from Python 3.12, cProfile records every thread (sys.monitoring), and a Jupyter
+    kernel's own threads then enter the profile.
     """
     reasons = []
     for _ in range(5):

@@ -112,6 +112,51 @@ def hotspots(fn, *args, top=3):
                     key=lambda item: item[1], reverse=True)
     return ranked[:top]
 ''',
+        "a share of the total own time (0..1), not seconds": '''
+import cProfile
+import pstats
+def hotspots(fn, *args, top=3):
+    profiler = cProfile.Profile()
+    profiler.runcall(fn, *args)
+    stats = pstats.Stats(profiler).stats
+    total = sum(values[2] for values in stats.values())
+    ranked = sorted(((key[2], values[2] / total) for key, values in stats.items()),
+                    key=lambda kv: kv[1], reverse=True)
+    return ranked[:top]
+''',
+        "ranked by own time per call": '''
+import cProfile
+import pstats
+def hotspots(fn, *args, top=3):
+    profiler = cProfile.Profile()
+    profiler.runcall(fn, *args)
+    stats = pstats.Stats(profiler).stats
+    ranked = sorted(stats.items(), key=lambda kv: kv[1][2] / max(kv[1][1], 1), reverse=True)
+    return [(key[2], values[2]) for key, values in ranked[:top]]
+''',
+        "built-ins dropped": '''
+import cProfile
+import pstats
+def hotspots(fn, *args, top=3):
+    profiler = cProfile.Profile()
+    profiler.runcall(fn, *args)
+    stats = pstats.Stats(profiler).stats
+    ranked = sorted(((key[2], values[2]) for key, values in stats.items() if key[0] != "~"),
+                    key=lambda kv: kv[1], reverse=True)
+    return ranked[:top]
+''',
+        "no cProfile: the notebook's sampling profiler, samples scaled to the wall time": '''
+import time
+from helpers import profiling
+def hotspots(fn, *args, top=3):
+    start = time.perf_counter()
+    _, leaf, _ = profiling.sample_stacks(fn, *args)
+    wall = time.perf_counter() - start
+    total = sum(leaf.values()) or 1
+    ranked = sorted(((name, wall * count / total) for name, count in leaf.items()),
+                    key=lambda kv: kv[1], reverse=True)
+    return ranked[:top]
+''',
     },
     "speedup_efficiency": {
         "efficiency equal to the speedup": '''
