@@ -404,6 +404,39 @@ def torch_top_ops(model, x, top: int = 3) -> list:
 
 ALTERNATIVE = {
     "hotspots": {
+        "the profile module, calibrated first (about 1 s of CPU around the call)": '''
+import profile
+import pstats
+
+
+def hotspots(fn, *args, top=3):
+    # the pure-Python profiler, calibrated first as its documentation recommends
+    bias = profile.Profile().calibrate(100000)
+    pr = profile.Profile(bias=bias)
+    pr.runcall(fn, *args)
+    st = pstats.Stats(pr).sort_stats("tottime")
+    return [(k[2], st.stats[k][2]) for k in st.fcn_list[:top]]
+''',
+        "print_stats parsed, the built-in named as printed ({built-in method builtins.sum})": '''
+import cProfile
+import io
+import pstats
+
+
+def hotspots(fn, *args, top=3):
+    pr = cProfile.Profile()
+    pr.runcall(fn, *args)
+    buf = io.StringIO()
+    pstats.Stats(pr, stream=buf).sort_stats("tottime").print_stats(top)
+    out = []
+    table = buf.getvalue().split("filename:lineno(function)")[1]
+    for line in table.strip().splitlines():
+        parts = line.split(None, 5)
+        where = parts[5]
+        name = where[where.rfind("(") + 1:-1] if where.endswith(")") else where
+        out.append((name, float(parts[1])))
+    return out
+''',
         # A busy machine can keep the call waiting for a core outside the profiled code: here it
         # waits 3 s first, which the judge's clock counts and the profile does not.
         "waits 3 s before profiling (as on a busy machine)": '''
