@@ -4,6 +4,21 @@ from autograder.samples import variant
 
 # pick_device by hand, the default order in a function of its own: for wrong answers that differ
 # from it by a line.
+# to_device as the notebook asks, for wrong answers that differ from it by a line.
+_TO_DEVICE = '''
+import torch
+def to_device(batch, device, non_blocking=False):
+    if isinstance(batch, torch.Tensor):
+        return batch.to(device, non_blocking=non_blocking)
+    if isinstance(batch, dict):
+        return type(batch)((k, to_device(v, device, non_blocking)) for k, v in batch.items())
+    if isinstance(batch, tuple) and hasattr(batch, "_fields"):
+        return type(batch)(*(to_device(v, device, non_blocking) for v in batch))
+    if isinstance(batch, (list, tuple)):
+        return type(batch)(to_device(v, device, non_blocking) for v in batch)
+    return batch
+'''
+
 _PICK_BY_HAND = '''
 import torch
 
@@ -190,45 +205,12 @@ def to_device(batch, device, non_blocking=False):
         return type(batch)(to_device(v, device) for v in batch)
     return batch
 ''',
-        "every move non-blocking, whatever the caller asks": '''
-import torch
-def to_device(batch, device, non_blocking=False):
-    if isinstance(batch, torch.Tensor):
-        return batch.to(device, non_blocking=True)  # a move to the CPU may then be read before it is done
-    if isinstance(batch, dict):
-        return type(batch)((k, to_device(v, device)) for k, v in batch.items())
-    if isinstance(batch, tuple) and hasattr(batch, "_fields"):
-        return type(batch)(*(to_device(v, device) for v in batch))
-    if isinstance(batch, (list, tuple)):
-        return type(batch)(to_device(v, device) for v in batch)
-    return batch
-''',
-        "every tensor also cast to float32 (int64 labels become floats)": '''
-import torch
-def to_device(batch, device, non_blocking=False):
-    if isinstance(batch, torch.Tensor):
-        return batch.to(device, torch.float32, non_blocking=non_blocking)
-    if isinstance(batch, dict):
-        return type(batch)((k, to_device(v, device, non_blocking)) for k, v in batch.items())
-    if isinstance(batch, tuple) and hasattr(batch, "_fields"):
-        return type(batch)(*(to_device(v, device, non_blocking) for v in batch))
-    if isinstance(batch, (list, tuple)):
-        return type(batch)(to_device(v, device, non_blocking) for v in batch)
-    return batch
-''',
-        "tensors of the right shape and dtype on the device, the values never copied": '''
-import torch
-def to_device(batch, device, non_blocking=False):
-    if isinstance(batch, torch.Tensor):
-        return torch.empty(batch.shape, dtype=batch.dtype).to(device, non_blocking=non_blocking)
-    if isinstance(batch, dict):
-        return type(batch)((k, to_device(v, device, non_blocking)) for k, v in batch.items())
-    if isinstance(batch, tuple) and hasattr(batch, "_fields"):
-        return type(batch)(*(to_device(v, device, non_blocking) for v in batch))
-    if isinstance(batch, (list, tuple)):
-        return type(batch)(to_device(v, device, non_blocking) for v in batch)
-    return batch
-''',
+        "every move non-blocking, whatever the caller asks": variant(
+            _TO_DEVICE, ("non_blocking=non_blocking)\n", "non_blocking=True)  # a move to the CPU may be read too early\n")),
+        "every tensor also cast to float32 (int64 labels become floats)": variant(
+            _TO_DEVICE, ("batch.to(device, non_blocking", "batch.to(device, torch.float32, non_blocking")),
+        "tensors of the right shape and dtype on the device, the values never copied": variant(
+            _TO_DEVICE, ("return batch.to(device,", "return torch.empty(batch.shape, dtype=batch.dtype).to(device,")),
     },
     "make_loader": {
         "always pins memory": '''
@@ -809,19 +791,9 @@ def to_device(batch, device, non_blocking: bool = False):
         return tuple(to_device(v, device, non_blocking) for v in batch)
     return batch
 ''',
-        "a new tensor on the device, filled with copy_(..., non_blocking)": '''
-import torch
-def to_device(batch, device, non_blocking: bool = False):
-    if isinstance(batch, torch.Tensor):
-        return torch.empty_like(batch, device=device).copy_(batch, non_blocking=non_blocking)
-    if isinstance(batch, dict):
-        return type(batch)((k, to_device(v, device, non_blocking)) for k, v in batch.items())
-    if isinstance(batch, tuple) and hasattr(batch, "_fields"):
-        return type(batch)(*(to_device(v, device, non_blocking) for v in batch))
-    if isinstance(batch, (list, tuple)):
-        return type(batch)(to_device(v, device, non_blocking) for v in batch)
-    return batch
-''',
+        "a new tensor on the device, filled with copy_(..., non_blocking)": variant(
+            _TO_DEVICE, ("return batch.to(device, non_blocking=non_blocking)",
+                         "return torch.empty_like(batch, device=device).copy_(batch, non_blocking=non_blocking)")),
     },
     "make_loader": {
         "pins only where CUDA is there (device CUDA and torch.cuda.is_available())": PIN_IF_CUDA_PRESENT,

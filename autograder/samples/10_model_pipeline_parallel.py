@@ -44,6 +44,40 @@ def split_sequential(model, n_stages: int) -> list:
     return [nn.Sequential(*layers[a:b]) for a, b in zip(bounds, bounds[1:])]
 '''
 
+# A min-max split by dynamic programming that sizes each layer by its weight matrix (a wrong
+# answer; another below differs from it by the layers it takes).
+_DP_WEIGHTS = '''
+from torch import nn
+
+
+def split_sequential(model, n_stages: int) -> list:
+    """Min-max split (dynamic programming), sizing each layer by its weight matrix only."""
+    layers = list(model)
+    n = len(layers)
+    if not 1 <= n_stages <= n:
+        raise ValueError("n_stages out of range")
+    counts = [layer.weight.numel() if hasattr(layer, "weight") else 0 for layer in layers]
+    prefix = [0]
+    for c in counts:
+        prefix.append(prefix[-1] + c)
+    inf = float("inf")
+    best = [[inf] * (n + 1) for _ in range(n_stages + 1)]
+    cut = [[0] * (n + 1) for _ in range(n_stages + 1)]
+    best[0][0] = 0
+    for k in range(1, n_stages + 1):
+        for i in range(k, n + 1):
+            for j in range(k - 1, i):
+                value = max(best[k - 1][j], prefix[i] - prefix[j])
+                if value < best[k][i]:
+                    best[k][i], cut[k][i] = value, j
+    bounds, i = [n], n
+    for k in range(n_stages, 0, -1):
+        i = cut[k][i]
+        bounds.append(i)
+    bounds.reverse()
+    return [nn.Sequential(*layers[a:b]) for a, b in zip(bounds, bounds[1:])]
+'''
+
 # pipeline_forward as the notebook asks, for wrong answers that differ from it by a line or two.
 _PIPELINE = '''
 import torch
@@ -105,68 +139,11 @@ def split_sequential(model, n_stages):
             ("        return sum(sum(counts[a:b]) ** 2 for a, b in zip(bounds, bounds[1:]))",
              "        sizes = [sum(counts[a:b]) for a, b in zip(bounds, bounds[1:])]\n"
              "        return (max(sizes) - min(sizes), max(sizes))")),
-        "sizes from the weight matrices only, biases left out": '''
-from torch import nn
-
-
-def split_sequential(model, n_stages: int) -> list:
-    """Min-max split (dynamic programming), sizing each layer by its weight matrix only."""
-    layers = list(model)
-    n = len(layers)
-    if not 1 <= n_stages <= n:
-        raise ValueError("n_stages out of range")
-    counts = [layer.weight.numel() if hasattr(layer, "weight") else 0 for layer in layers]
-    prefix = [0]
-    for c in counts:
-        prefix.append(prefix[-1] + c)
-    inf = float("inf")
-    best = [[inf] * (n + 1) for _ in range(n_stages + 1)]
-    cut = [[0] * (n + 1) for _ in range(n_stages + 1)]
-    best[0][0] = 0
-    for k in range(1, n_stages + 1):
-        for i in range(k, n + 1):
-            for j in range(k - 1, i):
-                value = max(best[k - 1][j], prefix[i] - prefix[j])
-                if value < best[k][i]:
-                    best[k][i], cut[k][i] = value, j
-    bounds, i = [n], n
-    for k in range(n_stages, 0, -1):
-        i = cut[k][i]
-        bounds.append(i)
-    bounds.reverse()
-    return [nn.Sequential(*layers[a:b]) for a, b in zip(bounds, bounds[1:])]
-''',
-        "the model's leaf modules split, a residual block taken apart": '''
-from torch import nn
-
-
-def split_sequential(model, n_stages: int) -> list:
-    """Min-max split (dynamic programming) over the model's LEAF modules, not its own layers."""
-    layers = [m for m in model.modules() if not list(m.children())]
-    n = len(layers)
-    if not 1 <= n_stages <= n:
-        raise ValueError("n_stages out of range")
-    counts = [sum(p.numel() for p in layer.parameters()) for layer in layers]
-    prefix = [0]
-    for c in counts:
-        prefix.append(prefix[-1] + c)
-    inf = float("inf")
-    best = [[inf] * (n + 1) for _ in range(n_stages + 1)]
-    cut = [[0] * (n + 1) for _ in range(n_stages + 1)]
-    best[0][0] = 0
-    for k in range(1, n_stages + 1):
-        for i in range(k, n + 1):
-            for j in range(k - 1, i):
-                value = max(best[k - 1][j], prefix[i] - prefix[j])
-                if value < best[k][i]:
-                    best[k][i], cut[k][i] = value, j
-    bounds, i = [n], n
-    for k in range(n_stages, 0, -1):
-        i = cut[k][i]
-        bounds.append(i)
-    bounds.reverse()
-    return [nn.Sequential(*layers[a:b]) for a, b in zip(bounds, bounds[1:])]
-''',
+        "sizes from the weight matrices only, biases left out": _DP_WEIGHTS,
+        "the model's leaf modules split, a residual block taken apart": variant(
+            _DP_WEIGHTS, (", sizing each layer by its weight matrix only", " over the model's LEAF modules, not its own layers"),
+            ("    layers = list(model)", "    layers = [m for m in model.modules() if not list(m.children())]"),
+            ('layer.weight.numel() if hasattr(layer, "weight") else 0', "sum(p.numel() for p in layer.parameters())")),
         "one layer per stage refused (>= for >)": '''
 import itertools
 from torch import nn
