@@ -179,8 +179,11 @@ def main(argv=None):
     def stop(signum, frame):  # a scheduler's or service manager's SIGTERM (a job's time limit): as Ctrl-C
         stopped_by.append(signum)
         raise KeyboardInterrupt
-    for signum in (signal.SIGTERM, signal.SIGHUP):  # SIGHUP: the terminal or ssh session closed
-        signal.signal(signum, stop)
+    # SIGHUP: the terminal or ssh session closed. The handlers are put back on the way out: a
+    # caller in the same process (a test, a notebook) whose children fork would otherwise give
+    # them a Python handler, and a SIGTERM that reaches a child before it has set itself up after
+    # the fork is then lost (multiprocessing's Pool.terminate() waited for such a worker forever).
+    previous = {signum: signal.signal(signum, stop) for signum in (signal.SIGTERM, signal.SIGHUP)}
     try:
         return args.fn(args)
     except KeyboardInterrupt as stopped:  # Ctrl-C: what was done stays done; no traceback for it
@@ -191,3 +194,6 @@ def main(argv=None):
         except OSError:  # the terminal is gone (SIGHUP)
             pass
         return 128 + (stopped_by[0] if stopped_by else signal.SIGINT)
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, signal.SIG_DFL if handler is None else handler)

@@ -219,3 +219,17 @@ def test_an_assignment_not_released_is_named_before_anything_runs(work, ran):
     with pytest.raises(SystemExit, match=rf"{a1}, {a2} not in the gradebook yet: run `python -m autograder release {a1} {a2}` first"):
         grade.grade(None, None)
     assert ran == []
+
+
+def test_the_signal_handlers_are_put_back(tmp_path):
+    """cli.main turns SIGTERM and SIGHUP into Ctrl-C while it runs, and puts back what it found:
+    a handler left behind in a caller's process (a test's) reached the workers it forked, where a
+    SIGTERM that came before a worker had set itself up was lost (Pool.terminate() hung)."""
+    import multiprocessing
+    import signal
+
+    before = {signum: signal.getsignal(signum) for signum in (signal.SIGTERM, signal.SIGHUP)}
+    assert cli.main(["author", "export", str(tmp_path / "nope.ipynb")]) == 2
+    assert {signum: signal.getsignal(signum) for signum in before} == before
+    with multiprocessing.get_context("fork").Pool(2) as pool:  # terminated at once, as in the hang
+        assert pool.map(abs, [-1, -2, -3]) == [1, 2, 3]
