@@ -50,7 +50,9 @@ What it does for you, and why:
   "ddp_forward" counts the forward passes of DDP models with gradients enabled
   ("ddp_forward_rows": the rows of their inputs, "bytes" the total and
   "largest" the most in one pass), "ddp_backward" the backward passes that
-  reached a DDP model's gradients (synchronising or inside `no_sync()`).
+  reached a DDP model's gradients (synchronising or inside `no_sync()`), and
+  "ddp_forwards_ahead" how many training forward passes ran before a backward
+  pass caught up ("largest": 1 when each forward is followed by its backward).
   A collective asked of the process group itself (`group.allreduce(...)`)
   rather than through those functions counts as "process_group.allreduce".
 
@@ -112,6 +114,12 @@ _DDP_SYNC = "ddp_gradient_sync"
 _DDP_FORWARD = "ddp_forward"
 _DDP_FORWARD_ROWS = "ddp_forward_rows"
 _DDP_BACKWARD = "ddp_backward"
+_DDP_AHEAD = "ddp_forwards_ahead"
+# Recorded for the course's checks only (recording(ddp_weights=True)): the rows of each pass of the
+# FSDP model that a backward pass went through, and the gradients each optimiser step applied.
+_FSDP_TRAINED_ROWS = "fsdp_trained_rows"
+_FSDP_ROWS_UNSEEN = "fsdp_rows_unseen"
+_OPTIMIZER_STEPS = "optimizer_steps"
 
 
 @dataclass
@@ -404,10 +412,14 @@ def _count_ddp_gradient_syncs():
 
     def backward_seen(param):
         _note(_DDP_BACKWARD, 0)
+        _ahead[0] = max(_ahead[0] - 1, 0)
 
     def forward(self, *args, **kwargs):
         if torch.is_grad_enabled():            # a training pass (evaluation runs under no_grad)
             _note(_DDP_FORWARD, 0)
+            # Passes whose backward has not run yet each keep their graph (activations) alive.
+            _ahead[0] += 1
+            _note(_DDP_AHEAD, 0, largest=_ahead[0])
             first = _first_tensor((args, kwargs))
             if first is not None and first.dim() > 0:
                 _note(_DDP_FORWARD_ROWS, first.shape[0], largest=first.shape[0])
@@ -442,6 +454,7 @@ def _first_tensor(value):
 
 
 _trained = []  # in a rank: the DDP model that made the last training forward pass
+_ahead = [0]  # in a rank: DDP training forward passes not yet followed by a backward pass
 _trained_fsdp = []  # in a rank: the outermost FSDP module of the last training forward pass
 
 
@@ -449,7 +462,12 @@ def _note_fsdp_training():
     """(in a rank) Remember the outermost module that fully_shard wrapped, of the training forward
     passes (grad enabled), wherever the answer keeps it: global module hooks, as FSDP2 has no class
     of its own forward to wrap (fully_shard gives each module a class made for it). A pass of a
-    part of the model kept so far keeps it; a pass of another model replaces it."""
+    part of the model kept so far keeps it; a pass of another model replaces it.
+
+    And count the rows of each pass of that whole model that a backward pass then went through
+    (_FSDP_TRAINED_ROWS: a hook on the pass's output; a pass for a look, never backpropagated,
+    counts nothing), or that it went through without a tensor among its positional arguments to
+    read the rows from (_FSDP_ROWS_UNSEEN)."""
     import torch
     from torch.distributed.fsdp import FSDPModule
 
@@ -460,14 +478,53 @@ def _note_fsdp_training():
             level = getattr(depth, "level", 0)
             if level == 0 and torch.is_grad_enabled() and not _inside_trained(module):
                 _trained_fsdp[:] = [module]
+            if level == 0 and torch.is_grad_enabled() and _trained_fsdp and module is _trained_fsdp[-1]:
+                first = _first_tensor(args)
+                depth.rows = first.shape[0] if first is not None and first.dim() > 0 else None
             depth.level = level + 1
 
     def after(module, args, output):
         if isinstance(module, FSDPModule):
             depth.level = max(getattr(depth, "level", 1) - 1, 0)
+            if depth.level == 0 and _trained_fsdp and module is _trained_fsdp[-1]:
+                rows, depth.rows = getattr(depth, "rows", None), None
+                out = _first_tensor(output)
+                if out is not None and out.requires_grad:
+                    out.register_hook(lambda grad, rows=rows: _note_trained_rows(rows))
 
     torch.nn.modules.module.register_module_forward_pre_hook(before)
     torch.nn.modules.module.register_module_forward_hook(after, always_call=True)
+
+
+def _note_trained_rows(rows):
+    if rows is None:
+        _note(_FSDP_ROWS_UNSEEN, 0)
+    else:
+        _note(_FSDP_TRAINED_ROWS, rows, largest=rows)
+
+
+def _note_optimizer_steps():
+    """(in a rank) Note, before each optimiser step, the norm of the gradients it is about to apply
+    (over the parameters of its groups that have one), in _OPTIMIZER_STEPS' "gradient_norms"; None
+    where a gradient is a DTensor, whose norm would need a collective of every rank."""
+    from torch.distributed.tensor import DTensor
+    from torch.optim.optimizer import register_optimizer_step_pre_hook
+
+    def before_step(optimizer, args, kwargs):
+        squares, sharded = 0.0, False
+        for group in optimizer.param_groups:
+            for param in group["params"]:
+                grad = param.grad
+                if grad is None:
+                    continue
+                if isinstance(grad, DTensor):
+                    sharded = True
+                    break
+                squares += float(grad.detach().double().pow(2).sum())
+        _note(_OPTIMIZER_STEPS, 0)
+        _counts[_OPTIMIZER_STEPS].setdefault("gradient_norms", []).append(None if sharded else squares ** 0.5)
+
+    register_optimizer_step_pre_hook(before_step)
 
 
 def _inside_trained(module):
@@ -545,6 +602,7 @@ def _rank_main(rank, world_size, port, payload, result_path, options):
         _install_counters()
         if options.get("ddp_weights"):
             _note_fsdp_training()
+            _note_optimizer_steps()
         fn, args, kwargs = pickle.loads(payload)
         value = fn(*args, **kwargs)
         record.update(ok=True, value=value)

@@ -204,3 +204,58 @@ def test_ranks_start_with_what_ddp_imports_preloaded(launcher, tmp_path, short_t
     done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300, env=env)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.split("\n")[-2] == "['True', 'True']", done.stdout + done.stderr[-2000:]
+
+
+def _accumulate(forwards_first):
+    """Three micro-batches through a DDP model: each forward followed by its backward, or the three
+    forward passes first; then one SGD step."""
+    import torch
+    from torch.nn.parallel import DistributedDataParallel
+    torch.manual_seed(0)
+    model = DistributedDataParallel(torch.nn.Linear(3, 1))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    pieces = torch.randn(3, 2, 3)
+    with model.no_sync():
+        if forwards_first:
+            for loss in [model(x).sum() for x in pieces]:
+                loss.backward()
+        else:
+            for x in pieces:
+                model(x).sum().backward()
+    optimizer.step()
+
+
+@pytest.mark.parametrize("forwards_first,ahead", [(False, 1), (True, 3)])
+def test_the_forward_passes_ahead_of_their_backward_are_counted(forwards_first, ahead):
+    run = ranks.launch(_accumulate, 2, forwards_first)
+    assert [counts["ddp_forwards_ahead"]["largest"] for counts in run.counts] == [ahead, ahead]
+    assert all(counts["ddp_backward"]["calls"] == 3 for counts in run.counts)
+
+
+def _fsdp_step_and_a_look():
+    """One trained pass of 4 rows through an FSDP model, and a look at 6 rows with gradients on,
+    never backpropagated."""
+    import torch
+    from torch.distributed.fsdp import fully_shard
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.Tanh(), torch.nn.Linear(4, 1))
+    fully_shard(model[0])
+    fully_shard(model)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    model(torch.randn(4, 3)).sum().backward()
+    optimizer.step()
+    model(torch.randn(6, 3))
+
+
+def test_only_the_rows_of_trained_fsdp_passes_are_counted():
+    """Under the checks' recording: the rows of the passes a backward pass followed, and each
+    optimiser step's gradient norm (None for FSDP's sharded gradients, whose norm needs every rank)."""
+    with ranks.recording(ddp_weights=True):
+        run = ranks.launch(_fsdp_step_and_a_look, 2)
+    for counts in run.counts:
+        assert counts["fsdp_trained_rows"]["calls"] == 1 and counts["fsdp_trained_rows"]["bytes"] == 4
+        assert counts["optimizer_steps"]["gradient_norms"] == [None]
+    with ranks.recording(ddp_weights=True):
+        run = ranks.launch(_accumulate, 2, False)
+    norms = [counts["optimizer_steps"]["gradient_norms"] for counts in run.counts]
+    assert len(norms[0]) == 1 and norms[0][0] > 0 and norms[0] == norms[1]  # unsynchronised: no_sync, same seed

@@ -365,7 +365,8 @@ def test_partition_parameters_edges(partition_parameters):
 
 
 # --- training recipes: the single-process reference ----------------------------------------
-def _single_process(steps, seed):
+def _single_process(steps, seed, gradient_norms=None):
+    """The weights after `steps` steps; the norm of each step's gradient appended to gradient_norms."""
     model = sharding.make_model(seed)
     X, y = sharding.make_data(seed)
     optimizer = torch.optim.SGD(model.parameters(), lr=sharding.LR)
@@ -373,6 +374,8 @@ def _single_process(steps, seed):
         inputs, targets = sharding.global_batch(X, y, step)
         optimizer.zero_grad()
         nn.functional.mse_loss(model(inputs), targets).backward()
+        if gradient_norms is not None:
+            gradient_norms.append(float(torch.cat([p.grad.double().flatten() for p in model.parameters()]).norm()))
         optimizer.step()
     return model.state_dict()
 
@@ -485,7 +488,8 @@ def _check_accumulate(accumulate_gradients, world_size, micro_batches):
         weights, runs = there(_recorded, accumulate_gradients, world_size, micro_batches, seed,
                               puzzles=[p.task for p in puzzles])
     launched = _the_launch(runs, world_size, "accumulate_gradients", watched, (puzzles, spent, allowance))
-    expected = _single_process(steps, seed)
+    norms = []
+    expected = _single_process(steps, seed, norms)
     _same_weights(weights, expected, "is each micro-batch loss divided by micro_batches? each rank on its share?")
     # The weights returned could come from elsewhere (a model rank 0 trained alone, beside DDP
     # ranks that trained wrongly): the model each rank trained with DDP must hold them too.
@@ -495,6 +499,7 @@ def _check_accumulate(accumulate_gradients, world_size, micro_batches):
                       f"checked in the DistributedDataParallel model rank {rank} trained, as well as in "
                       "the weights returned: is each micro-batch loss divided by micro_batches?")
     share = sharding.GLOBAL_BATCH // (world_size * micro_batches)  # rows of one micro-batch of one rank
+    undecided = None
     for rank, counts in enumerate(launched):
         forwards = counts.get("ddp_forward", {}).get("calls", 0)
         syncs = counts.get("ddp_gradient_sync", {}).get("calls", 0)
@@ -515,18 +520,40 @@ def _check_accumulate(accumulate_gradients, world_size, micro_batches):
         assert syncs == steps, (
             f"exactly one gradient all-reduce per optimiser step: {steps} in all; rank {rank} made {syncs} "
             "(are the first micro_batches - 1 forward and backward passes inside model.no_sync()?)")
+        ahead = counts.get("ddp_forwards_ahead", {}).get("largest", 0)
+        assert ahead == 1, (
+            f"each micro-batch's backward pass should run before the next micro-batch's forward pass, so that "
+            f"one graph (one micro-batch's activations) is alive at a time; rank {rank} ran {ahead} forward "
+            "passes before their backward passes")
+        applied = counts.get("optimizer_steps", {}).get("gradient_norms")
+        if not (isinstance(applied, list) and len(applied) == steps and None not in applied):
+            undecided = (f"rank {rank}'s optimiser steps could not be followed (the grader reads the gradients "
+                         "a torch.optim optimiser applies at each of the steps)")
+            continue
+        for step, (got, want) in enumerate(zip(applied, norms)):
+            assert abs(got - want) <= 1e-3 * want + 1e-7, (
+                f"the gradient rank {rank}'s optimiser applied in step {step} has norm {got:.4g}, where the "
+                f"global batch's mean loss gives {want:.4g} ({got / want:.3g} times as large): divide each "
+                "micro-batch's loss by micro_batches, and keep the learning rate at sharding.LR")
+    if undecided:
+        pytest.skip(undecided)
     _decided_if_seen(watched)
 
 
 @timeout(150)
 def test_accumulate_gradients_ranks(accumulate_gradients):
-    """2 or 3 ranks, 2 or 4 micro-batches: the single-process weights, one all-reduce per step
+    """2 or 3 ranks, 3 or 4 micro-batches: the single-process weights, one all-reduce per step
 
-    False failure of a correct answer: 0 for the counts (exact); the weights differ from the
-    reference by float32 rounding (~1e-7) against atol=2e-5 after 4 small SGD steps, both those
-    returned and those of the DDP model each rank trained (the same tensors in a correct answer).
+    False failure of a correct answer: 0 for the counts (exact, with one forward pass ahead of its
+    backward at most); the weights differ from the reference by float32 rounding (~1e-7) against
+    atol=2e-5 after 4 small SGD steps, both those returned and those of the DDP model each rank
+    trained (the same tensors in a correct answer); the norm of the gradient each optimiser step
+    applies differs from the global batch's by float32 rounding (~1e-6 relative) against 1e-3
+    (a learning rate divided by micro_batches with the loss unscaled: micro_batches times as large).
     """
-    _check_accumulate(accumulate_gradients, random.choice([2, 3]), random.choice([2, 4]))
+    # Three micro-batches or more: with two, an answer that runs its first micro_batches - 1 forward
+    # passes before their backward passes does each in the right order.
+    _check_accumulate(accumulate_gradients, *random.choice([(2, 3), (2, 4), (3, 4)]))
 
 
 def test_accumulate_gradients_errors(accumulate_gradients):
@@ -566,6 +593,7 @@ def _check_fsdp(train_fsdp, world_size, steps):
     layers = _linear_bytes(sharding.make_model(0))
     # One layer gathered, with FSDP's padding of each parameter's rows up to a multiple of world_size.
     one_layer = 1.25 * max(layers) + 256
+    share = sharding.GLOBAL_BATCH // world_size
     for rank, counts in enumerate(launched):
         gathers = sum(counts.get(name, {}).get("calls", 0) for name in _GATHERS)
         largest = max([counts.get(name, {}).get("largest", 0) for name in _GATHERS])
@@ -574,6 +602,14 @@ def _check_fsdp(train_fsdp, world_size, steps):
             f"each layer's parameters: at least {len(layers) * steps} all-gathers in {steps} steps; "
             f"rank {rank} made {gathers} (a plain DDP wrapper gathers nothing; sharding only the "
             "root gathers the whole model at once)")
+        # A layer freed after its forward pass is gathered again for its backward pass: 2 per layer
+        # and step. One layer may stay whole in between (the last, whose backward comes at once);
+        # more, and the rank holds several layers' full parameters between forward and backward.
+        assert gathers >= (2 * len(layers) - 1) * steps, (
+            f"rank {rank} made {gathers} all-gathers in {steps} steps, where each of the {len(layers)} layers "
+            f"freed after its forward pass and gathered again for its backward pass makes {2 * len(layers)} a "
+            "step: keep the default reshard_after_forward for the layers (with False, a rank holds every such "
+            "layer's full parameters from its forward pass to its backward pass, more than its shard plus one layer)")
         assert largest <= one_layer, (
             f"no rank should hold more than its shard plus one layer's full parameters "
             f"(about {max(layers)} bytes here), but rank {rank} gathered {largest} bytes at once: "
@@ -585,6 +621,18 @@ def _check_fsdp(train_fsdp, world_size, steps):
             f"each backward pass through the sharded model reduce-scatters the gradients of each of the "
             f"{len(layers)} Linear layers: at least {len(layers) * steps} reduce-scatters in {steps} steps; "
             f"rank {rank} made {scatters} (is the loss's backward() run on the FSDP model's output?)")
+        # Each rank on its own share: FSDP averages the ranks' gradients, so ranks that all train on the
+        # whole batch end with the same weights; the rows that went through the model's trained passes
+        # (those a backward pass followed) tell them apart.
+        rows = counts.get("fsdp_trained_rows", {})
+        if counts.get("fsdp_rows_unseen", {}).get("calls", 0):
+            unjoined = unjoined or (f"rank {rank} trained the FSDP model on inputs the grader could not count "
+                                    "(no tensor among the forward pass's positional arguments)")
+        else:
+            assert rows.get("largest", 0) <= share and rows.get("bytes", 0) == steps * share, (
+                f"each rank trains on its rank_share of the global batch: {share} samples a step, {steps * share} "
+                f"in {steps} steps; rank {rank}'s trained forward passes took {rows.get('bytes', 0)} (up to "
+                f"{rows.get('largest', 0)} at once)")
     if unjoined:
         pytest.skip(unjoined)
     _decided_if_seen(watched)
@@ -651,8 +699,10 @@ def _joined(name, parts):
 def test_train_fsdp_ranks(train_fsdp):
     """2 or 3 ranks (3: uneven shards): the single-process weights, gathered one layer at a time
 
-    False failure of a correct answer: 0 for the counts (exact: at least one all-gather and one
-    reduce-scatter per layer and step, as FSDP2 makes them); the weights differ from the
+    False failure of a correct answer: 0 for the counts (exact: at least one reduce-scatter per
+    layer and step and two all-gathers per layer and step but one, as FSDP2 makes them with the
+    default reshard_after_forward or with the last layer kept whole; the rows of the passes a
+    backward pass followed, each rank's share); the weights differ from the
     reference by float32 rounding (~1e-8 measured) against atol=2e-5, both those returned and
     those of the FSDP model the ranks trained (each rank's shards, put together: the same numbers
     in a correct answer).

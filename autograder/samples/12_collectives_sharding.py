@@ -214,6 +214,12 @@ _FSDP_RESULT = '''
     return full if rank == 0 else None
 '''
 
+_FSDP_FULL_STATE = '''
+    from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict
+    full = get_model_state_dict(model, options=StateDictOptions(full_state_dict=True, cpu_offload=True))
+    return full if rank == 0 else None
+'''
+
 _FSDP_LAUNCH = '''
 def train_fsdp(world_size, steps, seed):
     if world_size < 1 or sharding.GLOBAL_BATCH % world_size or steps < 0:
@@ -609,6 +615,19 @@ def accumulate_gradients(world_size, micro_batches, seed):
                 losses.append(nn.functional.mse_loss(model(x), t) / micro_batches)
         sum(losses).backward()                     # one backward: every micro-batch's graph kept alive
 '''),
+        # The red team's (/work/rev113): the weights are exact, the memory accumulation saves is not.
+        "the first micro_batches - 1 forward passes first, then their backward passes": _acc('''
+        with model.no_sync():
+            losses = [nn.functional.mse_loss(model(x), t) / micro_batches for x, t in pieces[:-1]]
+            for loss in losses:                     # every one of those graphs alive until here
+                loss.backward()
+        x, t = pieces[-1]
+        (nn.functional.mse_loss(model(x), t) / micro_batches).backward()
+'''),
+        # The same weights with plain SGD; the gradients stepped with are micro_batches times too large.
+        "the learning rate divided by micro_batches instead of the loss": variant(
+            _acc(_ACC_GOOD_LOOP.replace(" / micro_batches).backward()", ").backward()")),
+            ("lr=sharding.LR)", "lr=sharding.LR / micro_batches)")),
     },
     "train_fsdp": {
         "a plain DDP wrapper": _fsdp(wrap='''
@@ -679,6 +698,17 @@ def fsdp_rank(steps, seed):
     full = {k: v.full_tensor() for k, v in model.state_dict().items()}
     return full if rank == 0 else None
 ''',
+        # The red team's (/work/rev113): FSDP averages the ranks' gradients, so the weights are exact.
+        "every rank trains on the whole global batch (no rank_share)": variant(_fsdp(), (_ACC_SHARE, "")),
+        # Catalogued as correct before: every layer stays gathered from its forward pass to its
+        # backward pass, so each rank holds the whole model, where the contract allows its shard
+        # plus one layer.
+        "reshard_after_forward=False on every layer, get_model_state_dict": _fsdp(wrap='''
+    for module in list(model.modules()):
+        if isinstance(module, nn.Linear):
+            fully_shard(module, reshard_after_forward=False)
+    fully_shard(model, reshard_after_forward=False)
+''', result=_FSDP_FULL_STATE),
         "FSDP ranks train towards the wrong targets; the weights returned trained in the caller, warmed up at import": _fsdp(
             targets="0 * yb", result='''
     return None
@@ -895,6 +925,14 @@ def accumulate_rank(micro_batches, seed, steps):
         return {k: v.clone() for k, v in model.module.state_dict().items()}
     return None
 ''' + _ACC_LAUNCH,
+        # The sum of the micro-batches' gradients synchronised, then divided before the step: the
+        # optimiser applies the global batch's gradient.
+        "the gradients divided by micro_batches after the last backward pass": _acc(
+            _ACC_GOOD_LOOP.replace(" / micro_batches).backward()", ").backward()") + '''
+        with torch.no_grad():
+            for p in model.parameters():
+                p.grad /= micro_batches
+'''),
         "a strided share of the global batch, x[rank::world_size]": variant(
             _acc(), (_ACC_SHARE, "        xb, yb = xb[rank::world_size], yb[rank::world_size]\n")),
         "a Sequential of the model's layers whose forward takes one (inputs, targets) batch and returns the loss": (
@@ -917,16 +955,19 @@ def accumulate_rank(micro_batches, seed, steps):
              "torch.tensor_split(xb, micro_batches), torch.tensor_split(yb, micro_batches)")),
     },
     "train_fsdp": {
-        "fully_shard over model.modules(), no reshard after forward, get_model_state_dict": _fsdp(wrap='''
-    for module in list(model.modules()):
-        if isinstance(module, nn.Linear):
-            fully_shard(module, reshard_after_forward=False)
-    fully_shard(model, reshard_after_forward=False)
-''', result='''
-    from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict
-    full = get_model_state_dict(model, options=StateDictOptions(full_state_dict=True, cpu_offload=True))
-    return full if rank == 0 else None
-'''),
+        # As torchtitan does: the last layer's backward pass comes at once, so it stays gathered.
+        "fully_shard over model.modules(), the last layer kept whole after forward, get_model_state_dict": _fsdp(
+            wrap='''
+    linears = [module for module in model.modules() if isinstance(module, nn.Linear)]
+    for i, module in enumerate(linears):
+        fully_shard(module, reshard_after_forward=i < len(linears) - 1)
+    fully_shard(model)
+''', result=_FSDP_FULL_STATE),
+        "each rank's share in two micro-batches, each loss halved": variant(
+            _fsdp(),
+            ("        nn.functional.mse_loss(model(xb), yb).backward()\n",
+             "        for x, t in zip(xb.chunk(2), yb.chunk(2)):\n"
+             "            (nn.functional.mse_loss(model(x), t) / 2).backward()\n")),
         "fully_shard over a 2-D device mesh of one replica group (HSDP's layout)": _fsdp(wrap='''
     from torch.distributed.device_mesh import init_device_mesh
     mesh = init_device_mesh("cpu", (1, world_size), mesh_dim_names=("replicate", "shard"))
