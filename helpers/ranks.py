@@ -47,12 +47,14 @@ What it does for you, and why:
   all-reduces happen in C++, so the launcher routes them through a counted
   Python hook (the standard `allreduce_hook`): they appear as `all_reduce`
   calls, and once per synchronising backward pass as "ddp_gradient_sync";
-  "ddp_forward" counts the forward passes of DDP models with gradients enabled
-  ("ddp_forward_rows": the rows of their inputs, "bytes" the total and
-  "largest" the most in one pass), "ddp_backward" the backward passes that
-  reached a DDP model's gradients (synchronising or inside `no_sync()`), and
-  "ddp_forwards_ahead" how many training forward passes ran before a backward
-  pass caught up ("largest": 1 when each forward is followed by its backward).
+  "ddp_forward" counts the forward passes of DDP models with gradients enabled.
+  Of those a backward pass then went through (the training passes):
+  "ddp_forward_rows" the rows that reached the model's first `Linear` layer
+  (else its first tensor argument; "bytes" the total, "largest" the most in
+  one pass), "ddp_backward" the backward passes that went through them
+  (synchronising or inside `no_sync()`), and "ddp_forwards_ahead" how many of
+  them were alive at once, run forward and not yet backward ("largest": 1
+  when each forward pass is followed by its backward pass).
   A collective asked of the process group itself (`group.allreduce(...)`)
   rather than through those functions counts as "process_group.allreduce".
 
@@ -115,10 +117,15 @@ _DDP_FORWARD = "ddp_forward"
 _DDP_FORWARD_ROWS = "ddp_forward_rows"
 _DDP_BACKWARD = "ddp_backward"
 _DDP_AHEAD = "ddp_forwards_ahead"
+_DDP_ROWS_UNSEEN = "ddp_rows_unseen"
 # Recorded for the course's checks only (recording(ddp_weights=True)): the rows of each pass of the
-# FSDP model that a backward pass went through, and the gradients each optimiser step applied.
+# FSDP model that a backward pass went through, the most parameter groups it held gathered at once
+# in a training forward pass, and the gradients each optimiser step applied.
 _FSDP_TRAINED_ROWS = "fsdp_trained_rows"
 _FSDP_ROWS_UNSEEN = "fsdp_rows_unseen"
+_FSDP_GATHERED = "fsdp_groups_gathered"
+_FSDP_GATHERING = "fsdp_groups_gathering"
+_FSDP_GATHERED_UNSEEN = "fsdp_groups_unseen"
 _OPTIMIZER_STEPS = "optimizer_steps"
 
 
@@ -253,7 +260,9 @@ _sent_to = []  # the destination of each point-to-point send of this rank, in ca
 
 def local_counts():
     """A copy of this rank's counts so far (call it inside a rank)."""
-    return {name: dict(entry) for name, entry in _counts.items()}
+    counts = {name: dict(entry) for name, entry in _counts.items()}
+    counts.update(_pass_counts())
+    return counts
 
 
 def local_destinations():
@@ -368,6 +377,8 @@ def _install_counters():
                 setattr(namespace, name, wrapper)
     _count_process_group_collectives()
     _count_ddp_gradient_syncs()
+    import torch
+    torch.nn.modules.module.register_module_forward_pre_hook(_linear_input)
 
 
 def _count_process_group_collectives():
@@ -410,30 +421,23 @@ def _count_ddp_gradient_syncs():
         self._course_hooked = True
         return original_register(self, state, counting(hook))
 
-    def backward_seen(param):
-        _note(_DDP_BACKWARD, 0)
-        _ahead[0] = max(_ahead[0] - 1, 0)
-
     def forward(self, *args, **kwargs):
-        if torch.is_grad_enabled():            # a training pass (evaluation runs under no_grad)
-            _note(_DDP_FORWARD, 0)
-            # Passes whose backward has not run yet each keep their graph (activations) alive.
-            _ahead[0] += 1
-            _note(_DDP_AHEAD, 0, largest=_ahead[0])
-            first = _first_tensor((args, kwargs))
-            if first is not None and first.dim() > 0:
-                _note(_DDP_FORWARD_ROWS, first.shape[0], largest=first.shape[0])
-            _trained[:] = [self]
-            # One parameter's gradient is accumulated once per backward pass that reaches the model;
-            # hooked once, however many DDP wrappers are made around the model.
-            trainable = next((p for p in self.module.parameters() if p.requires_grad), None)
-            if trainable is not None and not getattr(trainable, "_course_backward_hooked", False):
-                trainable.register_post_accumulate_grad_hook(backward_seen)
-                trainable._course_backward_hooked = True
         if not getattr(self, "_course_hooked", False):
             self._course_hooked = True
             original_register(self, self.process_group, counting(default_hooks.allreduce_hook))
-        return original_forward(self, *args, **kwargs)
+        # Evaluation runs under no_grad, and activation checkpointing recomputes inside a backward
+        # pass a forward pass already seen: neither is a training pass.
+        if not torch.is_grad_enabled() or _in_backward():
+            return original_forward(self, *args, **kwargs)
+        _note(_DDP_FORWARD, 0)
+        _trained[:] = [self]
+        run = _pass_begins("ddp", (args, kwargs))
+        try:
+            output = original_forward(self, *args, **kwargs)
+        finally:
+            _pass_ends(run)
+        _watch_backward(run, output)
+        return output
 
     DDP.register_comm_hook = register_comm_hook
     DDP.forward = forward
@@ -454,7 +458,115 @@ def _first_tensor(value):
 
 
 _trained = []  # in a rank: the DDP model that made the last training forward pass
-_ahead = [0]  # in a rank: DDP training forward passes not yet followed by a backward pass
+
+
+# --- training passes: forward, then (or never) backward ----------------------------------------
+class _Pass:
+    """One forward pass with gradients on of a DDP model, or of the outermost FSDP module: its
+    rows (those that reached its first Linear layer, else those of its first tensor argument),
+    when it began, and when and by which backward pass it was first gone through (None: never, a
+    pass for a look). Counted from the pass's own output, so a backward pass made only to be
+    seen (a zero loss of one parameter) goes through no pass."""
+    __slots__ = ("kind", "began", "rows", "first_linear", "first_linear_calls", "consumed", "task")
+
+    def __init__(self, kind, began, rows):
+        self.kind, self.began, self.rows = kind, began, rows
+        self.first_linear, self.first_linear_calls = None, 0
+        self.consumed = self.task = None
+
+
+_passes = []  # in a rank: every training pass, in order
+_clock = [0]  # in a rank: forward passes begun and backward passes arrived, one tick each
+_running = threading.local()  # the pass whose forward runs in this thread (.current)
+
+
+def _in_backward():
+    import torch
+    return torch._C._current_graph_task_id() != -1
+
+
+def _tick():
+    _clock[0] += 1
+    return _clock[0]
+
+
+def _rows_of(first):
+    return first.shape[0] if first is not None and first.dim() > 0 else None
+
+
+def _pass_begins(kind, arguments):
+    run = _Pass(kind, _tick(), _rows_of(_first_tensor(arguments)))
+    _running.current = run
+    return run
+
+
+def _pass_ends(run):
+    if getattr(_running, "current", None) is run:
+        _running.current = None
+    _passes.append(run)
+
+
+def _linear_input(module, args):
+    """(global forward pre-hook) The rows of a pass as they reach its first Linear layer: a
+    tensor handed over for show in front of the data reaches no layer. A pass whose first Linear
+    layer runs twice cannot say which call held the data (rows unknown)."""
+    import torch
+    run = getattr(_running, "current", None)
+    if run is None or not isinstance(module, torch.nn.Linear):
+        return
+    if run.first_linear is None:
+        run.first_linear = id(module)  # not the module: a pass kept in the record keeps no model alive
+        first = args[0] if args and isinstance(args[0], torch.Tensor) else None
+        run.rows = first.numel() // max(module.in_features, 1) if first is not None else None
+    if id(module) == run.first_linear:
+        run.first_linear_calls += 1
+
+
+def _tensors_needing_grad(value):
+    import torch
+    if isinstance(value, torch.Tensor):
+        return [value] if value.requires_grad else []
+    items = value.values() if isinstance(value, dict) else value if isinstance(value, (tuple, list)) else ()
+    return [t for item in items for t in _tensors_needing_grad(item)]
+
+
+def _watch_backward(run, output):
+    """Note the first backward pass that goes through any of the pass's outputs."""
+    import torch
+    from torch.autograd.graph import register_multi_grad_hook
+
+    def arrived(grads):
+        if run.consumed is None:
+            run.consumed, run.task = _tick(), torch._C._current_graph_task_id()
+
+    tensors = _tensors_needing_grad(output)
+    if tensors:
+        register_multi_grad_hook(tensors, arrived, mode="any")
+
+
+def _pass_counts():
+    """The counts derived from the training passes (those a backward pass went through)."""
+    counts = {}
+    for kind, rows_name, unseen_name in (("ddp", _DDP_FORWARD_ROWS, _DDP_ROWS_UNSEEN),
+                                         ("fsdp", _FSDP_TRAINED_ROWS, _FSDP_ROWS_UNSEEN)):
+        trained = [run for run in _passes if run.kind == kind and run.consumed is not None]
+        if not trained:
+            continue
+        known = [run.rows for run in trained if run.rows is not None and run.first_linear_calls <= 1]
+        counts[rows_name] = {"calls": len(known), "bytes": sum(known), "largest": max(known, default=0)}
+        if len(known) < len(trained):
+            counts[unseen_name] = {"calls": len(trained) - len(known), "bytes": 0, "largest": 0}
+        if kind == "ddp":
+            tasks = {run.task for run in trained}
+            # When each pass's backward arrived, how many training passes were alive: begun, not yet
+            # gone through backward (itself included).
+            ahead = max(sum(1 for other in trained if other.began < run.consumed <= other.consumed)
+                        for run in trained)
+            counts[_DDP_BACKWARD] = {"calls": len(tasks), "bytes": 0, "largest": 0}
+            counts[_DDP_AHEAD] = {"calls": len(trained), "bytes": 0, "largest": ahead}
+    return counts
+
+
 _trained_fsdp = []  # in a rank: the outermost FSDP module of the last training forward pass
 
 
@@ -476,55 +588,92 @@ def _note_fsdp_training():
     def before(module, args):
         if isinstance(module, FSDPModule):
             level = getattr(depth, "level", 0)
-            if level == 0 and torch.is_grad_enabled() and not _inside_trained(module):
+            # A forward pass run inside a backward pass is activation checkpointing's recomputation
+            # of one already seen, not a training pass of its own.
+            training = torch.is_grad_enabled() and not _in_backward()
+            if level == 0 and training and not _inside_trained(module):
                 _trained_fsdp[:] = [module]
-            if level == 0 and torch.is_grad_enabled() and _trained_fsdp and module is _trained_fsdp[-1]:
-                first = _first_tensor(args)
-                depth.rows = first.shape[0] if first is not None and first.dim() > 0 else None
+            if level == 0 and training and _trained_fsdp and module is _trained_fsdp[-1]:
+                depth.run = _pass_begins("fsdp", args)
             depth.level = level + 1
 
     def after(module, args, output):
         if isinstance(module, FSDPModule):
             depth.level = max(getattr(depth, "level", 1) - 1, 0)
-            if depth.level == 0 and _trained_fsdp and module is _trained_fsdp[-1]:
-                rows, depth.rows = getattr(depth, "rows", None), None
-                out = _first_tensor(output)
-                if out is not None and out.requires_grad:
-                    out.register_hook(lambda grad, rows=rows: _note_trained_rows(rows))
+            run = getattr(depth, "run", None)
+            if run is not None:
+                _note_groups_gathered()  # this module's group is still gathered: FSDP frees it after us
+            if depth.level == 0 and run is not None and _trained_fsdp and module is _trained_fsdp[-1]:
+                depth.run = None
+                _pass_ends(run)
+                _watch_backward(run, output)
 
     torch.nn.modules.module.register_module_forward_pre_hook(before)
     torch.nn.modules.module.register_module_forward_hook(after, always_call=True)
 
 
-def _note_trained_rows(rows):
-    if rows is None:
-        _note(_FSDP_ROWS_UNSEEN, 0)
-    else:
-        _note(_FSDP_TRAINED_ROWS, rows, largest=rows)
+def _note_groups_gathered():
+    """The parameter groups of the trained FSDP model held gathered now (_FSDP_GATHERED's "largest"),
+    and those plus the groups whose all-gather is under way, prefetched (_FSDP_GATHERING's); FSDP2's
+    own state, read where this torch has it (_FSDP_GATHERED_UNSEEN where it has not)."""
+    try:
+        held = pending = 0
+        for module in _trained_fsdp[-1].modules():
+            group = module._get_fsdp_state()._fsdp_param_group if hasattr(module, "_get_fsdp_state") else None
+            if group is None:
+                continue
+            if not group.is_sharded:
+                held += 1
+            elif group._all_gather_result is not None:
+                pending += 1
+    except Exception:  # noqa: BLE001 (another torch: left to a person)
+        _note(_FSDP_GATHERED_UNSEEN, 0)
+        return
+    _note(_FSDP_GATHERED, 0, largest=held)
+    _note(_FSDP_GATHERING, 0, largest=held + pending)
 
 
 def _note_optimizer_steps():
-    """(in a rank) Note, before each optimiser step, the norm of the gradients it is about to apply
-    (over the parameters of its groups that have one), in _OPTIMIZER_STEPS' "gradient_norms"; None
-    where a gradient is a DTensor, whose norm would need a collective of every rank."""
+    """(in a rank) Note, as each step of an optimiser of the DDP or FSDP model trained last ends,
+    the gradients it applied (those of its groups' parameters; a step given a closure computes
+    them inside): in _OPTIMIZER_STEPS' "gradient_squares", the sum of each one's squares (a list,
+    in the optimiser's order), and in "sharded" whether they were DTensors, whose sums are of this
+    rank's pieces only (the ranks' sums add up to the whole gradient's, without a collective here,
+    which a rank would wait in for ranks that may never come)."""
     from torch.distributed.tensor import DTensor
-    from torch.optim.optimizer import register_optimizer_step_pre_hook
+    from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
+
+    depth = threading.local()  # steps under way: an optimiser that steps another inside (ZeRO's) is one step
 
     def before_step(optimizer, args, kwargs):
-        squares, sharded = 0.0, False
-        for group in optimizer.param_groups:
-            for param in group["params"]:
-                grad = param.grad
-                if grad is None:
-                    continue
-                if isinstance(grad, DTensor):
-                    sharded = True
-                    break
-                squares += float(grad.detach().double().pow(2).sum())
+        depth.level = getattr(depth, "level", 0) + 1
+
+    def after_step(optimizer, args, kwargs):
+        depth.level = max(getattr(depth, "level", 1) - 1, 0)
+        if depth.level:
+            return
+        # Only the steps of the DDP or FSDP model trained last: a plain model trained beside it
+        # (the answer that trains elsewhere and copies the weights in) is not noted.
+        trained = {id(p) for p in _trained[-1].module.parameters()} if _trained else set()
+        if _trained_fsdp:
+            trained.update(id(p) for p in _trained_fsdp[-1].parameters())
+        params = [param for group in optimizer.param_groups for param in group["params"]]
+        if not any(id(param) in trained for param in params):
+            return
+        squares, sharded = [], False
+        for param in params:
+            grad = param.grad
+            if grad is None:
+                continue
+            if isinstance(grad, DTensor):
+                sharded, grad = True, grad.to_local()
+            squares.append(float(grad.detach().double().pow(2).sum()))
         _note(_OPTIMIZER_STEPS, 0)
-        _counts[_OPTIMIZER_STEPS].setdefault("gradient_norms", []).append(None if sharded else squares ** 0.5)
+        _counts[_OPTIMIZER_STEPS].setdefault("gradient_squares", []).append(squares)
+        _counts[_OPTIMIZER_STEPS].setdefault("sharded", []).append(sharded)
 
     register_optimizer_step_pre_hook(before_step)
+    register_optimizer_step_post_hook(after_step)
 
 
 def _inside_trained(module):

@@ -240,6 +240,7 @@ def _fsdp_step_and_a_look():
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.Tanh(), torch.nn.Linear(4, 1))
     fully_shard(model[0])
+    fully_shard(model[2])
     fully_shard(model)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
     model(torch.randn(4, 3)).sum().backward()
@@ -254,8 +255,49 @@ def test_only_the_rows_of_trained_fsdp_passes_are_counted():
         run = ranks.launch(_fsdp_step_and_a_look, 2)
     for counts in run.counts:
         assert counts["fsdp_trained_rows"]["calls"] == 1 and counts["fsdp_trained_rows"]["bytes"] == 4
-        assert counts["optimizer_steps"]["gradient_norms"] == [None]
+        assert counts["optimizer_steps"]["sharded"] == [True]  # each rank's pieces: their squares add up
+        assert counts["fsdp_groups_gathered"]["largest"] == 1
     with ranks.recording(ddp_weights=True):
         run = ranks.launch(_accumulate, 2, False)
-    norms = [counts["optimizer_steps"]["gradient_norms"] for counts in run.counts]
-    assert len(norms[0]) == 1 and norms[0][0] > 0 and norms[0] == norms[1]  # unsynchronised: no_sync, same seed
+    squares = [counts["optimizer_steps"]["gradient_squares"] for counts in run.counts]
+    assert len(squares[0]) == 1 and len(squares[0][0]) == 2 and squares[0] == squares[1]  # no_sync, same seed
+
+
+def _decoys():
+    """Two training passes of 2 rows through a DDP model whose forward takes a 5-row decoy first; a
+    backward pass made only to be seen (a zero loss of the first parameter, before any forward
+    pass); a step whose closure computes the gradients."""
+    import torch
+    from torch.nn.parallel import DistributedDataParallel
+
+    class Tagged(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.layer = torch.nn.Linear(3, 1)
+
+        def forward(self, tag, x):
+            return self.layer(x)
+
+    torch.manual_seed(0)
+    model = DistributedDataParallel(Tagged())
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+
+    def closure():
+        optimizer.zero_grad()
+        (next(model.parameters()).sum() * 0).backward()
+        loss = model(torch.zeros(5), torch.ones(2, 3)).sum()
+        loss.backward()
+        return loss
+
+    optimizer.step(closure)
+    model(torch.zeros(5), torch.ones(2, 3)).sum().backward()
+
+
+def test_the_rows_are_those_that_reach_the_first_linear_layer():
+    with ranks.recording(ddp_weights=True):
+        run = ranks.launch(_decoys, 2)
+    for counts in run.counts:
+        assert counts["ddp_forward_rows"] == {"calls": 2, "bytes": 4, "largest": 2}
+        assert counts["ddp_backward"]["calls"] == 2  # the zero loss went through no pass
+        # the closure's gradients, read as the step ends: ones(2, 3) summed -> weight 2s, bias 2
+        assert counts["optimizer_steps"]["gradient_squares"] == [[pytest.approx(3 * 4), pytest.approx(4)]]

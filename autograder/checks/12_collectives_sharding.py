@@ -366,7 +366,8 @@ def test_partition_parameters_edges(partition_parameters):
 
 # --- training recipes: the single-process reference ----------------------------------------
 def _single_process(steps, seed, gradient_norms=None):
-    """The weights after `steps` steps; the norm of each step's gradient appended to gradient_norms."""
+    """The weights after `steps` steps; each step's gradients' norms (one per parameter, sorted)
+    appended to gradient_norms."""
     model = sharding.make_model(seed)
     X, y = sharding.make_data(seed)
     optimizer = torch.optim.SGD(model.parameters(), lr=sharding.LR)
@@ -374,8 +375,8 @@ def _single_process(steps, seed, gradient_norms=None):
         inputs, targets = sharding.global_batch(X, y, step)
         optimizer.zero_grad()
         nn.functional.mse_loss(model(inputs), targets).backward()
-        if gradient_norms is not None:
-            gradient_norms.append(float(torch.cat([p.grad.double().flatten() for p in model.parameters()]).norm()))
+        if gradient_norms is not None:  # each parameter's gradient's norm, smallest first
+            gradient_norms.append(sorted(float(p.grad.double().norm()) for p in model.parameters()))
         optimizer.step()
     return model.state_dict()
 
@@ -395,9 +396,15 @@ def _recorded(train, *args, puzzles=()):
 
     with ranks.recording(puzzles, ddp_weights=True) as runs:
         weights = train(*args)
+    from torch.distributed.tensor import DTensor
+
+    def plain(value):
+        if type(value) is torch.nn.Parameter and not isinstance(value, DTensor):
+            value = value.detach()  # dict(model.named_parameters()): the weights, as Parameters
+        return value if type(value) is torch.Tensor else type(value).__name__
+
     if isinstance(weights, dict):
-        weights = {str(name): value if type(value) is torch.Tensor else type(value).__name__
-                   for name, value in weights.items()}
+        weights = {str(name): plain(value) for name, value in weights.items()}
     else:
         weights = type(weights).__name__
     return weights, [(run.world_size, run.counts, getattr(run, "witnesses", []), getattr(run, "proofs", []),
@@ -501,43 +508,86 @@ def _check_accumulate(accumulate_gradients, world_size, micro_batches):
     share = sharding.GLOBAL_BATCH // (world_size * micro_batches)  # rows of one micro-batch of one rank
     undecided = None
     for rank, counts in enumerate(launched):
-        forwards = counts.get("ddp_forward", {}).get("calls", 0)
+        # The training passes: forward passes of the DDP model that a backward pass then went
+        # through (a pass for a look, never backpropagated, is not one).
+        rows = counts.get("ddp_forward_rows", {})
+        unseen = counts.get("ddp_rows_unseen", {}).get("calls", 0)
+        trained = rows.get("calls", 0) + unseen
         syncs = counts.get("ddp_gradient_sync", {}).get("calls", 0)
         backwards = counts.get("ddp_backward", {}).get("calls", 0)
-        rows = counts.get("ddp_forward_rows", {})
-        assert forwards == steps * micro_batches, (
-            f"with micro_batches={micro_batches} each rank runs {micro_batches} forward passes of its "
-            f"DistributedDataParallel model per step, {steps * micro_batches} in all; rank {rank} ran {forwards}")
-        assert rows.get("largest") == share and rows.get("bytes") == steps * micro_batches * share, (
-            f"each micro-batch of a rank holds GLOBAL_BATCH / (world_size * micro_batches) = {share} samples "
-            f"(its rank_share of the global batch, split in {micro_batches}); rank {rank}'s forward passes took "
-            f"up to {rows.get('largest', 0)} ({rows.get('bytes', 0)} in all, where {steps * micro_batches * share} "
-            "were due): does each rank train on its own share?")
+        assert trained == steps * micro_batches, (
+            f"with micro_batches={micro_batches} each rank trains with {micro_batches} forward and backward passes "
+            f"of its DistributedDataParallel model per step, {steps * micro_batches} in all; rank {rank} ran "
+            f"{trained} forward passes that a backward pass went through")
+        if unseen:
+            undecided = undecided or (f"rank {rank} trained on inputs the grader could not count (its model's first "
+                                      "Linear layer ran more than once in a forward pass, or the model has none and "
+                                      "took no tensor as a positional argument)")
+        else:
+            assert rows.get("largest") == share and rows.get("bytes") == steps * micro_batches * share, (
+                f"each micro-batch of a rank holds GLOBAL_BATCH / (world_size * micro_batches) = {share} samples "
+                f"(its rank_share of the global batch, split in {micro_batches}); rank {rank}'s training passes "
+                f"took up to {rows.get('largest', 0)} ({rows.get('bytes', 0)} in all, where "
+                f"{steps * micro_batches * share} were due): does each rank train on its own share?")
         assert backwards == steps * micro_batches, (
             f"one backward pass per micro-batch, {micro_batches} per step, {steps * micro_batches} in all; rank "
-            f"{rank} ran {backwards} (a loss summed over the micro-batches and backpropagated once keeps every "
-            "micro-batch's graph alive, which accumulation is there to avoid)")
+            f"{rank} ran {backwards} through its forward passes (a loss summed over the micro-batches and "
+            "backpropagated once keeps every micro-batch's graph alive, which accumulation is there to avoid)")
         assert syncs == steps, (
             f"exactly one gradient all-reduce per optimiser step: {steps} in all; rank {rank} made {syncs} "
             "(are the first micro_batches - 1 forward and backward passes inside model.no_sync()?)")
         ahead = counts.get("ddp_forwards_ahead", {}).get("largest", 0)
         assert ahead == 1, (
             f"each micro-batch's backward pass should run before the next micro-batch's forward pass, so that "
-            f"one graph (one micro-batch's activations) is alive at a time; rank {rank} ran {ahead} forward "
-            "passes before their backward passes")
-        applied = counts.get("optimizer_steps", {}).get("gradient_norms")
-        if not (isinstance(applied, list) and len(applied) == steps and None not in applied):
-            undecided = (f"rank {rank}'s optimiser steps could not be followed (the grader reads the gradients "
-                         "a torch.optim optimiser applies at each of the steps)")
-            continue
-        for step, (got, want) in enumerate(zip(applied, norms)):
-            assert abs(got - want) <= 1e-3 * want + 1e-7, (
-                f"the gradient rank {rank}'s optimiser applied in step {step} has norm {got:.4g}, where the "
-                f"global batch's mean loss gives {want:.4g} ({got / want:.3g} times as large): divide each "
-                "micro-batch's loss by micro_batches, and keep the learning rate at sharding.LR")
+            f"one graph (one micro-batch's activations) is alive at a time; rank {rank} had {ahead} forward "
+            "passes waiting for their backward passes at once")
+    applied = _applied_norms(launched, steps)
+    if isinstance(applied, str):
+        undecided = undecided or applied
+    else:
+        _assert_global_gradients(applied, norms, "divide each micro-batch's loss by micro_batches, and keep "
+                                 "the learning rate at sharding.LR")
     if undecided:
         pytest.skip(undecided)
     _decided_if_seen(watched)
+
+
+def _applied_norms(launched, steps):
+    """Per rank, per optimiser step, the norms of the gradients that step applied (one per parameter,
+    sorted: an optimiser may hold the parameters in any order), as helpers.ranks notes their sums
+    of squares; where they were sharded (DTensors: each rank noted its pieces'), the whole
+    gradients', the same for every rank. A str saying why where the steps cannot be followed (no
+    torch.optim optimiser, or not `steps` steps)."""
+    squares = [counts.get("optimizer_steps", {}).get("gradient_squares") for counts in launched]
+    sharded = [counts.get("optimizer_steps", {}).get("sharded") for counts in launched]
+    for rank in range(len(launched)):
+        if not (isinstance(squares[rank], list) and len(squares[rank]) == steps
+                and isinstance(sharded[rank], list) and len(sharded[rank]) == steps
+                and all(isinstance(step, list) and len(step) == len(squares[0][i])
+                        for i, step in enumerate(squares[rank]))):
+            return (f"rank {rank}'s optimiser steps could not be followed (the grader reads the gradients "
+                    f"a torch.optim optimiser applies at each of the {steps} steps)")
+    applied = []
+    for rank in range(len(launched)):
+        applied.append([sorted(math.sqrt(sum(squares[other][step][i] for other in range(len(launched)))
+                                         if sharded[rank][step] else squares[rank][step][i])
+                               for i in range(len(squares[rank][step])))
+                        for step in range(steps)])
+    return applied
+
+
+def _assert_global_gradients(applied, norms, hint):
+    """Each rank's optimiser must step with the gradients of the global batch's mean loss: each
+    parameter's gradient's norm as the single-process training's at each step (float32 rounding:
+    ~1e-6 relative, against 1e-3)."""
+    for rank, steps in enumerate(applied):
+        for step, (got, want) in enumerate(zip(steps, norms)):
+            total_got, total_want = math.hypot(*got), math.hypot(*want)
+            assert len(got) == len(want) and all(
+                abs(g - w) <= 1e-3 * w + 1e-6 * total_want for g, w in zip(got, want)), (
+                f"the gradient rank {rank}'s optimiser applied in step {step} has norm {total_got:.4g}, where the "
+                f"global batch's mean loss gives {total_want:.4g} ({total_got / total_want:.3g} times as large, "
+                f"over {len(got)} parameters where the model has {len(want)}): {hint}")
 
 
 @timeout(150)
@@ -574,7 +624,8 @@ def _check_fsdp(train_fsdp, world_size, steps):
     puzzles, allowance = work_for_workers(world_size, world_size)  # one per rank
     with _ranks_watched(world_size) as watched, caller_cpu() as spent:
         weights, runs = there(_recorded, train_fsdp, world_size, steps, seed, puzzles=[p.task for p in puzzles])
-    expected = _single_process(steps, seed)
+    norms = []
+    expected = _single_process(steps, seed, norms)
     # The weights returned could come from elsewhere (a model the caller trained alone, beside FSDP
     # ranks that trained wrongly): the FSDP model the ranks trained, put together from the piece
     # each rank held as it ended, must hold them too. Judged first, as it needs no clock: such an
@@ -585,6 +636,10 @@ def _check_fsdp(train_fsdp, world_size, steps):
         if isinstance(assembled, str):
             unjoined = assembled  # undecided, once everything else has passed
         else:
+            assert not set(assembled) <= {"weight", "bias"}, (
+                "the outermost module wrapped with fully_shard that ran a training forward pass holds one "
+                "layer's parameters only: call fully_shard on the root model too, after its layers, and call "
+                "the model (model(x), not model.forward(x)) so that FSDP's hooks run")
             _same_weights(_named_as(assembled, expected), expected, "checked in the FSDP model the ranks "
                           "trained, put together from their shards, as well as in the weights returned: each "
                           "rank on its share of the global batch?")
@@ -602,14 +657,21 @@ def _check_fsdp(train_fsdp, world_size, steps):
             f"each layer's parameters: at least {len(layers) * steps} all-gathers in {steps} steps; "
             f"rank {rank} made {gathers} (a plain DDP wrapper gathers nothing; sharding only the "
             "root gathers the whole model at once)")
-        # A layer freed after its forward pass is gathered again for its backward pass: 2 per layer
-        # and step. One layer may stay whole in between (the last, whose backward comes at once);
-        # more, and the rank holds several layers' full parameters between forward and backward.
-        assert gathers >= (2 * len(layers) - 1) * steps, (
-            f"rank {rank} made {gathers} all-gathers in {steps} steps, where each of the {len(layers)} layers "
-            f"freed after its forward pass and gathered again for its backward pass makes {2 * len(layers)} a "
-            "step: keep the default reshard_after_forward for the layers (with False, a rank holds every such "
-            "layer's full parameters from its forward pass to its backward pass, more than its shard plus one layer)")
+        # The layers held gathered at once in a training forward pass, as FSDP's own state shows them
+        # after each sharded module ran: one, with the default reshard_after_forward or with the last
+        # layer alone kept whole (its backward pass comes first), and the next one on its way where it
+        # is prefetched. More: layers kept whole after their forward pass (reshard_after_forward=False),
+        # or several prefetched at once.
+        held = counts.get("fsdp_groups_gathered", {}).get("largest", 0)
+        coming = counts.get("fsdp_groups_gathering", {}).get("largest", 0)
+        if counts.get("fsdp_groups_unseen", {}).get("calls", 0) or "fsdp_groups_gathered" not in counts:
+            unjoined = unjoined or f"the grader could not see which layers rank {rank} held gathered"
+        else:
+            assert held <= 1 and coming <= 2, (
+                f"rank {rank} held {held} layers' full parameters at once during a forward pass ({coming} with "
+                "those being gathered), where FSDP holds one (its shard plus one layer, and the next on its way "
+                "if prefetched): keep the default reshard_after_forward for the layers (at most the last may "
+                "stay whole) and prefetch no more than the next layer")
         assert largest <= one_layer, (
             f"no rank should hold more than its shard plus one layer's full parameters "
             f"(about {max(layers)} bytes here), but rank {rank} gathered {largest} bytes at once: "
@@ -627,12 +689,19 @@ def _check_fsdp(train_fsdp, world_size, steps):
         rows = counts.get("fsdp_trained_rows", {})
         if counts.get("fsdp_rows_unseen", {}).get("calls", 0):
             unjoined = unjoined or (f"rank {rank} trained the FSDP model on inputs the grader could not count "
-                                    "(no tensor among the forward pass's positional arguments)")
+                                    "(its first Linear layer ran more than once in a forward pass, or the model "
+                                    "has none and took no tensor as a positional argument)")
         else:
             assert rows.get("largest", 0) <= share and rows.get("bytes", 0) == steps * share, (
                 f"each rank trains on its rank_share of the global batch: {share} samples a step, {steps * share} "
                 f"in {steps} steps; rank {rank}'s trained forward passes took {rows.get('bytes', 0)} (up to "
                 f"{rows.get('largest', 0)} at once)")
+    applied = _applied_norms(launched, steps)
+    if isinstance(applied, str):
+        unjoined = unjoined or applied
+    else:
+        _assert_global_gradients(applied, norms, "each rank on its share, each loss the mean over it, SGD with "
+                                 "sharding.LR, every step through the sharded model")
     if unjoined:
         pytest.skip(unjoined)
     _decided_if_seen(watched)

@@ -245,6 +245,28 @@ def fsdp_rank(steps, seed):
 ''' + result + launch
 
 
+# A wrapper whose forward takes a decoy first: one row per sample of the rank's share, ahead of the data.
+_TAGGED = '''
+from torch import nn
+class Tagged(nn.Module):
+    def __init__(self, net):
+        super().__init__()
+        self.net = net
+    def forward(self, tag, x):
+        return self.net(x)
+'''
+# The plain model trained on the whole global batch on every rank: `plain`.
+_PLAIN_ON_EVERY_RANK = '''
+    plain = sharding.make_model(seed)
+    plain_opt = torch.optim.SGD(plain.parameters(), lr=sharding.LR)
+    for step in range(steps):
+        xb, yb = sharding.global_batch(X, y, step)
+        plain_opt.zero_grad()
+        nn.functional.mse_loss(plain(xb), yb).backward()
+        plain_opt.step()
+'''
+_FSDP_STEP = "        opt.step()\n"
+
 WRONG = {
     "ring_allreduce_p2p": {
         # The red team's: the tensors travel through the rendezvous store (not counted), and the
@@ -577,6 +599,38 @@ def accumulate_gradients(world_size, micro_batches, seed):
             else:
                 loss.backward()
 '''),
+        # The red team's (/work/rev115): the catalogued summed loss, with a zero loss of the first
+        # parameter backpropagated after each forward pass, which a hook on that parameter counted.
+        "the micro-batch losses summed, a zero backward pass through the first parameter after each forward": _acc('''
+        losses = []
+        for i, (x, t) in enumerate(pieces):
+            context = model.no_sync() if i < len(pieces) - 1 else contextlib.nullcontext()
+            with context:
+                losses.append(nn.functional.mse_loss(model(x), t) / micro_batches)
+                if i < len(pieces) - 1:
+                    (next(model.module.parameters()).sum() * 0).backward()
+        sum(losses).backward()
+'''),
+        "every rank on the whole global batch, a decoy of a micro-batch's rows handed to the model first": (
+            _TAGGED + variant(
+                _acc('''
+        for i, (x, t) in enumerate(pieces):
+            context = model.no_sync() if i < len(pieces) - 1 else contextlib.nullcontext()
+            with context:
+                tag = torch.zeros(sharding.GLOBAL_BATCH // (world_size * micro_batches))
+                (nn.functional.mse_loss(model(tag, x), t) / micro_batches).backward()
+'''),
+                (_ACC_SHARE, ""),
+                (_ACC_MODEL, "DistributedDataParallel(Tagged(sharding.make_model(seed)))"),
+                ("model.module.state_dict()", "model.module.net.state_dict()"))),
+        # Undecided by design (TO_A_PERSON): without torch.optim the grader cannot tell the steps apart.
+        "SGD by hand, the learning rate divided by micro_batches instead of the loss": variant(
+            _acc(_ACC_GOOD_LOOP.replace(" / micro_batches).backward()", ").backward()")),
+            ("    opt = torch.optim.SGD(model.parameters(), lr=sharding.LR)\n", ""),
+            ("        opt.zero_grad()\n", "        model.zero_grad()\n"),
+            ("        opt.step()\n", "        with torch.no_grad():\n"
+                                   "            for p in model.parameters():\n"
+                                   "                p -= sharding.LR / micro_batches * p.grad\n")),
         "micro_batches ignored: one backward per step": _acc('''
         nn.functional.mse_loss(model(xb), yb).backward()
 '''),
@@ -709,6 +763,62 @@ def fsdp_rank(steps, seed):
             fully_shard(module, reshard_after_forward=False)
     fully_shard(model, reshard_after_forward=False)
 ''', result=_FSDP_FULL_STATE),
+        # The red team's (/work/rev115):
+        "reshard_after_forward=False on every layer but the last, the loss printed under no_grad each step": variant(
+            _fsdp(wrap='''
+    linears = [layer for layer in model if isinstance(layer, nn.Linear)]
+    for layer in linears[:-1]:
+        fully_shard(layer, reshard_after_forward=False)
+    fully_shard(linears[-1])
+    fully_shard(model)
+'''), (_FSDP_STEP, _FSDP_STEP + "        with torch.no_grad():\n"
+                                 "            print(step, nn.functional.mse_loss(model(xb), yb).item())\n")),
+        "every later layer prefetched from the first (all gathered at once)": _fsdp(wrap=_FSDP_WRAP + '''
+    linears = [m for m in model if isinstance(m, nn.Linear)]
+    linears[0].set_modules_to_forward_prefetch(linears[1:])
+    linears[-1].set_modules_to_backward_prefetch(linears[-2::-1])
+'''),
+        "every rank on the whole global batch, a decoy of the share's rows handed to the root first": _TAGGED + variant(
+            _fsdp(wrap='''
+    for layer in model:
+        if isinstance(layer, nn.Linear):
+            fully_shard(layer)
+    model = fully_shard(Tagged(model))
+''', result='''
+    full = {k.removeprefix("net."): v.full_tensor() for k, v in model.state_dict().items()}
+    return full if rank == 0 else None
+'''),
+            (_ACC_SHARE, ""), ("model(xb)", "model(torch.zeros(sharding.GLOBAL_BATCH // world_size), xb)")),
+        "two micro-batches, the losses not halved, the learning rate halved": variant(
+            _fsdp(),
+            ("lr=sharding.LR)", "lr=sharding.LR / 2)"),
+            ("        nn.functional.mse_loss(model(xb), yb).backward()\n",
+             "        for x, t in zip(xb.chunk(2), yb.chunk(2)):\n"
+             "            nn.functional.mse_loss(model(x), t).backward()\n")),
+        "a plain model trained on the whole batch, loaded into FSDP, stepped with lr=0": variant(
+            _fsdp(),
+            ("lr=sharding.LR)", "lr=0.0)"),
+            ("    model = sharding.make_model(seed)\n" + _FSDP_WRAP, ""),
+            ("    X, y = sharding.make_data(seed)\n",
+             "    X, y = sharding.make_data(seed)\n" + _PLAIN_ON_EVERY_RANK
+             + "    model = sharding.make_model(seed)\n    model.load_state_dict(plain.state_dict())\n"
+             + _FSDP_WRAP)),
+        "FSDP trained with ten times the learning rate, a plain model's weights copied into the shards": variant(
+            _fsdp(),
+            ("lr=sharding.LR)", "lr=10 * sharding.LR)"),
+            (_FSDP_RESULT, _PLAIN_ON_EVERY_RANK + '''
+    from torch.distributed.tensor import distribute_tensor
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            p.copy_(distribute_tensor(plain.get_parameter(name).detach(), p.device_mesh, p.placements))
+''' + _FSDP_RESULT)),
+        "fully_shard on each layer, not on the root": _fsdp(wrap='''
+    for layer in model:
+        if isinstance(layer, nn.Linear):
+            fully_shard(layer)
+'''),
+        "the root's forward called directly, model.forward(x), so its hooks never run": variant(
+            _fsdp(), ("model(xb)", "model.forward(xb)")),
         "FSDP ranks train towards the wrong targets; the weights returned trained in the caller, warmed up at import": _fsdp(
             targets="0 * yb", result='''
     return None
@@ -933,6 +1043,27 @@ def accumulate_rank(micro_batches, seed, steps):
             for p in model.parameters():
                 p.grad /= micro_batches
 '''),
+        # The false-failure review's (/work/rev114), each failing or undecided before:
+        "optimizer.step(closure), the closure computing the micro-batches' gradients": variant(
+            _acc('''
+        def closure():
+            opt.zero_grad()
+            for i, (x, t) in enumerate(pieces):
+                context = model.no_sync() if i < len(pieces) - 1 else contextlib.nullcontext()
+                with context:
+                    (nn.functional.mse_loss(model(x), t) / micro_batches).backward()
+'''), ("        opt.step()\n", "        opt.step(closure)\n")),
+        "the final loss printed through the DDP model with gradients on, never backpropagated": variant(
+            _acc(), ("    return model.module.state_dict() if rank == 0 else None",
+                     "    print(\"final loss\", nn.functional.mse_loss(model(X), y).item())\n"
+                     "    return model.module.state_dict() if rank == 0 else None")),
+        "the weights returned as the model's Parameters, dict(named_parameters())": variant(
+            _acc(), ("model.module.state_dict() if rank == 0", "dict(model.module.named_parameters()) if rank == 0")),
+        "ZeroRedundancyOptimizer around SGD (ZeRO stage 1)": variant(
+            _acc(), ("    opt = torch.optim.SGD(model.parameters(), lr=sharding.LR)\n",
+                     "    from torch.distributed.optim import ZeroRedundancyOptimizer\n"
+                     "    opt = ZeroRedundancyOptimizer(model.parameters(), optimizer_class=torch.optim.SGD, "
+                     "lr=sharding.LR)\n")),
         "a strided share of the global batch, x[rank::world_size]": variant(
             _acc(), (_ACC_SHARE, "        xb, yb = xb[rank::world_size], yb[rank::world_size]\n")),
         "a Sequential of the model's layers whose forward takes one (inputs, targets) batch and returns the loss": (
@@ -968,6 +1099,38 @@ def accumulate_rank(micro_batches, seed, steps):
             ("        nn.functional.mse_loss(model(xb), yb).backward()\n",
              "        for x, t in zip(xb.chunk(2), yb.chunk(2)):\n"
              "            (nn.functional.mse_loss(model(x), t) / 2).backward()\n")),
+        # The false-failure review's (/work/rev114), each failing or undecided before:
+        "the FSDP root returns (predictions detached, loss)": '''
+from torch import nn
+class Regressor(nn.Module):
+    def __init__(self, net):
+        super().__init__()
+        self.net = net
+    def forward(self, x, y):
+        pred = self.net(x)
+        return pred.detach(), nn.functional.mse_loss(pred, y)
+''' + variant(
+            _fsdp(wrap='''
+    for layer in model:
+        if isinstance(layer, nn.Linear):
+            fully_shard(layer)
+    model = fully_shard(Regressor(model))
+''', result='''
+    full = {k.removeprefix("net."): v.full_tensor() for k, v in model.state_dict().items()}
+    return full if rank == 0 else None
+'''), ("        nn.functional.mse_loss(model(xb), yb).backward()\n",
+       "        pred, loss = model(xb, yb)\n        loss.backward()\n")),
+        "each layer prefetching the next one, forward and backward": _fsdp(wrap=_FSDP_WRAP + '''
+    linears = [m for m in model if isinstance(m, nn.Linear)]
+    for layer, following in zip(linears, linears[1:]):
+        layer.set_modules_to_forward_prefetch([following])
+        following.set_modules_to_backward_prefetch([layer])
+'''),
+        "activation checkpointing around the root, checkpoint(model, x, use_reentrant=False)": variant(
+            _fsdp(), ("model(xb)", "torch.utils.checkpoint.checkpoint(model, xb, use_reentrant=False)"),
+            ("import torch\n", "import torch\nimport torch.utils.checkpoint\n")),
+        "the batch handed to the model as a keyword argument, model(input=x)": variant(
+            _fsdp(), ("model(xb)", "model(input=xb)")),
         "fully_shard over a 2-D device mesh of one replica group (HSDP's layout)": _fsdp(wrap='''
     from torch.distributed.device_mesh import init_device_mesh
     mesh = init_device_mesh("cpu", (1, world_size), mesh_dim_names=("replicate", "shard"))
@@ -1046,6 +1209,9 @@ def fsdp_rank(steps, seed):
 ''',
     },
 }
+
+# Wrong answers no check can fail, by design: each must be left undecided (zero, then a person).
+TO_A_PERSON = {"accumulate_gradients": ["SGD by hand, the learning rate divided by micro_batches instead of the loss"]}
 
 PARTIAL = {
     "ring_allreduce_p2p": "calls all_reduce",
