@@ -47,14 +47,15 @@ What it does for you, and why:
   all-reduces happen in C++, so the launcher routes them through a counted
   Python hook (the standard `allreduce_hook`): they appear as `all_reduce`
   calls, and once per synchronising backward pass as "ddp_gradient_sync";
-  "ddp_forward" counts the forward passes of DDP models with gradients enabled.
-  Of those a backward pass then went through (the training passes):
-  "ddp_forward_rows" the rows that reached the model's first `Linear` layer
-  (else its first tensor argument; "bytes" the total, "largest" the most in
-  one pass), "ddp_backward" the backward passes that went through them
+  "ddp_forward" counts the forward passes of DDP models with gradients enabled,
+  "ddp_trained_passes" those a backward pass then went through (the training
+  passes), "ddp_backward" the backward passes that went through them
   (synchronising or inside `no_sync()`), and "ddp_forwards_ahead" how many of
   them were alive at once, run forward and not yet backward ("largest": 1
   when each forward pass is followed by its backward pass).
+  "ddp_forward_rows" counts the rows the model trained on: those of each call
+  of its first `Linear` layer that a backward pass went through ("bytes" the
+  total, "largest" the most in one call).
   A collective asked of the process group itself (`group.allreduce(...)`)
   rather than through those functions counts as "process_group.allreduce".
 
@@ -84,6 +85,7 @@ import tempfile
 import threading
 import time
 import traceback
+import weakref
 from dataclasses import dataclass, field
 
 from helpers.system import process_alive
@@ -118,6 +120,7 @@ _DDP_FORWARD_ROWS = "ddp_forward_rows"
 _DDP_BACKWARD = "ddp_backward"
 _DDP_AHEAD = "ddp_forwards_ahead"
 _DDP_ROWS_UNSEEN = "ddp_rows_unseen"
+_DDP_TRAINED = "ddp_trained_passes"
 # Recorded for the course's checks only (recording(ddp_weights=True)): the rows of each pass of the
 # FSDP model that a backward pass went through, the most parameter groups it held gathered at once
 # in a training forward pass, and the gradients each optimiser step applied.
@@ -126,6 +129,11 @@ _FSDP_ROWS_UNSEEN = "fsdp_rows_unseen"
 _FSDP_GATHERED = "fsdp_groups_gathered"
 _FSDP_GATHERING = "fsdp_groups_gathering"
 _FSDP_GATHERED_UNSEEN = "fsdp_groups_unseen"
+_FSDP_GATHERED_BACKWARD = "fsdp_groups_gathered_backward"
+_FSDP_GATHERING_BACKWARD = "fsdp_groups_gathering_backward"
+# The collectives FSDP2 makes for a layer in a backward pass (an all-gather, a reduce-scatter).
+_FSDP_COLLECTIVES = ("all_gather_into_tensor", "all_gather_single", "_all_gather_base", "all_gather",
+                     "reduce_scatter_tensor", "reduce_scatter_single", "_reduce_scatter_base", "reduce_scatter")
 _OPTIMIZER_STEPS = "optimizer_steps"
 
 
@@ -348,6 +356,8 @@ def _counted(name, original):
             if peer is None and bound.get("group_dst") is not None:
                 peer = _global_rank(bound.get("group"), bound["group_dst"])
             _note(name, size, largest=largest, peer=_as_rank(peer))
+        for observe in _collective_observers:
+            observe(name)
         _inside.name = name
         try:
             return original(*args, **kwargs)
@@ -379,6 +389,7 @@ def _install_counters():
     _count_ddp_gradient_syncs()
     import torch
     torch.nn.modules.module.register_module_forward_pre_hook(_linear_input)
+    torch.nn.modules.module.register_module_forward_hook(_linear_output)
 
 
 def _count_process_group_collectives():
@@ -431,7 +442,7 @@ def _count_ddp_gradient_syncs():
             return original_forward(self, *args, **kwargs)
         _note(_DDP_FORWARD, 0)
         _trained[:] = [self]
-        run = _pass_begins("ddp", (args, kwargs))
+        run = _pass_begins("ddp")
         try:
             output = original_forward(self, *args, **kwargs)
         finally:
@@ -462,17 +473,21 @@ _trained = []  # in a rank: the DDP model that made the last training forward pa
 
 # --- training passes: forward, then (or never) backward ----------------------------------------
 class _Pass:
-    """One forward pass with gradients on of a DDP model, or of the outermost FSDP module: its
-    rows (those that reached its first Linear layer, else those of its first tensor argument),
-    when it began, and when and by which backward pass it was first gone through (None: never, a
-    pass for a look). Counted from the pass's own output, so a backward pass made only to be
-    seen (a zero loss of one parameter) goes through no pass."""
-    __slots__ = ("kind", "began", "rows", "first_linear", "first_linear_calls", "consumed", "task")
+    """One forward pass with gradients on of a DDP model, or of the outermost FSDP module: when it
+    began, and when and by which backward passes it was gone through (none: a pass for a look).
+    Seen on the pass's own outputs, so a backward pass made only to be seen (a zero loss of one
+    parameter) goes through no pass, and one made through an output before the real one (a zero
+    loss of the output, the graph retained) leaves the pass alive until the real one."""
+    __slots__ = ("kind", "began", "arrivals")
 
-    def __init__(self, kind, began, rows):
-        self.kind, self.began, self.rows = kind, began, rows
-        self.first_linear, self.first_linear_calls = None, 0
-        self.consumed = self.task = None
+    def __init__(self, kind, began):
+        self.kind, self.began = kind, began
+        self.arrivals = []  # (tick, autograd graph task) of each backward pass that reached its outputs
+
+    @property
+    def consumed(self):
+        """When the last backward pass reached it: a graph kept for a later backward is alive till then."""
+        return self.arrivals[-1][0] if self.arrivals else None
 
 
 _passes = []  # in a rank: every training pass, in order
@@ -490,12 +505,8 @@ def _tick():
     return _clock[0]
 
 
-def _rows_of(first):
-    return first.shape[0] if first is not None and first.dim() > 0 else None
-
-
-def _pass_begins(kind, arguments):
-    run = _Pass(kind, _tick(), _rows_of(_first_tensor(arguments)))
+def _pass_begins(kind):
+    run = _Pass(kind, _tick())
     _running.current = run
     return run
 
@@ -506,20 +517,59 @@ def _pass_ends(run):
     _passes.append(run)
 
 
+_linear_calls = []  # in a rank: [id of the Linear layer, rows, arrivals] of each call with gradients on
+
+
 def _linear_input(module, args):
-    """(global forward pre-hook) The rows of a pass as they reach its first Linear layer: a
-    tensor handed over for show in front of the data reaches no layer. A pass whose first Linear
-    layer runs twice cannot say which call held the data (rows unknown)."""
+    """(global forward pre-hook, and _linear_output after it) Each call of a Linear layer with
+    gradients on, outside a backward pass, and the backward passes that reach its output: the
+    rows a model trained on are those of the trained calls of its first Linear layer, wherever
+    they were made (in a DDP or FSDP pass, or through the model's inner module)."""
     import torch
-    run = getattr(_running, "current", None)
-    if run is None or not isinstance(module, torch.nn.Linear):
+    if not isinstance(module, torch.nn.Linear) or not torch.is_grad_enabled() or _in_backward():
         return
-    if run.first_linear is None:
-        run.first_linear = id(module)  # not the module: a pass kept in the record keeps no model alive
-        first = args[0] if args and isinstance(args[0], torch.Tensor) else None
-        run.rows = first.numel() // max(module.in_features, 1) if first is not None else None
-    if id(module) == run.first_linear:
-        run.first_linear_calls += 1
+    first = args[0] if args and isinstance(args[0], torch.Tensor) else None
+    call = [id(module), first.numel() // max(module.in_features, 1) if first is not None else None, []]
+    _linear_calls.append(call)
+    _running.linear_call = call
+
+
+def _linear_output(module, args, output):
+    import torch
+    call = getattr(_running, "linear_call", None)
+    if call is None or call[0] != id(module) or not isinstance(module, torch.nn.Linear):
+        return
+    _running.linear_call = None
+    _watch_arrivals(call[2], output)
+
+
+def _modules(module):
+    """module.modules() as nn.Module defines it: an instance cannot override it to hide layers."""
+    import torch
+    return torch.nn.Module.modules(module)
+
+
+def _parameters(module):
+    import torch
+    return torch.nn.Module.parameters(module)
+
+
+def _state_dict(module):
+    import torch
+    return torch.nn.Module.state_dict(module)
+
+
+def _first_linear(module):
+    import torch
+    return next((m for m in _modules(module) if isinstance(m, torch.nn.Linear)), None)
+
+
+def _fsdp_met():
+    """The FSDP modules of the trained model, and those its passes ran (a layer kept out of the
+    model's registered modules still runs in its forward pass)."""
+    met = {id(m): m for m in _modules(_trained_fsdp[-1])} if _trained_fsdp else {}
+    met.update((id(m), m) for m in list(_fsdp_ran))
+    return list(met.values())
 
 
 def _tensors_needing_grad(value):
@@ -531,13 +581,17 @@ def _tensors_needing_grad(value):
 
 
 def _watch_backward(run, output):
-    """Note the first backward pass that goes through any of the pass's outputs."""
+    """Note each backward pass that goes through any of the pass's outputs."""
+    _watch_arrivals(run.arrivals, output)
+
+
+def _watch_arrivals(arrivals, output):
+    """Append (tick, autograd graph task) to `arrivals` for each backward pass through `output`."""
     import torch
     from torch.autograd.graph import register_multi_grad_hook
 
     def arrived(grads):
-        if run.consumed is None:
-            run.consumed, run.task = _tick(), torch._C._current_graph_task_id()
+        arrivals.append((_tick(), torch._C._current_graph_task_id()))
 
     tensors = _tensors_needing_grad(output)
     if tensors:
@@ -545,29 +599,36 @@ def _watch_backward(run, output):
 
 
 def _pass_counts():
-    """The counts derived from the training passes (those a backward pass went through)."""
+    """The counts derived from the training passes (those a backward pass went through), and from
+    the trained calls of the trained model's first Linear layer (its rows)."""
     counts = {}
-    for kind, rows_name, unseen_name in (("ddp", _DDP_FORWARD_ROWS, _DDP_ROWS_UNSEEN),
-                                         ("fsdp", _FSDP_TRAINED_ROWS, _FSDP_ROWS_UNSEEN)):
-        trained = [run for run in _passes if run.kind == kind and run.consumed is not None]
+    for kind, rows_name, unseen_name, model in (
+            ("ddp", _DDP_FORWARD_ROWS, _DDP_ROWS_UNSEEN, _trained[-1].module if _trained else None),
+            ("fsdp", _FSDP_TRAINED_ROWS, _FSDP_ROWS_UNSEEN, _trained_fsdp[-1] if _trained_fsdp else None)):
+        trained = [run for run in _passes if run.kind == kind and run.arrivals]
         if not trained:
             continue
-        known = [run.rows for run in trained if run.rows is not None and run.first_linear_calls <= 1]
+        layer = _first_linear(model) if model is not None else None
+        calls = [rows for layer_id, rows, arrivals in _linear_calls if layer_id == id(layer) and arrivals]
+        known = [rows for rows in calls if rows is not None]
+        if layer is None or len(known) < len(calls):
+            counts[unseen_name] = {"calls": max(len(calls) - len(known), 1), "bytes": 0, "largest": 0}
         counts[rows_name] = {"calls": len(known), "bytes": sum(known), "largest": max(known, default=0)}
-        if len(known) < len(trained):
-            counts[unseen_name] = {"calls": len(trained) - len(known), "bytes": 0, "largest": 0}
         if kind == "ddp":
-            tasks = {run.task for run in trained}
-            # When each pass's backward arrived, how many training passes were alive: begun, not yet
-            # gone through backward (itself included).
+            tasks = {task for run in trained for _, task in run.arrivals}
+            # When each pass's last backward arrived, how many training passes were alive: begun, not
+            # yet gone through backward for the last time (itself included).
             ahead = max(sum(1 for other in trained if other.began < run.consumed <= other.consumed)
                         for run in trained)
+            counts[_DDP_TRAINED] = {"calls": len(trained), "bytes": 0, "largest": 0}
             counts[_DDP_BACKWARD] = {"calls": len(tasks), "bytes": 0, "largest": 0}
             counts[_DDP_AHEAD] = {"calls": len(trained), "bytes": 0, "largest": ahead}
     return counts
 
 
 _trained_fsdp = []  # in a rank: the outermost FSDP module of the last training forward pass
+_fsdp_ran = weakref.WeakSet()  # in a rank: the FSDP modules that ran in its training passes
+_collective_observers = []  # in a rank: called with each counted collective's name, before it runs
 
 
 def _note_fsdp_training():
@@ -594,7 +655,9 @@ def _note_fsdp_training():
             if level == 0 and training and not _inside_trained(module):
                 _trained_fsdp[:] = [module]
             if level == 0 and training and _trained_fsdp and module is _trained_fsdp[-1]:
-                depth.run = _pass_begins("fsdp", args)
+                depth.run = _pass_begins("fsdp")
+            if getattr(depth, "run", None) is not None:
+                _fsdp_ran.add(module)
             depth.level = level + 1
 
     def after(module, args, output):
@@ -610,15 +673,24 @@ def _note_fsdp_training():
 
     torch.nn.modules.module.register_module_forward_pre_hook(before)
     torch.nn.modules.module.register_module_forward_hook(after, always_call=True)
+    # In a backward pass, FSDP gathers each layer again and reduce-scatters its gradients: what it
+    # holds is read at each of those collectives.
+    _collective_observers.append(_note_groups_gathered_in_backward)
 
 
-def _note_groups_gathered():
+def _note_groups_gathered_in_backward(name):
+    if _trained_fsdp and _in_backward() and name in _FSDP_COLLECTIVES:
+        _note_groups_gathered(_FSDP_GATHERED_BACKWARD, _FSDP_GATHERING_BACKWARD)
+
+
+def _note_groups_gathered(gathered=None, gathering=None):
     """The parameter groups of the trained FSDP model held gathered now (_FSDP_GATHERED's "largest"),
     and those plus the groups whose all-gather is under way, prefetched (_FSDP_GATHERING's); FSDP2's
     own state, read where this torch has it (_FSDP_GATHERED_UNSEEN where it has not)."""
+    gathered, gathering = gathered or _FSDP_GATHERED, gathering or _FSDP_GATHERING
     try:
         held = pending = 0
-        for module in _trained_fsdp[-1].modules():
+        for module in _fsdp_met():
             group = module._get_fsdp_state()._fsdp_param_group if hasattr(module, "_get_fsdp_state") else None
             if group is None:
                 continue
@@ -629,17 +701,18 @@ def _note_groups_gathered():
     except Exception:  # noqa: BLE001 (another torch: left to a person)
         _note(_FSDP_GATHERED_UNSEEN, 0)
         return
-    _note(_FSDP_GATHERED, 0, largest=held)
-    _note(_FSDP_GATHERING, 0, largest=held + pending)
+    _note(gathered, 0, largest=held)
+    _note(gathering, 0, largest=held + pending)
 
 
 def _note_optimizer_steps():
     """(in a rank) Note, as each step of an optimiser of the DDP or FSDP model trained last ends,
     the gradients it applied (those of its groups' parameters; a step given a closure computes
     them inside): in _OPTIMIZER_STEPS' "gradient_squares", the sum of each one's squares (a list,
-    in the optimiser's order), and in "sharded" whether they were DTensors, whose sums are of this
+    in the optimiser's order), in "sharded" whether they were DTensors, whose sums are of this
     rank's pieces only (the ranks' sums add up to the whole gradient's, without a collective here,
-    which a rank would wait in for ranks that may never come)."""
+    which a rank would wait in for ranks that may never come), and in "learning_rates" its groups'
+    learning rates as the step ended (after the optimiser's own step hooks)."""
     from torch.distributed.tensor import DTensor
     from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
 
@@ -654,9 +727,9 @@ def _note_optimizer_steps():
             return
         # Only the steps of the DDP or FSDP model trained last: a plain model trained beside it
         # (the answer that trains elsewhere and copies the weights in) is not noted.
-        trained = {id(p) for p in _trained[-1].module.parameters()} if _trained else set()
+        trained = {id(p) for p in _parameters(_trained[-1].module)} if _trained else set()
         if _trained_fsdp:
-            trained.update(id(p) for p in _trained_fsdp[-1].parameters())
+            trained.update(id(p) for p in _parameters(_trained_fsdp[-1]))
         params = [param for group in optimizer.param_groups for param in group["params"]]
         if not any(id(param) in trained for param in params):
             return
@@ -671,6 +744,8 @@ def _note_optimizer_steps():
         _note(_OPTIMIZER_STEPS, 0)
         _counts[_OPTIMIZER_STEPS].setdefault("gradient_squares", []).append(squares)
         _counts[_OPTIMIZER_STEPS].setdefault("sharded", []).append(sharded)
+        _counts[_OPTIMIZER_STEPS].setdefault("learning_rates", []).append(
+            sorted({float(group["lr"]) for group in optimizer.param_groups if "lr" in group}))
 
     register_optimizer_step_pre_hook(before_step)
     register_optimizer_step_post_hook(after_step)
@@ -679,7 +754,7 @@ def _note_optimizer_steps():
 def _inside_trained(module):
     """Whether `module` is part of the FSDP model kept so far (a forward pass of one of its layers
     alone, a probe between two steps, keeps the whole model as the one trained)."""
-    return bool(_trained_fsdp) and any(m is module for m in _trained_fsdp[-1].modules())
+    return bool(_trained_fsdp) and any(m is module for m in _modules(_trained_fsdp[-1]))
 
 
 def _fsdp_shards(module):
@@ -692,7 +767,7 @@ def _fsdp_shards(module):
     from torch.distributed.tensor import DTensor, Replicate, Shard
 
     shards = {}
-    for name, value in module.state_dict().items():
+    for name, value in _state_dict(module).items():
         if not isinstance(value, DTensor):
             shards[name] = ("full", value.detach().clone())
             continue
@@ -757,7 +832,7 @@ def _rank_main(rank, world_size, port, payload, result_path, options):
         record.update(ok=True, value=value)
         if options.get("ddp_weights") and _trained:
             record["ddp_weights"] = {name: tensor.detach().clone()
-                                     for name, tensor in _trained[-1].module.state_dict().items()}
+                                     for name, tensor in _state_dict(_trained[-1].module).items()}
         if options.get("ddp_weights") and _trained_fsdp:
             record["fsdp_shards"] = _fsdp_shards(_trained_fsdp[-1])
     except BaseException as err:  # noqa: BLE001 (sent back to the parent and raised there)

@@ -144,6 +144,16 @@ _ACC_GOOD_LOOP = '''
                 (nn.functional.mse_loss(model(x), t) / micro_batches).backward()
 '''
 
+# Every micro-batch's loss kept, summed and backpropagated once.
+_ACC_SUMMED_LOOP = '''
+        losses = []
+        for i, (x, t) in enumerate(pieces):
+            context = model.no_sync() if i < len(pieces) - 1 else contextlib.nullcontext()
+            with context:
+                losses.append(nn.functional.mse_loss(model(x), t) / micro_batches)
+        sum(losses).backward()                     # one backward: every micro-batch's graph kept alive
+'''
+
 
 def _acc(loop=_ACC_GOOD_LOOP, launch=_ACC_LAUNCH):
     return _ACC_IMPORTS + '''
@@ -255,17 +265,40 @@ class Tagged(nn.Module):
     def forward(self, tag, x):
         return self.net(x)
 '''
-# The plain model trained on the whole global batch on every rank: `plain`.
-_PLAIN_ON_EVERY_RANK = '''
-    plain = sharding.make_model(seed)
-    plain_opt = torch.optim.SGD(plain.parameters(), lr=sharding.LR)
-    for step in range(steps):
-        xb, yb = sharding.global_batch(X, y, step)
-        plain_opt.zero_grad()
-        nn.functional.mse_loss(plain(xb), yb).backward()
-        plain_opt.step()
+# The plain model trained on the whole global batch on every rank: `plain` (X, y made before).
+_PLAIN_ON_EVERY_RANK = (_SERIAL_TRAINING.replace("    X, y = sharding.make_data(seed)\n", "")
+                        .replace("    state = {k: v.clone() for k, v in model.state_dict().items()}\n", "")
+                        .replace("    model = ", "    plain = ").replace("model.parameters", "plain.parameters")
+                        .replace("model(xb)", "plain(xb)"))
+# A model that runs an unregistered Linear layer on `share` rows before the data goes through it.
+_DECOY_LINEAR = '''
+import torch
+from torch import nn
+from helpers import sharding
+class Net(nn.Module):
+    def __init__(self, net, share):
+        super().__init__()
+        self.net, self.share = net, share
+    def forward(self, x):
+        with torch.no_grad():
+            nn.Linear(sharding.IN_FEATURES, 1)(x[:self.share])   # not registered: a decoy
+        return self.net(x)
 '''
 _FSDP_STEP = "        opt.step()\n"
+
+
+def _fsdp_root(wrapper):
+    """_fsdp() with the layers sharded and the root a module that holds the model as `net`."""
+    return _fsdp(wrap='''
+    for layer in model:
+        if isinstance(layer, nn.Linear):
+            fully_shard(layer)
+    model = fully_shard(''' + wrapper + ''')
+''', result='''
+    full = {k.removeprefix("net."): v.full_tensor() for k, v in model.state_dict().items()}
+    return full if rank == 0 else None
+''')
+
 
 WRONG = {
     "ring_allreduce_p2p": {
@@ -601,16 +634,10 @@ def accumulate_gradients(world_size, micro_batches, seed):
 '''),
         # The red team's (/work/rev115): the catalogued summed loss, with a zero loss of the first
         # parameter backpropagated after each forward pass, which a hook on that parameter counted.
-        "the micro-batch losses summed, a zero backward pass through the first parameter after each forward": _acc('''
-        losses = []
-        for i, (x, t) in enumerate(pieces):
-            context = model.no_sync() if i < len(pieces) - 1 else contextlib.nullcontext()
-            with context:
-                losses.append(nn.functional.mse_loss(model(x), t) / micro_batches)
-                if i < len(pieces) - 1:
-                    (next(model.module.parameters()).sum() * 0).backward()
-        sum(losses).backward()
-'''),
+        "the micro-batch losses summed, a zero backward pass through the first parameter after each forward": variant(_acc(_ACC_SUMMED_LOOP), (
+            "micro_batches)\n        sum(",
+            "micro_batches)\n                if i < len(pieces) - 1:\n"
+            "                    (next(model.module.parameters()).sum() * 0).backward()\n        sum(")),
         "every rank on the whole global batch, a decoy of a micro-batch's rows handed to the model first": (
             _TAGGED + variant(
                 _acc('''
@@ -623,6 +650,40 @@ def accumulate_gradients(world_size, micro_batches, seed):
                 (_ACC_SHARE, ""),
                 (_ACC_MODEL, "DistributedDataParallel(Tagged(sharding.make_model(seed)))"),
                 ("model.module.state_dict()", "model.module.net.state_dict()"))),
+        # The second red team's (/work/rev116):
+        "the micro-batch losses summed, a zero loss of each output backpropagated first (graph retained)": _acc('''
+        losses = []
+        for i, (x, t) in enumerate(pieces):
+            context = model.no_sync() if i < len(pieces) - 1 else contextlib.nullcontext()
+            with context:
+                out = model(x)
+                if i < len(pieces) - 1:
+                    (out.sum() * 0).backward(retain_graph=True)
+                losses.append(nn.functional.mse_loss(out, t) / micro_batches)
+        sum(losses).backward()
+'''),
+        "the whole batch trained through model.module, a zero-weighted DDP pass on the share for show": variant(
+            _acc('''
+        for i, (x, t, wx, wt) in enumerate(zip(xb.chunk(micro_batches), yb.chunk(micro_batches),
+                                               whole_x.chunk(micro_batches), whole_y.chunk(micro_batches))):
+            context = model.no_sync() if i < micro_batches - 1 else contextlib.nullcontext()
+            with context:
+                show = model(x).sum() * 0
+                (show + nn.functional.mse_loss(model.module(wx), wt) / micro_batches).backward()
+'''), ("        xb, yb = sharding.global_batch(X, y, step)\n",
+       "        xb, yb = sharding.global_batch(X, y, step)\n        whole_x, whole_y = xb, yb\n")),
+        "every rank on the whole global batch, a throwaway Linear layer run first on a share's rows": _DECOY_LINEAR + variant(_acc(), (_ACC_SHARE, ""),
+               (_ACC_MODEL, "DistributedDataParallel(Net(sharding.make_model(seed), "
+                            "sharding.GLOBAL_BATCH // (world_size * micro_batches)))"),
+               ("model.module.state_dict()", "model.module.net.state_dict()")),
+        "the learning rate divided instead of the loss, the gradients divided back by a step hook": variant(
+            _acc(_ACC_GOOD_LOOP.replace(" / micro_batches).backward()", ").backward()")),
+            ("    opt = torch.optim.SGD(model.parameters(), lr=sharding.LR)\n",
+             "    opt = torch.optim.SGD(model.parameters(), lr=sharding.LR / micro_batches)\n"
+             "    def rescale(optimizer, args, kwargs):\n"
+             "        for p in model.parameters():\n"
+             "            p.grad.div_(micro_batches)\n"
+             "    opt.register_step_post_hook(rescale)\n")),
         # Undecided by design (TO_A_PERSON): without torch.optim the grader cannot tell the steps apart.
         "SGD by hand, the learning rate divided by micro_batches instead of the loss": variant(
             _acc(_ACC_GOOD_LOOP.replace(" / micro_batches).backward()", ").backward()")),
@@ -661,14 +722,7 @@ def accumulate_gradients(world_size, micro_batches, seed):
                         timeout=100).results[0]
 '''),
         "every rank trains on the whole global batch (no rank_share)": variant(_acc(), (_ACC_SHARE, "")),
-        "the micro-batch losses summed, one backward pass per step": _acc('''
-        losses = []
-        for i, (x, t) in enumerate(pieces):
-            context = model.no_sync() if i < len(pieces) - 1 else contextlib.nullcontext()
-            with context:
-                losses.append(nn.functional.mse_loss(model(x), t) / micro_batches)
-        sum(losses).backward()                     # one backward: every micro-batch's graph kept alive
-'''),
+        "the micro-batch losses summed, one backward pass per step": _acc(_ACC_SUMMED_LOOP),
         # The red team's (/work/rev113): the weights are exact, the memory accumulation saves is not.
         "the first micro_batches - 1 forward passes first, then their backward passes": _acc('''
         with model.no_sync():
@@ -779,15 +833,7 @@ def fsdp_rank(steps, seed):
     linears[-1].set_modules_to_backward_prefetch(linears[-2::-1])
 '''),
         "every rank on the whole global batch, a decoy of the share's rows handed to the root first": _TAGGED + variant(
-            _fsdp(wrap='''
-    for layer in model:
-        if isinstance(layer, nn.Linear):
-            fully_shard(layer)
-    model = fully_shard(Tagged(model))
-''', result='''
-    full = {k.removeprefix("net."): v.full_tensor() for k, v in model.state_dict().items()}
-    return full if rank == 0 else None
-'''),
+            _fsdp_root("Tagged(model)"),
             (_ACC_SHARE, ""), ("model(xb)", "model(torch.zeros(sharding.GLOBAL_BATCH // world_size), xb)")),
         "two micro-batches, the losses not halved, the learning rate halved": variant(
             _fsdp(),
@@ -812,6 +858,41 @@ def fsdp_rank(steps, seed):
         for name, p in model.named_parameters():
             p.copy_(distribute_tensor(plain.get_parameter(name).detach(), p.device_mesh, p.placements))
 ''' + _FSDP_RESULT)),
+        # The second red team's (/work/rev116) and the review's checkpointed root:
+        "the last layer prefetching every earlier one for backward": _fsdp(wrap=_FSDP_WRAP + '''
+    linears = [m for m in model if isinstance(m, nn.Linear)]
+    linears[-1].set_modules_to_backward_prefetch(linears[-2::-1])
+'''),
+        "every layer gathered by hand (unshard()) before the backward pass": variant(
+            _fsdp(), ("        nn.functional.mse_loss(model(xb), yb).backward()\n",
+                      "        loss = nn.functional.mse_loss(model(xb), yb)\n"
+                      "        for layer in model:\n"
+                      "            if isinstance(layer, nn.Linear):\n"
+                      "                layer.unshard()\n"
+                      "        loss.backward()\n")),
+        "activation checkpointing around the whole model (its recomputation gathers every layer)": variant(
+            _fsdp(), ("model(xb)", "torch.utils.checkpoint.checkpoint(model, xb, use_reentrant=False)"),
+            ("import torch\n", "import torch\nimport torch.utils.checkpoint\n")),
+        "every rank on the whole global batch, a throwaway Linear layer run first on a share's rows": _DECOY_LINEAR + variant(_fsdp_root("Net(model, sharding.GLOBAL_BATCH // world_size)"), (_ACC_SHARE, "")),
+        "reshard_after_forward=False on every layer, the layers hidden from the root's modules and parameters": '''
+from torch import nn
+class Root(nn.Module):
+    def __init__(self, net):
+        super().__init__()
+        self.layers = list(net)                  # a plain list: not registered
+    def forward(self, x):
+        for layer in self.layers:
+            x = layer(x)
+        return x
+''' + variant(_fsdp(wrap='''
+    net = model
+    for layer in net:
+        if isinstance(layer, nn.Linear):
+            fully_shard(layer, reshard_after_forward=False)
+    model = fully_shard(Root(net))
+    model.parameters = lambda recurse=True: iter(list(net.parameters()))
+    model.state_dict = lambda *args, **kwargs: net.state_dict()
+'''), ("torch.optim.SGD(model.parameters()", "torch.optim.SGD(net.parameters()")),
         "fully_shard on each layer, not on the root": _fsdp(wrap='''
     for layer in model:
         if isinstance(layer, nn.Linear):
@@ -1110,15 +1191,7 @@ class Regressor(nn.Module):
         pred = self.net(x)
         return pred.detach(), nn.functional.mse_loss(pred, y)
 ''' + variant(
-            _fsdp(wrap='''
-    for layer in model:
-        if isinstance(layer, nn.Linear):
-            fully_shard(layer)
-    model = fully_shard(Regressor(model))
-''', result='''
-    full = {k.removeprefix("net."): v.full_tensor() for k, v in model.state_dict().items()}
-    return full if rank == 0 else None
-'''), ("        nn.functional.mse_loss(model(xb), yb).backward()\n",
+            _fsdp_root("Regressor(model)"), ("        nn.functional.mse_loss(model(xb), yb).backward()\n",
        "        pred, loss = model(xb, yb)\n        loss.backward()\n")),
         "each layer prefetching the next one, forward and backward": _fsdp(wrap=_FSDP_WRAP + '''
     linears = [m for m in model if isinstance(m, nn.Linear)]
@@ -1126,9 +1199,16 @@ class Regressor(nn.Module):
         layer.set_modules_to_forward_prefetch([following])
         following.set_modules_to_backward_prefetch([layer])
 '''),
-        "activation checkpointing around the root, checkpoint(model, x, use_reentrant=False)": variant(
-            _fsdp(), ("model(xb)", "torch.utils.checkpoint.checkpoint(model, xb, use_reentrant=False)"),
-            ("import torch\n", "import torch\nimport torch.utils.checkpoint\n")),
+        "activation checkpointing layer by layer, in a root that runs them": '''
+import torch.utils.checkpoint
+from torch import nn
+class Checkpointed(nn.Sequential):
+    def forward(self, x):
+        for layer in self:
+            x = torch.utils.checkpoint.checkpoint(layer, x, use_reentrant=False) if isinstance(layer, nn.Linear) else layer(x)
+        return x
+''' + variant(_fsdp(), ("    model = sharding.make_model(seed)\n",
+                         "    model = Checkpointed(*sharding.make_model(seed))\n")),
         "the batch handed to the model as a keyword argument, model(input=x)": variant(
             _fsdp(), ("model(xb)", "model(input=xb)")),
         "fully_shard over a 2-D device mesh of one replica group (HSDP's layout)": _fsdp(wrap='''
