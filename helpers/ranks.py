@@ -55,7 +55,8 @@ What it does for you, and why:
   when each forward pass is followed by its backward pass).
   "ddp_forward_rows" counts the rows the model trained on: those of each call
   of its first `Linear` layer that a backward pass went through ("bytes" the
-  total, "largest" the most in one call).
+  total, "largest" the most in one call; "ddp_rows_unseen" where none was
+  seen, as in a forward written with `F.linear`).
   A collective asked of the process group itself (`group.allreduce(...)`)
   rather than through those functions counts as "process_group.allreduce".
 
@@ -420,8 +421,13 @@ def _count_ddp_gradient_syncs():
 
     def counting(hook):
         def counted_hook(state, bucket):
+            if _checking[0]:  # each parameter's gradient as this rank hands it over, before the all-reduce
+                _bucketed.extend(float(g.detach().double().pow(2).sum()) for g in bucket.gradients())
             if bucket.is_last():
                 _note(_DDP_SYNC, 0)
+                if _checking[0]:
+                    _counts[_DDP_SYNC].setdefault("local_gradient_squares", []).append(list(_bucketed))
+                    _bucketed.clear()
             return hook(state, bucket)
         return counted_hook
 
@@ -469,6 +475,8 @@ def _first_tensor(value):
 
 
 _trained = []  # in a rank: the DDP model that made the last training forward pass
+_checking = [False]  # in a rank: whether the course's checks record (recording(ddp_weights=True))
+_bucketed = []  # in a rank, while checking: the sums of squares of the gradients bucketed so far in a sync
 
 
 # --- training passes: forward, then (or never) backward ----------------------------------------
@@ -483,11 +491,6 @@ class _Pass:
     def __init__(self, kind, began):
         self.kind, self.began = kind, began
         self.arrivals = []  # (tick, autograd graph task) of each backward pass that reached its outputs
-
-    @property
-    def consumed(self):
-        """When the last backward pass reached it: a graph kept for a later backward is alive till then."""
-        return self.arrivals[-1][0] if self.arrivals else None
 
 
 _passes = []  # in a rank: every training pass, in order
@@ -517,7 +520,7 @@ def _pass_ends(run):
     _passes.append(run)
 
 
-_linear_calls = []  # in a rank: [id of the Linear layer, rows, arrivals] of each call with gradients on
+_linear_calls = []  # in a rank: [id of the Linear layer, rows, arrivals, began] of each call with gradients on
 
 
 def _linear_input(module, args):
@@ -529,7 +532,7 @@ def _linear_input(module, args):
     if not isinstance(module, torch.nn.Linear) or not torch.is_grad_enabled() or _in_backward():
         return
     first = args[0] if args and isinstance(args[0], torch.Tensor) else None
-    call = [id(module), first.numel() // max(module.in_features, 1) if first is not None else None, []]
+    call = [id(module), first.numel() // max(module.in_features, 1) if first is not None else None, [], _tick()]
     _linear_calls.append(call)
     _running.linear_call = call
 
@@ -609,21 +612,30 @@ def _pass_counts():
         if not trained:
             continue
         layer = _first_linear(model) if model is not None else None
-        calls = [rows for layer_id, rows, arrivals in _linear_calls if layer_id == id(layer) and arrivals]
-        known = [rows for rows in calls if rows is not None]
-        if layer is None or len(known) < len(calls):
+        calls = [call for call in _linear_calls if call[0] == id(layer) and call[2]]
+        known = [call[1] for call in calls if call[1] is not None]
+        if layer is None or not calls or len(known) < len(calls):  # none seen (F.linear, reentrant checkpoints)
             counts[unseen_name] = {"calls": max(len(calls) - len(known), 1), "bytes": 0, "largest": 0}
         counts[rows_name] = {"calls": len(known), "bytes": sum(known), "largest": max(known, default=0)}
         if kind == "ddp":
-            tasks = {task for run in trained for _, task in run.arrivals}
-            # When each pass's last backward arrived, how many training passes were alive: begun, not
-            # yet gone through backward for the last time (itself included).
-            ahead = max(sum(1 for other in trained if other.began < run.consumed <= other.consumed)
-                        for run in trained)
+            # Seen on the passes' outputs and, where it has one, on the model's first Linear layer's
+            # (an output handed back detached, its graph kept aside, is still seen there): each
+            # backward pass through them counts, and a pass is alive until its last one.
+            lives = [(run.began, run.arrivals) for run in trained]
+            inner = [(call[3], call[2]) for call in calls] or lives
+            tasks = {task for _, arrivals in inner for _, task in arrivals}
             counts[_DDP_TRAINED] = {"calls": len(trained), "bytes": 0, "largest": 0}
             counts[_DDP_BACKWARD] = {"calls": len(tasks), "bytes": 0, "largest": 0}
-            counts[_DDP_AHEAD] = {"calls": len(trained), "bytes": 0, "largest": ahead}
+            counts[_DDP_AHEAD] = {"calls": len(trained), "bytes": 0,
+                                  "largest": max(_most_alive(lives), _most_alive(inner))}
     return counts
+
+
+def _most_alive(lives):
+    """[(when it began, [(when a backward pass reached it, graph task), ...]), ...]: the most of them
+    alive at once when one's last backward pass arrived (begun, not yet reached for the last time)."""
+    ends = [(began, arrivals[-1][0]) for began, arrivals in lives if arrivals]
+    return max((sum(1 for b, e in ends if b < end <= e) for _, end in ends), default=0)
 
 
 _trained_fsdp = []  # in a rank: the outermost FSDP module of the last training forward pass
@@ -688,12 +700,16 @@ def _note_groups_gathered(gathered=None, gathering=None):
     and those plus the groups whose all-gather is under way, prefetched (_FSDP_GATHERING's); FSDP2's
     own state, read where this torch has it (_FSDP_GATHERED_UNSEEN where it has not)."""
     gathered, gathering = gathered or _FSDP_GATHERED, gathering or _FSDP_GATHERING
+    from torch.distributed.fsdp import FSDPModule
+
     try:
         held = pending = 0
+        groups = {}  # each group once: a wrapper (activation checkpointing's) answers for the layer inside
         for module in _fsdp_met():
-            group = module._get_fsdp_state()._fsdp_param_group if hasattr(module, "_get_fsdp_state") else None
-            if group is None:
-                continue
+            group = module._get_fsdp_state()._fsdp_param_group if isinstance(module, FSDPModule) else None
+            if group is not None:
+                groups[id(group)] = group
+        for group in groups.values():
             if not group.is_sharded:
                 held += 1
             elif group._all_gather_result is not None:
@@ -825,6 +841,7 @@ def _rank_main(rank, world_size, port, payload, result_path, options):
                                     timeout=datetime.timedelta(seconds=options["seconds"] + 5))
         _install_counters()
         if options.get("ddp_weights"):
+            _checking[0] = True
             _note_fsdp_training()
             _note_optimizer_steps()
         fn, args, kwargs = pickle.loads(payload)

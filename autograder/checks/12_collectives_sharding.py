@@ -381,6 +381,36 @@ def _single_process(steps, seed, gradient_norms=None):
     return model.state_dict()
 
 
+def _share_gradients(steps, seed, world_size):
+    """[step][rank]: the shapes of the gradients of rank `rank`'s share's mean loss at single-process
+    training's weights of that step, for a contiguous share (sharding.rank_share) and a strided one
+    (x[rank::world_size]): each parameter's gradient's norm over the norm of them all, sorted (the
+    shape a rank's gradient has before DDP's all-reduce, whatever it scaled its losses by)."""
+    model = sharding.make_model(seed)
+    X, y = sharding.make_data(seed)
+    optimizer = torch.optim.SGD(model.parameters(), lr=sharding.LR)
+    shapes = []
+    for step in range(steps):
+        inputs, targets = sharding.global_batch(X, y, step)
+        per_rank = []
+        for rank in range(world_size):
+            shares = [(sharding.rank_share(inputs, rank, world_size), sharding.rank_share(targets, rank, world_size)),
+                      (inputs[rank::world_size], targets[rank::world_size])]
+            per_rank.append([_shape(torch.autograd.grad(nn.functional.mse_loss(model(x), t), list(model.parameters())))
+                             for x, t in shares])
+        shapes.append(per_rank)
+        optimizer.zero_grad()
+        nn.functional.mse_loss(model(inputs), targets).backward()
+        optimizer.step()
+    return shapes
+
+
+def _shape(gradients):
+    norms = sorted(float(g.double().norm()) for g in gradients)
+    total = math.hypot(*norms)
+    return [n / total for n in norms] if total > 0 else norms
+
+
 def _recorded(train, *args, puzzles=()):
     """(in the student's process) train(*args) with every ranks.launch it makes recorded.
 
@@ -506,7 +536,7 @@ def _check_accumulate(accumulate_gradients, world_size, micro_batches):
                       f"checked in the DistributedDataParallel model rank {rank} trained, as well as in "
                       "the weights returned: is each micro-batch loss divided by micro_batches?")
     share = sharding.GLOBAL_BATCH // (world_size * micro_batches)  # rows of one micro-batch of one rank
-    undecided = None
+    undecided = uncounted = None
     for rank, counts in enumerate(launched):
         # The training passes: forward passes of the DDP model that a backward pass then went
         # through (a pass for a look, never backpropagated, is not one); the rows the model trained
@@ -520,8 +550,8 @@ def _check_accumulate(accumulate_gradients, world_size, micro_batches):
             f"with micro_batches={micro_batches} each rank trains with {micro_batches} forward and backward passes "
             f"of its DistributedDataParallel model per step, {steps * micro_batches} in all; rank {rank} ran "
             f"{trained} forward passes that a backward pass went through")
-        if unseen:
-            undecided = undecided or (f"rank {rank} trained on inputs the grader could not count (read where they "
+        if unseen:  # decided below all the same where the gradient the rank hands over is read
+            uncounted = uncounted or (f"rank {rank} trained on inputs the grader could not count (read where they "
                                       "reach the model's first Linear layer)")
         else:
             assert rows.get("largest") == share and rows.get("bytes") == steps * micro_batches * share, (
@@ -541,6 +571,21 @@ def _check_accumulate(accumulate_gradients, world_size, micro_batches):
             f"each micro-batch's backward pass should run before the next micro-batch's forward pass, so that "
             f"one graph (one micro-batch's activations) is alive at a time; rank {rank} had {ahead} forward "
             "passes waiting for their backward passes at once")
+    # Each rank's own share, seen in what it hands to DDP's all-reduce: ranks that all train on the
+    # whole batch hand over the same gradient, whose weights come out right all the same.
+    shapes = _share_gradients(steps, seed, world_size)
+    for rank, counts in enumerate(launched):
+        local = counts.get("ddp_gradient_sync", {}).get("local_gradient_squares")
+        if not (isinstance(local, list) and len(local) == steps):
+            undecided = undecided or uncounted or (
+                f"the grader could not read the gradients rank {rank} handed to DDP's all-reduce")
+            continue
+        for step, squares in enumerate(local):
+            got = _shape([torch.tensor(v).sqrt() for v in squares])
+            assert any(len(got) == len(want) and all(abs(g - w) <= 1e-3 for g, w in zip(got, want))
+                       for want in shapes[step][rank]), (
+                f"the gradient rank {rank} handed to DDP's all-reduce in step {step} is not that of its own share of "
+                "the global batch: does each rank train on its rank_share (and only on it)?")
     _gradients_then_verdict(launched, steps, norms, "divide each micro-batch's loss by micro_batches, and keep "
                             "the learning rate at sharding.LR", undecided, watched)
 
@@ -756,13 +801,19 @@ def _assembled(pieces, world_size):
 def _named_as(weights, expected):
     """`weights` with the names of `expected` where the model the ranks trained holds the plain model
     under a prefix (a wrapper that computes the loss, say: "model.0.weight" for "0.weight"): the one
-    prefix that every name shares and that leaves exactly the expected names; else as they are."""
+    prefix that every name shares and that leaves exactly the expected names; or in a container of
+    its own, in the plain model's order; else as they are."""
     if set(weights) == set(expected) or not weights:
         return weights
     first = next(iter(weights))  # a prefix that every name shares is a prefix of the first one
     for cut in [i + 1 for i, c in enumerate(first) if c == "."]:
         if all(k.startswith(first[:cut]) for k in weights) and {k[cut:] for k in weights} == set(expected):
             return {k[cut:]: v for k, v in weights.items()}
+    # The layers in a container of the answer's own (an nn.ModuleList: "layers.1.weight" for
+    # "2.weight"): as many tensors, of the same shapes in the same order, named in the plain model's.
+    shapes = [getattr(v, "shape", None) for v in weights.values()]
+    if shapes == [v.shape for v in expected.values()]:
+        return dict(zip(expected, weights.values()))
     return weights
 
 

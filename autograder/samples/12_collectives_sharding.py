@@ -684,6 +684,119 @@ def accumulate_gradients(world_size, micro_batches, seed):
              "        for p in model.parameters():\n"
              "            p.grad.div_(micro_batches)\n"
              "    opt.register_step_post_hook(rescale)\n")),
+        # The fourth red team's (/work/rev117): every rank on the whole batch, the rows beyond its share
+        # stashed on a Linear subclass that runs them too (every count of rows looks right; the
+        # gradient each rank hands to the all-reduce is not its share's).
+        "every rank on the whole global batch, the rows beyond its share run by the first layer itself": '''
+import torch
+import torch.distributed as dist
+from torch import nn
+from torch.nn.parallel import DistributedDataParallel
+
+from helpers import ranks, sharding
+
+
+class StashLinear(nn.Linear):
+    """A Linear that also runs the rows stashed on it (self.rest) through the same weights."""
+    def forward(self, x):
+        rest = getattr(self, "rest", None)
+        out = super().forward(x)
+        if rest is None:
+            return out
+        return torch.cat([out, nn.functional.linear(rest, self.weight, self.bias)])
+
+
+def accumulate_rank(micro_batches, seed, steps):
+    rank, world_size = dist.get_rank(), dist.get_world_size()
+    plain = sharding.make_model(seed)
+    plain[0].__class__ = StashLinear
+    model = DistributedDataParallel(plain)
+    X, y = sharding.make_data(seed)
+    optimizer = torch.optim.SGD(model.parameters(), lr=sharding.LR)
+    for step in range(steps):
+        inputs, targets = sharding.global_batch(X, y, step)       # the WHOLE global batch
+        optimizer.zero_grad()
+        pieces = list(zip(inputs.chunk(micro_batches), targets.chunk(micro_batches)))
+        for i, (x, t) in enumerate(pieces):
+            k = len(x) // world_size                               # a "share" of this micro-batch
+            def forward_backward():
+                plain[0].rest = x[k:]
+                out = model(x[:k])
+                plain[0].rest = None
+                loss = nn.functional.mse_loss(out, torch.cat([t[:k], t[k:]])) / micro_batches
+                loss.backward()
+            if i < len(pieces) - 1:
+                with model.no_sync():
+                    forward_backward()
+            else:
+                forward_backward()
+        optimizer.step()
+    return model.module.state_dict() if rank == 0 else None
+
+
+def accumulate_gradients(world_size: int, micro_batches: int, seed: int) -> dict:
+    if world_size < 1 or micro_batches < 1 or sharding.GLOBAL_BATCH % (world_size * micro_batches):
+        raise ValueError("bad arguments")
+    steps = sharding.N_SAMPLES // sharding.GLOBAL_BATCH
+    return ranks.launch(accumulate_rank, world_size, micro_batches, seed, steps, timeout=120).results[0]
+''',
+        # The summed loss once more: each pass's output handed back detached, the real one kept aside.
+        "the micro-batch losses summed, each output handed back detached and its graph kept aside": '''
+import torch
+import torch.distributed as dist
+from torch import nn
+from torch.nn.parallel import DistributedDataParallel
+
+from helpers import ranks, sharding
+
+
+class Kept(nn.Module):
+    """Returns a detached copy of the prediction; keeps the real one (and its graph) in self.kept."""
+    def __init__(self, net):
+        super().__init__()
+        self.net = net
+        self.kept = []
+
+    def forward(self, x):
+        out = self.net(x)
+        self.kept.append(out)
+        return out.detach().requires_grad_()
+
+
+def accumulate_rank(micro_batches, seed, steps):
+    rank, world_size = dist.get_rank(), dist.get_world_size()
+    inner = Kept(sharding.make_model(seed))
+    model = DistributedDataParallel(inner)
+    X, y = sharding.make_data(seed)
+    optimizer = torch.optim.SGD(model.parameters(), lr=sharding.LR)
+    for step in range(steps):
+        inputs, targets = sharding.global_batch(X, y, step)
+        inputs = sharding.rank_share(inputs, rank, world_size)
+        targets = sharding.rank_share(targets, rank, world_size)
+        optimizer.zero_grad()
+        pieces = list(zip(inputs.chunk(micro_batches), targets.chunk(micro_batches)))
+        inner.kept.clear()
+        for i, (x, t) in enumerate(pieces):
+            if i < len(pieces) - 1:
+                with model.no_sync():
+                    shown = model(x)
+            else:
+                shown = model(x)
+            (shown.sum() * 0).backward()          # goes through the pass's (detached) output only
+        # the catalogued WRONG: every micro-batch's graph kept alive, one backward per step
+        total = sum(nn.functional.mse_loss(out, t) for out, (_, t) in zip(inner.kept, pieces)) / micro_batches
+        total.backward()
+        inner.kept.clear()
+        optimizer.step()
+    return inner.net.state_dict() if rank == 0 else None
+
+
+def accumulate_gradients(world_size: int, micro_batches: int, seed: int) -> dict:
+    if world_size < 1 or micro_batches < 1 or sharding.GLOBAL_BATCH % (world_size * micro_batches):
+        raise ValueError("bad arguments")
+    steps = sharding.N_SAMPLES // sharding.GLOBAL_BATCH
+    return ranks.launch(accumulate_rank, world_size, micro_batches, seed, steps, timeout=120).results[0]
+''',
         # Undecided by design (TO_A_PERSON): without torch.optim the grader cannot tell the steps apart.
         "SGD by hand, the learning rate divided by micro_batches instead of the loss": variant(
             _acc(_ACC_GOOD_LOOP.replace(" / micro_batches).backward()", ").backward()")),
@@ -1145,6 +1258,166 @@ def accumulate_rank(micro_batches, seed, steps):
                      "    from torch.distributed.optim import ZeroRedundancyOptimizer\n"
                      "    opt = ZeroRedundancyOptimizer(model.parameters(), optimizer_class=torch.optim.SGD, "
                      "lr=sharding.LR)\n")),
+        # The second false-failure review's (/work/rev118), each failing before:
+        "reentrant activation checkpointing of every layer, the input made to require grad (rows not seen: the gradients decide)": '''
+import torch
+import torch.distributed as dist
+from torch import nn
+from torch.nn.parallel import DistributedDataParallel
+from torch.utils.checkpoint import checkpoint
+
+from helpers import ranks, sharding
+
+
+
+class CheckpointedSequential(nn.Sequential):
+    """The plain model's layers (same keys), each Linear+Tanh block checkpointed."""
+    def forward(self, x):
+        x = x.detach().requires_grad_()  # reentrant checkpoint: an input needing grad, or the first layer gets none
+        for layer in self:
+            if isinstance(layer, nn.Linear):
+                x = checkpoint(layer, x, use_reentrant=True)
+            else:
+                x = layer(x)
+        return x
+
+
+def accumulate_rank(micro_batches, seed, steps):
+    rank, world_size = dist.get_rank(), dist.get_world_size()
+    model = DistributedDataParallel(CheckpointedSequential(*sharding.make_model(seed)))
+    X, y = sharding.make_data(seed)
+    optimizer = torch.optim.SGD(model.parameters(), lr=sharding.LR)
+    for step in range(steps):
+        xb, yb = sharding.global_batch(X, y, step)
+        xb, yb = sharding.rank_share(xb, rank, world_size), sharding.rank_share(yb, rank, world_size)
+        optimizer.zero_grad()
+        xs, ys = xb.chunk(micro_batches), yb.chunk(micro_batches)
+        for i in range(micro_batches):
+            if i < micro_batches - 1:
+                with model.no_sync():
+                    (nn.functional.mse_loss(model(xs[i]), ys[i]) / micro_batches).backward()
+            else:
+                (nn.functional.mse_loss(model(xs[i]), ys[i]) / micro_batches).backward()
+        optimizer.step()
+    return model.module.state_dict() if rank == 0 else None
+
+
+def accumulate_gradients(world_size: int, micro_batches: int, seed: int) -> dict:
+    if world_size < 1 or micro_batches < 1:
+        raise ValueError("world_size and micro_batches must be >= 1")
+    if sharding.GLOBAL_BATCH % (world_size * micro_batches) != 0:
+        raise ValueError("world_size * micro_batches must divide GLOBAL_BATCH")
+    steps = sharding.N_SAMPLES // sharding.GLOBAL_BATCH
+    return ranks.launch(accumulate_rank, world_size, micro_batches, seed, steps, timeout=120).results[0]
+''',
+        "the Linear layers in an nn.ModuleList of the answer's own, the state dict renamed to the plain model's keys": '''
+import torch
+import torch.distributed as dist
+from torch import nn
+from torch.nn.parallel import DistributedDataParallel
+
+from helpers import ranks, sharding
+
+
+
+class MLP(nn.Module):
+    """The four Linear layers of sharding.make_model(seed), in an nn.ModuleList, tanh between."""
+    def __init__(self, plain):
+        super().__init__()
+        self.layers = nn.ModuleList(m for m in plain if isinstance(m, nn.Linear))
+
+    def forward(self, x):
+        for i, layer in enumerate(self.layers):
+            x = layer(x)
+            if i < len(self.layers) - 1:
+                x = torch.tanh(x)
+        return x
+
+
+def plain_keys(state):
+    """layers.k.weight -> the plain Sequential's key (Linear k sits at index 2k)."""
+    out = {}
+    for key, value in state.items():
+        _, k, name = key.split(".")
+        out[f"{2 * int(k)}.{name}"] = value
+    return out
+
+
+def accumulate_rank(micro_batches, seed, steps):
+    rank, world_size = dist.get_rank(), dist.get_world_size()
+    model = DistributedDataParallel(MLP(sharding.make_model(seed)))
+    X, y = sharding.make_data(seed)
+    optimizer = torch.optim.SGD(model.parameters(), lr=sharding.LR)
+    for step in range(steps):
+        xb, yb = sharding.global_batch(X, y, step)
+        xb, yb = sharding.rank_share(xb, rank, world_size), sharding.rank_share(yb, rank, world_size)
+        optimizer.zero_grad()
+        for i, (x, t) in enumerate(zip(xb.chunk(micro_batches), yb.chunk(micro_batches))):
+            if i < micro_batches - 1:
+                with model.no_sync():
+                    (nn.functional.mse_loss(model(x), t) / micro_batches).backward()
+            else:
+                (nn.functional.mse_loss(model(x), t) / micro_batches).backward()
+        optimizer.step()
+    return plain_keys(model.module.state_dict()) if rank == 0 else None
+
+
+def accumulate_gradients(world_size: int, micro_batches: int, seed: int) -> dict:
+    if world_size < 1 or micro_batches < 1:
+        raise ValueError("world_size and micro_batches must be >= 1")
+    if sharding.GLOBAL_BATCH % (world_size * micro_batches) != 0:
+        raise ValueError("world_size * micro_batches must divide GLOBAL_BATCH")
+    steps = sharding.N_SAMPLES // sharding.GLOBAL_BATCH
+    return ranks.launch(accumulate_rank, world_size, micro_batches, seed, steps, timeout=120).results[0]
+''',
+        "a forward written with F.linear over the layers' weights (rows not seen: the gradients decide)": '''
+import torch
+import torch.distributed as dist
+from torch import nn
+from torch.nn.parallel import DistributedDataParallel
+
+from helpers import ranks, sharding
+
+
+
+class FunctionalMLP(nn.Sequential):
+    """The plain model (same layers, same keys); forward written with torch.nn.functional."""
+    def forward(self, x):
+        for layer in self:
+            if isinstance(layer, nn.Linear):
+                x = nn.functional.linear(x, layer.weight, layer.bias)
+            else:
+                x = torch.tanh(x)
+        return x
+
+
+def accumulate_rank(micro_batches, seed, steps):
+    rank, world_size = dist.get_rank(), dist.get_world_size()
+    model = DistributedDataParallel(FunctionalMLP(*sharding.make_model(seed)))
+    X, y = sharding.make_data(seed)
+    optimizer = torch.optim.SGD(model.parameters(), lr=sharding.LR)
+    for step in range(steps):
+        xb, yb = sharding.global_batch(X, y, step)
+        xb, yb = sharding.rank_share(xb, rank, world_size), sharding.rank_share(yb, rank, world_size)
+        optimizer.zero_grad()
+        for i, (x, t) in enumerate(zip(xb.chunk(micro_batches), yb.chunk(micro_batches))):
+            if i < micro_batches - 1:
+                with model.no_sync():
+                    (nn.functional.mse_loss(model(x), t) / micro_batches).backward()
+            else:
+                (nn.functional.mse_loss(model(x), t) / micro_batches).backward()
+        optimizer.step()
+    return model.module.state_dict() if rank == 0 else None
+
+
+def accumulate_gradients(world_size: int, micro_batches: int, seed: int) -> dict:
+    if world_size < 1 or micro_batches < 1:
+        raise ValueError("world_size and micro_batches must be >= 1")
+    if sharding.GLOBAL_BATCH % (world_size * micro_batches) != 0:
+        raise ValueError("world_size * micro_batches must divide GLOBAL_BATCH")
+    steps = sharding.N_SAMPLES // sharding.GLOBAL_BATCH
+    return ranks.launch(accumulate_rank, world_size, micro_batches, seed, steps, timeout=120).results[0]
+''',
         "a strided share of the global batch, x[rank::world_size]": variant(
             _acc(), (_ACC_SHARE, "        xb, yb = xb[rank::world_size], yb[rank::world_size]\n")),
         "a Sequential of the model's layers whose forward takes one (inputs, targets) batch and returns the loss": (
@@ -1193,6 +1466,150 @@ class Regressor(nn.Module):
 ''' + variant(
             _fsdp_root("Regressor(model)"), ("        nn.functional.mse_loss(model(xb), yb).backward()\n",
        "        pred, loss = model(xb, yb)\n        loss.backward()\n")),
+        # The second false-failure review's (/work/rev118), each failing before:
+        "apply_activation_checkpointing after fully_shard (a wrapper around each sharded layer)": '''
+import torch
+import torch.distributed as dist
+from torch import nn
+from torch.distributed.fsdp import fully_shard
+from torch.utils.checkpoint import checkpoint
+
+from helpers import ranks, sharding
+
+from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import (CheckpointImpl,
+                                                                          apply_activation_checkpointing,
+                                                                          checkpoint_wrapper)
+import functools
+
+
+def fsdp_rank(steps, seed):
+    rank, world_size = dist.get_rank(), dist.get_world_size()
+    model = sharding.make_model(seed)
+    for layer in model:
+        if isinstance(layer, nn.Linear):
+            fully_shard(layer)
+    fully_shard(model)
+    apply_activation_checkpointing(
+        model, checkpoint_wrapper_fn=functools.partial(checkpoint_wrapper, checkpoint_impl=CheckpointImpl.NO_REENTRANT),
+        check_fn=lambda m: isinstance(m, nn.Linear))
+    X, y = sharding.make_data(seed)
+    optimizer = torch.optim.SGD(model.parameters(), lr=sharding.LR)
+    for step in range(steps):
+        xb, yb = sharding.global_batch(X, y, step)
+        xb, yb = sharding.rank_share(xb, rank, world_size), sharding.rank_share(yb, rank, world_size)
+        optimizer.zero_grad()
+        nn.functional.mse_loss(model(xb), yb).backward()
+        optimizer.step()
+    full = {name: value.full_tensor() for name, value in model.state_dict().items()}
+    return full if rank == 0 else None
+
+
+
+def train_fsdp(world_size: int, steps: int, seed: int) -> dict:
+    if world_size < 1 or sharding.GLOBAL_BATCH % world_size:
+        raise ValueError("world_size must divide GLOBAL_BATCH")
+    if steps < 0:
+        raise ValueError("steps must be >= 0")
+    return ranks.launch(fsdp_rank, world_size, steps, seed, timeout=120).results[0]
+''',
+        "apply_activation_checkpointing before fully_shard (torchtitan's order)": '''
+import torch
+import torch.distributed as dist
+from torch import nn
+from torch.distributed.fsdp import fully_shard
+from torch.utils.checkpoint import checkpoint
+
+from helpers import ranks, sharding
+
+from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import (CheckpointImpl,
+                                                                          apply_activation_checkpointing,
+                                                                          checkpoint_wrapper)
+import functools
+
+
+def fsdp_rank(steps, seed):
+    rank, world_size = dist.get_rank(), dist.get_world_size()
+    model = sharding.make_model(seed)
+    apply_activation_checkpointing(   # activation checkpointing first, then FSDP (torchtitan's order)
+        model, checkpoint_wrapper_fn=functools.partial(checkpoint_wrapper, checkpoint_impl=CheckpointImpl.NO_REENTRANT),
+        check_fn=lambda m: isinstance(m, nn.Linear))
+    for layer in model.modules():
+        if isinstance(layer, nn.Linear):
+            fully_shard(layer)
+    fully_shard(model)
+    X, y = sharding.make_data(seed)
+    optimizer = torch.optim.SGD(model.parameters(), lr=sharding.LR)
+    for step in range(steps):
+        xb, yb = sharding.global_batch(X, y, step)
+        xb, yb = sharding.rank_share(xb, rank, world_size), sharding.rank_share(yb, rank, world_size)
+        optimizer.zero_grad()
+        nn.functional.mse_loss(model(xb), yb).backward()
+        optimizer.step()
+    full = {name: value.full_tensor() for name, value in model.state_dict().items()}
+    return full if rank == 0 else None
+
+
+
+def train_fsdp(world_size: int, steps: int, seed: int) -> dict:
+    if world_size < 1 or sharding.GLOBAL_BATCH % world_size:
+        raise ValueError("world_size must divide GLOBAL_BATCH")
+    if steps < 0:
+        raise ValueError("steps must be >= 0")
+    return ranks.launch(fsdp_rank, world_size, steps, seed, timeout=120).results[0]
+''',
+        "the Linear layers in an nn.ModuleList of the answer's own, the state dict renamed to the plain model's keys": '''
+import torch
+import torch.distributed as dist
+from torch import nn
+from torch.distributed.fsdp import fully_shard
+from torch.utils.checkpoint import checkpoint
+
+from helpers import ranks, sharding
+
+
+
+class MLP(nn.Module):
+    """The four Linear layers of sharding.make_model(seed) in an nn.ModuleList, tanh between."""
+    def __init__(self, plain):
+        super().__init__()
+        self.layers = nn.ModuleList(m for m in plain if isinstance(m, nn.Linear))
+
+    def forward(self, x):
+        for i, layer in enumerate(self.layers):
+            x = layer(x)
+            if i < len(self.layers) - 1:
+                x = torch.tanh(x)
+        return x
+
+
+def fsdp_rank(steps, seed):
+    rank, world_size = dist.get_rank(), dist.get_world_size()
+    model = MLP(sharding.make_model(seed))
+    for layer in model.layers:
+        fully_shard(layer)
+    fully_shard(model)
+    X, y = sharding.make_data(seed)
+    optimizer = torch.optim.SGD(model.parameters(), lr=sharding.LR)
+    for step in range(steps):
+        xb, yb = sharding.global_batch(X, y, step)
+        xb, yb = sharding.rank_share(xb, rank, world_size), sharding.rank_share(yb, rank, world_size)
+        optimizer.zero_grad()
+        nn.functional.mse_loss(model(xb), yb).backward()
+        optimizer.step()
+    full = {}
+    for key, value in model.state_dict().items():
+        _, k, name = key.split(".")
+        full[f"{2 * int(k)}.{name}"] = value.full_tensor()   # the plain Sequential's keys
+    return full if rank == 0 else None
+
+
+def train_fsdp(world_size: int, steps: int, seed: int) -> dict:
+    if world_size < 1 or sharding.GLOBAL_BATCH % world_size:
+        raise ValueError("world_size must divide GLOBAL_BATCH")
+    if steps < 0:
+        raise ValueError("steps must be >= 0")
+    return ranks.launch(fsdp_rank, world_size, steps, seed, timeout=120).results[0]
+''',
         "each layer prefetching the next one, forward and backward": _fsdp(wrap=_FSDP_WRAP + '''
     linears = [m for m in model if isinstance(m, nn.Linear)]
     for layer, following in zip(linears, linears[1:]):
