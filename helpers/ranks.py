@@ -156,6 +156,9 @@ class Launch:
     # ended: {name: ("piece", mesh shape, coordinate, sharded mesh dimension, tensor dimension,
     # local piece), ("full", tensor) or ("placements", ...)} (_fsdp_shards); None where it trained none
     fsdp_shards: list = field(default_factory=list)
+    # per rank, under recording(ddp_weights=True) too: per optimiser step, a copy of what the rank
+    # handed to each reduce-scatter of the FSDP model's backward passes (float64, flattened)
+    fsdp_reduce_scatter_inputs: list = field(default_factory=list)
 
     def total(self, rank, names):
         """Calls rank `rank` made to any of `names` (e.g. ranks.COLLECTIVES)."""
@@ -358,7 +361,7 @@ def _counted(name, original):
                 peer = _global_rank(bound.get("group"), bound["group_dst"])
             _note(name, size, largest=largest, peer=_as_rank(peer))
         for observe in _collective_observers:
-            observe(name)
+            observe(name, bound)
         _inside.name = name
         try:
             return original(*args, **kwargs)
@@ -640,7 +643,8 @@ def _most_alive(lives):
 
 _trained_fsdp = []  # in a rank: the outermost FSDP module of the last training forward pass
 _fsdp_ran = weakref.WeakSet()  # in a rank: the FSDP modules that ran in its training passes
-_collective_observers = []  # in a rank: called with each counted collective's name, before it runs
+_collective_observers = []  # in a rank: called with each counted collective's name and arguments, before it runs
+_reduce_scatter_inputs = {}  # in a rank, while checking: optimiser step -> what each reduce-scatter was handed
 
 
 def _note_fsdp_training():
@@ -688,11 +692,25 @@ def _note_fsdp_training():
     # In a backward pass, FSDP gathers each layer again and reduce-scatters its gradients: what it
     # holds is read at each of those collectives.
     _collective_observers.append(_note_groups_gathered_in_backward)
+    _collective_observers.append(_note_reduce_scatter_input)
 
 
-def _note_groups_gathered_in_backward(name):
+def _note_groups_gathered_in_backward(name, bound):
     if _trained_fsdp and _in_backward() and name in _FSDP_COLLECTIVES:
         _note_groups_gathered(_FSDP_GATHERED_BACKWARD, _FSDP_GATHERING_BACKWARD)
+
+
+def _note_reduce_scatter_input(name, bound):
+    """(in a backward pass of the trained FSDP model) A copy of what this rank hands to each
+    reduce-scatter, by optimiser step: a layer's gradients as this rank computed them (FSDP lays
+    them out padded and divides them by a constant first), its own share's where it trains on it."""
+    import torch
+    if not (_trained_fsdp and _in_backward() and name.startswith("reduce_scatter")):
+        return
+    data = bound.get("input")
+    if isinstance(data, torch.Tensor):
+        step = _counts.get(_OPTIMIZER_STEPS, {}).get("calls", 0)
+        _reduce_scatter_inputs.setdefault(step, []).append(data.detach().double().flatten().clone())
 
 
 def _note_groups_gathered(gathered=None, gathering=None):
@@ -852,6 +870,8 @@ def _rank_main(rank, world_size, port, payload, result_path, options):
                                      for name, tensor in _state_dict(_trained[-1].module).items()}
         if options.get("ddp_weights") and _trained_fsdp:
             record["fsdp_shards"] = _fsdp_shards(_trained_fsdp[-1])
+            record["fsdp_reduce_scatter_inputs"] = [_reduce_scatter_inputs.get(step, [])
+                                                    for step in range(max(_reduce_scatter_inputs, default=-1) + 1)]
     except BaseException as err:  # noqa: BLE001 (sent back to the parent and raised there)
         record.update(error=_portable(err), kind=type(err).__name__, message=str(err),
                       traceback=traceback.format_exc(), when=time.time())
@@ -937,7 +957,7 @@ def launch(fn, world_size, *args, timeout=60.0, init_group=True, threads_per_ran
     run = Launch(world_size, [r["value"] for r in records], [r["counts"] for r in records],
                  time.perf_counter() - start, [(r.get("pid"), r.get("witness")) for r in records],
                  [r.get("proof") for r in records], [r.get("ddp_weights") for r in records],
-                 [r.get("fsdp_shards") for r in records])
+                 [r.get("fsdp_shards") for r in records], [r.get("fsdp_reduce_scatter_inputs") for r in records])
     with _history_lock:
         for runs in _history:
             runs.append(run)

@@ -381,11 +381,12 @@ def _single_process(steps, seed, gradient_norms=None):
     return model.state_dict()
 
 
-def _share_gradients(steps, seed, world_size):
+def _share_gradients(steps, seed, world_size, per_layer=False):
     """[step][rank]: the shapes of the gradients of rank `rank`'s share's mean loss at single-process
     training's weights of that step, for a contiguous share (sharding.rank_share) and a strided one
     (x[rank::world_size]): each parameter's gradient's norm over the norm of them all, sorted (the
-    shape a rank's gradient has before DDP's all-reduce, whatever it scaled its losses by)."""
+    shape a rank's gradient has before DDP's all-reduce, whatever it scaled its losses by); with
+    per_layer, one norm per Linear layer (weight and bias), as FSDP reduce-scatters them."""
     model = sharding.make_model(seed)
     X, y = sharding.make_data(seed)
     optimizer = torch.optim.SGD(model.parameters(), lr=sharding.LR)
@@ -396,8 +397,11 @@ def _share_gradients(steps, seed, world_size):
         for rank in range(world_size):
             shares = [(sharding.rank_share(inputs, rank, world_size), sharding.rank_share(targets, rank, world_size)),
                       (inputs[rank::world_size], targets[rank::world_size])]
-            per_rank.append([_shape(torch.autograd.grad(nn.functional.mse_loss(model(x), t), list(model.parameters())))
-                             for x, t in shares])
+            grads = [torch.autograd.grad(nn.functional.mse_loss(model(x), t), list(model.parameters()))
+                     for x, t in shares]
+            if per_layer:  # a Linear layer's weight and bias together, as FSDP reduce-scatters them
+                grads = [[torch.cat([w.flatten(), b.flatten()]) for w, b in zip(g[0::2], g[1::2])] for g in grads]
+            per_rank.append([_shape(g) for g in grads])
         shapes.append(per_rank)
         optimizer.zero_grad()
         nn.functional.mse_loss(model(inputs), targets).backward()
@@ -418,7 +422,8 @@ def _recorded(train, *args, puzzles=()):
     value that is not a plain torch.Tensor, or the type name of a result that is not a dict;
     [(world_size, per-rank counts, per-rank (pid, witness thread id), per-rank answers to
     `puzzles`, per-rank weights of the DDP model the rank trained or None, per-rank pieces of the
-    FSDP model the rank trained or None) of each launch]).
+    FSDP model the rank trained or None, per-rank inputs of its reduce-scatters by step) of each
+    launch]).
     """
     import torch
 
@@ -438,7 +443,8 @@ def _recorded(train, *args, puzzles=()):
     else:
         weights = type(weights).__name__
     return weights, [(run.world_size, run.counts, getattr(run, "witnesses", []), getattr(run, "proofs", []),
-                      getattr(run, "ddp_weights", []), getattr(run, "fsdp_shards", []))
+                      getattr(run, "ddp_weights", []), getattr(run, "fsdp_shards", []),
+                      getattr(run, "fsdp_reduce_scatter_inputs", []))
                      for run in runs]
 
 
@@ -657,7 +663,9 @@ def test_accumulate_gradients_ranks(accumulate_gradients):
     atol=2e-5 after 4 small SGD steps, both those returned and those of the DDP model each rank
     trained (the same tensors in a correct answer); the norm of the gradient each optimiser step
     applies differs from the global batch's by float32 rounding (~1e-6 relative) against 1e-3
-    (a learning rate divided by micro_batches with the loss unscaled: micro_batches times as large).
+    (a learning rate divided by micro_batches with the loss unscaled: micro_batches times as large),
+    and so does the shape of what each rank hands to the all-reduce from its share's gradient's (a
+    contiguous or a strided share).
     """
     # Three micro-batches or more: with two, an answer that runs its first micro_batches - 1 forward
     # passes before their backward passes does each in the right order.
@@ -707,6 +715,7 @@ def _check_fsdp(train_fsdp, world_size, steps):
     # One layer gathered, with FSDP's padding of each parameter's rows up to a multiple of world_size.
     one_layer = 1.25 * max(layers) + 256
     share = sharding.GLOBAL_BATCH // world_size
+    uncounted = None
     for rank, counts in enumerate(launched):
         gathers = sum(counts.get(name, {}).get("calls", 0) for name in _GATHERS)
         largest = max([counts.get(name, {}).get("largest", 0) for name in _GATHERS])
@@ -761,16 +770,51 @@ def _check_fsdp(train_fsdp, world_size, steps):
         # whole batch end with the same weights; the rows the model trained on tell them apart (those
         # of the calls of its first Linear layer that a backward pass went through).
         rows = counts.get("fsdp_trained_rows", {})
-        if counts.get("fsdp_rows_unseen", {}).get("calls", 0):
-            unjoined = unjoined or (f"rank {rank} trained the FSDP model on inputs the grader could not count "
-                                    "(read where they reach the model's first Linear layer)")
+        if counts.get("fsdp_rows_unseen", {}).get("calls", 0):  # decided below where the gradients are read
+            uncounted = uncounted or (f"rank {rank} trained the FSDP model on inputs the grader could not count "
+                                      "(read where they reach the model's first Linear layer)")
         else:
             assert rows.get("largest", 0) <= share and rows.get("bytes", 0) == steps * share, (
                 f"each rank trains on its rank_share of the global batch: {share} samples a step, {steps * share} "
                 f"in {steps} steps; rank {rank}'s model trained on {rows.get('bytes', 0)} (up to "
                 f"{rows.get('largest', 0)} at once)")
+    # Each rank's own share, seen in what it hands to the reduce-scatters (as in accumulate_gradients):
+    # ranks that all carry the whole batch through the layers hand over the same gradients.
+    shapes = _share_gradients(steps, seed, world_size, per_layer=True)
+    handed = runs[-1][6] if len(runs[-1]) > 6 else []
+    for rank in range(world_size):
+        per_step = _layer_shapes(handed[rank] if rank < len(handed) else None, steps, len(layers))
+        if per_step is None:
+            unjoined = unjoined or uncounted or (
+                f"the grader could not read what rank {rank} handed to FSDP's reduce-scatters")
+            continue
+        for step, got in enumerate(per_step):
+            assert any(all(abs(g - w) <= 1e-3 for g, w in zip(got, want)) for want in shapes[step][rank]), (
+                f"the gradients rank {rank} handed to FSDP's reduce-scatters in step {step} are not those of its own "
+                "share of the global batch: does each rank train on its rank_share (and only on it)?")
     _gradients_then_verdict(launched, steps, norms, "each rank on its share, each loss the mean over it, SGD "
                             "with sharding.LR, every step through the sharded model", unjoined, watched)
+
+
+def _layer_shapes(handed, steps, layers):
+    """Per step, the shape (as _shape) of the layers' gradients a rank handed to FSDP's reduce-scatters
+    ([step][call] tensors): a step's calls are its backward passes' calls one after the other (each
+    reduce-scatters every layer once), added up layer by layer; None where they cannot be put
+    together so (another number of calls, or of sizes)."""
+    if not isinstance(handed, list) or len(handed) < steps:
+        return None
+    shapes = []
+    for calls in handed[:steps]:
+        if not calls or len(calls) % layers:
+            return None
+        sums = []
+        for j in range(layers):
+            pieces = calls[j::layers]
+            if any(p.numel() != pieces[0].numel() for p in pieces):
+                return None
+            sums.append(torch.stack(pieces).sum(0))
+        shapes.append(_shape(sums))
+    return shapes
 
 
 def _assembled(pieces, world_size):
@@ -846,7 +890,8 @@ def test_train_fsdp_ranks(train_fsdp):
     gathered in a forward pass, two counting one prefetched or in a backward pass, where FSDP2
     holds one; the rows of the first layer's trained calls, each rank's share; the learning rate
     exactly sharding.LR; the gradients each step applies, per parameter, as in single-process
-    training up to float32 rounding, ~1e-6 relative, against 1e-3); the weights differ from the
+    training up to float32 rounding, ~1e-6 relative, against 1e-3; what each rank hands to the
+    reduce-scatters, per layer, shaped as its share's gradient, ~1e-6 against 1e-3); the weights differ from the
     reference by float32 rounding (~1e-8 measured) against atol=2e-5, both those returned and
     those of the FSDP model the ranks trained (each rank's shards, put together: the same numbers
     in a correct answer).

@@ -1006,6 +1006,115 @@ class Root(nn.Module):
     model.parameters = lambda recurse=True: iter(list(net.parameters()))
     model.state_dict = lambda *args, **kwargs: net.state_dict()
 '''), ("torch.optim.SGD(model.parameters()", "torch.optim.SGD(net.parameters()")),
+        # The fourth red team's (/work/rev117): every rank on the whole batch, the rows beyond its share
+        # carried by the first layer, or through every layer (no count of rows can see them; what each
+        # rank hands to the reduce-scatters is not its share's gradient).
+        "every rank on the whole global batch, the rows beyond its share run by the first layer itself": '''
+import torch
+import torch.distributed as dist
+from torch import nn
+from torch.distributed.fsdp import fully_shard
+
+from helpers import ranks, sharding
+
+
+class StashLinear(nn.Linear):
+    """A Linear that also runs the rows stashed on it (self.rest) through the same weights."""
+    def forward(self, x):
+        rest = getattr(self, "rest", None)
+        out = super().forward(x)
+        if rest is None:
+            return out
+        return torch.cat([out, nn.functional.linear(rest, self.weight, self.bias)])
+
+
+def fsdp_rank(steps, seed):
+    rank, world_size = dist.get_rank(), dist.get_world_size()
+    model = sharding.make_model(seed)
+    model[0].__class__ = StashLinear
+    for layer in model:
+        if isinstance(layer, nn.Linear):
+            fully_shard(layer)
+    fully_shard(model)
+    X, y = sharding.make_data(seed)
+    optimizer = torch.optim.SGD(model.parameters(), lr=sharding.LR)
+    k = sharding.GLOBAL_BATCH // world_size
+    for step in range(steps):
+        inputs, targets = sharding.global_batch(X, y, step)        # the WHOLE global batch
+        optimizer.zero_grad()
+        model[0].rest = inputs[k:]
+        out = model(inputs[:k])
+        model[0].rest = None
+        nn.functional.mse_loss(out, targets).backward()
+        optimizer.step()
+    full = {name: value.full_tensor() for name, value in model.state_dict().items()}
+    return full if rank == 0 else None
+
+
+def train_fsdp(world_size: int, steps: int, seed: int) -> dict:
+    if world_size < 1 or sharding.GLOBAL_BATCH % world_size:
+        raise ValueError("bad world_size")
+    if steps < 0:
+        raise ValueError("bad steps")
+    return ranks.launch(fsdp_rank, world_size, steps, seed, timeout=120).results[0]
+''',
+        "every rank on the whole global batch, the rows beyond its share carried through every layer": '''
+import torch
+import torch.distributed as dist
+from torch import nn
+from torch.distributed.fsdp import fully_shard
+
+from helpers import ranks, sharding
+
+CARRY = {}
+
+
+class CarryLinear(nn.Linear):
+    """Runs the carried rows (CARRY["h"], the rest of the batch) through this layer too, inside its own
+    forward (FSDP has its weights gathered then); what the model is called with, and returns, stays a share."""
+    def forward(self, x):
+        h = CARRY.get("h")
+        if h is not None:
+            CARRY["h"] = nn.functional.linear(h if self is FIRST[0] else torch.tanh(h), self.weight, self.bias)
+        return super().forward(x)
+
+
+FIRST = [None]
+
+
+def fsdp_rank(steps, seed):
+    rank, world_size = dist.get_rank(), dist.get_world_size()
+    model = sharding.make_model(seed)
+    for layer in model:
+        if isinstance(layer, nn.Linear):
+            layer.__class__ = CarryLinear
+    FIRST[0] = model[0]
+    for layer in model:
+        if isinstance(layer, nn.Linear):
+            fully_shard(layer)
+    fully_shard(model)
+    X, y = sharding.make_data(seed)
+    optimizer = torch.optim.SGD(model.parameters(), lr=sharding.LR)
+    k = sharding.GLOBAL_BATCH // world_size
+    for step in range(steps):
+        inputs, targets = sharding.global_batch(X, y, step)        # the WHOLE global batch
+        optimizer.zero_grad()
+        CARRY["h"] = inputs[k:]
+        out = model(inputs[:k])                                    # a share in, a share out
+        rest = CARRY.pop("h")
+        nn.functional.mse_loss(torch.cat([out, rest]), targets).backward()
+        optimizer.step()
+    full = {name: value.full_tensor() for name, value in model.state_dict().items()}
+    return full if rank == 0 else None
+
+
+def train_fsdp(world_size: int, steps: int, seed: int) -> dict:
+    if world_size < 1 or sharding.GLOBAL_BATCH % world_size:
+        raise ValueError("bad world_size")
+    if steps < 0:
+        raise ValueError("bad steps")
+    return ranks.launch(fsdp_rank, world_size, steps, seed, timeout=120).results[0]
+''',
         "fully_shard on each layer, not on the root": _fsdp(wrap='''
     for layer in model:
         if isinstance(layer, nn.Linear):
@@ -1601,6 +1710,53 @@ def fsdp_rank(steps, seed):
         _, k, name = key.split(".")
         full[f"{2 * int(k)}.{name}"] = value.full_tensor()   # the plain Sequential's keys
     return full if rank == 0 else None
+
+
+def train_fsdp(world_size: int, steps: int, seed: int) -> dict:
+    if world_size < 1 or sharding.GLOBAL_BATCH % world_size:
+        raise ValueError("world_size must divide GLOBAL_BATCH")
+    if steps < 0:
+        raise ValueError("steps must be >= 0")
+    return ranks.launch(fsdp_rank, world_size, steps, seed, timeout=120).results[0]
+''',
+        "reentrant activation checkpointing of every layer, the input made to require grad (rows not seen: the gradients decide)": '''
+import torch
+import torch.distributed as dist
+from torch import nn
+from torch.distributed.fsdp import fully_shard
+from torch.utils.checkpoint import checkpoint
+
+from helpers import ranks, sharding
+
+
+
+class CheckpointedSequential(nn.Sequential):
+    """The plain model's layers (same keys); each Linear's activations checkpointed."""
+    def forward(self, x):
+        x = x.detach().requires_grad_()  # reentrant checkpoint needs an input that requires grad
+        for layer in self:
+            x = checkpoint(layer, x, use_reentrant=True) if isinstance(layer, nn.Linear) else layer(x)
+        return x
+
+
+def fsdp_rank(steps, seed):
+    rank, world_size = dist.get_rank(), dist.get_world_size()
+    model = CheckpointedSequential(*sharding.make_model(seed))
+    for layer in model:
+        if isinstance(layer, nn.Linear):
+            fully_shard(layer)
+    fully_shard(model)
+    X, y = sharding.make_data(seed)
+    optimizer = torch.optim.SGD(model.parameters(), lr=sharding.LR)
+    for step in range(steps):
+        xb, yb = sharding.global_batch(X, y, step)
+        xb, yb = sharding.rank_share(xb, rank, world_size), sharding.rank_share(yb, rank, world_size)
+        optimizer.zero_grad()
+        nn.functional.mse_loss(model(xb), yb).backward()
+        optimizer.step()
+    full = {name: value.full_tensor() for name, value in model.state_dict().items()}
+    return full if rank == 0 else None
+
 
 
 def train_fsdp(world_size: int, steps: int, seed: int) -> dict:
