@@ -381,10 +381,11 @@ def _single_process(steps, seed, gradient_norms=None):
     return model.state_dict()
 
 
-def _share_gradients(steps, seed, world_size, per_layer=False):
+def _share_gradients(steps, seed, world_size, per_layer=False, micro_batches=1):
     """[step][rank]: the shapes of the gradients of rank `rank`'s share's mean loss at single-process
-    training's weights of that step, for a contiguous share (sharding.rank_share) and a strided one
-    (x[rank::world_size]): each parameter's gradient's norm over the norm of them all, sorted (the
+    training's weights of that step, for a contiguous share (sharding.rank_share), a strided one
+    (x[rank::world_size]) and, with micro_batches, the rank's share of each of the global batch's
+    micro-batches: each parameter's gradient's norm over the norm of them all, sorted (the
     shape a rank's gradient has before DDP's all-reduce, whatever it scaled its losses by); with
     per_layer, one norm per Linear layer (weight and bias), as FSDP reduce-scatters them."""
     model = sharding.make_model(seed)
@@ -397,6 +398,9 @@ def _share_gradients(steps, seed, world_size, per_layer=False):
         for rank in range(world_size):
             shares = [(sharding.rank_share(inputs, rank, world_size), sharding.rank_share(targets, rank, world_size)),
                       (inputs[rank::world_size], targets[rank::world_size])]
+            if micro_batches > 1:  # the global batch cut into micro-batches first, each shared out
+                shares.append(tuple(torch.cat([sharding.rank_share(piece, rank, world_size)
+                                               for piece in data.chunk(micro_batches)]) for data in (inputs, targets)))
             grads = [torch.autograd.grad(nn.functional.mse_loss(model(x), t), list(model.parameters()))
                      for x, t in shares]
             if per_layer:  # a Linear layer's weight and bias together, as FSDP reduce-scatters them
@@ -579,7 +583,7 @@ def _check_accumulate(accumulate_gradients, world_size, micro_batches):
             "passes waiting for their backward passes at once")
     # Each rank's own share, seen in what it hands to DDP's all-reduce: ranks that all train on the
     # whole batch hand over the same gradient, whose weights come out right all the same.
-    shapes = _share_gradients(steps, seed, world_size)
+    shapes = _share_gradients(steps, seed, world_size, micro_batches=micro_batches)
     for rank, counts in enumerate(launched):
         local = counts.get("ddp_gradient_sync", {}).get("local_gradient_squares")
         if not (isinstance(local, list) and len(local) == steps):

@@ -1527,6 +1527,12 @@ def accumulate_gradients(world_size: int, micro_batches: int, seed: int) -> dict
     steps = sharding.N_SAMPLES // sharding.GLOBAL_BATCH
     return ranks.launch(accumulate_rank, world_size, micro_batches, seed, steps, timeout=120).results[0]
 ''',
+        # The third red team's (/work/rev116): the global batch cut first, each micro-batch shared out.
+        "the global batch cut into micro-batches first, the rank's share taken of each": variant(
+            _acc(), (_ACC_SHARE, ""),
+            ("        pieces = list(zip(xb.chunk(micro_batches), yb.chunk(micro_batches)))\n",
+             "        pieces = [(sharding.rank_share(x, rank, world_size), sharding.rank_share(t, rank, world_size))\n"
+             "                  for x, t in zip(xb.chunk(micro_batches), yb.chunk(micro_batches))]\n")),
         "a strided share of the global batch, x[rank::world_size]": variant(
             _acc(), (_ACC_SHARE, "        xb, yb = xb[rank::world_size], yb[rank::world_size]\n")),
         "a Sequential of the model's layers whose forward takes one (inputs, targets) batch and returns the loss": (
