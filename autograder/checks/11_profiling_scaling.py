@@ -19,9 +19,10 @@ from helpers import profiling
 # 0.3 s and 0.1 s of CPU, a wrapper around the biggest, a driver that calls everything (so by
 # cumulative time the driver and the wrapper rank first), and a tiny function called 30 times.
 # Everything else takes about 1 ms (cProfile's hooks included), most of it the driver's own
-# time: a stall of the machine (tens of ms when it is busy) that lands there cannot lift it
-# above 0.1 s. The three are called in 20 interleaved rounds, so the stalls land on them in
-# proportion to their work.
+# time (cProfile counts a median 0.35 ms of own time outside the three; 0.49 ms with the 61
+# reads of the CPU clock that measure each of the three; medians of 8 calls): a stall of the
+# machine (tens of ms when it is busy) that lands there cannot lift it above 0.1 s. The three
+# are called in 20 interleaved rounds, so the stalls land on them in proportion to their work.
 # The second is the built-in sum (the notebook: built-ins are listed, with their own time): an
 # answer that drops built-ins, or a sampler that sees only Python frames, loses it.
 # Per round the biggest runs in one call of 120 ms, the built-in in 6 calls of 2.5 ms and the
@@ -39,6 +40,7 @@ from helpers import profiling
 # (An answer that rewrites the workload, as one that forges its call counter, is not in scope.)
 _BUILTIN = "<built-in method builtins.sum>"            # cProfile's name of sum (profile's: "sum")
 _WORKLOAD = '''
+import functools
 import hashlib
 import secrets
 import sys
@@ -74,7 +76,14 @@ def {driver}(rounds, unit, sum_unit):
     pick.shuffle(order)
     if order[0][1] == 24:                              # the biggest is never met first
         order.append(order.pop(0))
+    # The CPU each of the three took (by weight), read once at each end of a piece of work: what
+    # lies between two pieces (the loop, tiny's call) goes to the next, some microseconds a round.
+    # Read through a partial, which a profiler does not hook (only calls of built-in functions
+    # themselves are): the reads add about 1 us each to the driver's own time, and no entry.
+    clock = functools.partial(time.thread_time)
+    spent = {{24: 0.0, 3: 0.0, 1: 0.0}}
     total = 0
+    mark = clock()
     for _ in range(rounds):
         for leaf, weight in order:
             if weight == 24:
@@ -84,10 +93,14 @@ def {driver}(rounds, unit, sum_unit):
                     total += sum(range(sum_unit // 2))
             else:
                 total += leaf(unit)
+            now = clock()
+            spent[weight] += now - mark
+            mark = now
         total += {tiny}(1)
     for k in range(10):
         total += {tiny}(k)
     WORK.append(time.thread_time() - started)
+    SPENT.append(sorted(spent.values(), reverse=True))
     return total
 '''
 _STEMS = ("parse", "scan", "merge", "index", "render", "encode", "filter", "reduce", "blend", "score")
@@ -100,12 +113,13 @@ def _digest(name):
 def _workload():
     """(driver, call record) of a freshly generated workload: each call of the driver appends to
     the record the SHA-256 digests of the names of its three biggest functions by own time,
-    largest first, to HOOKED whether a deterministic profiler hooked its calls, and to WORK the CPU
-    seconds the call took (its thread's, profiler's hooks included)."""
+    largest first, to HOOKED whether a deterministic profiler hooked its calls, to WORK the CPU
+    seconds the call took (its thread's, profiler's hooks included), and to SPENT the CPU seconds
+    each of the three took, largest first."""
     stems = random.sample(_STEMS, 3)
     tag = random.randrange(100, 1000)
     wrapper, tiny, driver = (f"{stem}_{tag}" for stem in stems)
-    namespace = {"CALLS": [], "HOOKED": [], "WORK": [], "BUILTIN": _BUILTIN,
+    namespace = {"CALLS": [], "HOOKED": [], "WORK": [], "SPENT": [], "BUILTIN": _BUILTIN,
                  "STEMS": [s for s in _STEMS if s not in stems]}
     source = _WORKLOAD.format(wrapper=wrapper, tiny=tiny, driver=driver)
     exec(compile(source, f"<workload {tag}>", "exec"), namespace)
@@ -136,28 +150,33 @@ def _calibrated_units():
 
 def _one_ranking(hotspots, top):
     """(what hotspots found, SHA-256 digests of the expected names, how often fn ran, whether a
-    profiler hooked its calls, the judge's wall time of the call, the CPU seconds fn's work took)."""
+    profiler hooked its calls, the judge's wall time of the call, the CPU seconds fn's work took,
+    the CPU seconds each of the expected functions took)."""
     driver, _ = _workload()
     units = _calibrated_units()
     start = time.perf_counter()
-    found, calls, hooked, work = there(_profiled, hotspots, driver, units, top)
+    found, calls, hooked, work, spent = there(_profiled, hotspots, driver, units, top)
     wall = time.perf_counter() - start
     expected = calls[0][:top or 3] if calls else [None] * (top or 3)
-    return found, expected, len(calls), all(hooked), wall, max(work, default=0.0)
+    spent = spent[0][:top or 3] if spent else [0.0] * (top or 3)
+    return found, expected, len(calls), all(hooked), wall, max(work, default=0.0), spent
 
 
 def _profiled(hotspots, driver, units, top):
     """(in the student's process) hotspots(driver, 20, *units[, top]), the driver's call record
-    (one list of digests of names per call), whether a profiler hooked each call, and the CPU
-    seconds each call took."""
+    (one list of digests of names per call), whether a profiler hooked each call, the CPU
+    seconds each call took and those each of its three functions took."""
     args = (driver, 20, *units)
     found = hotspots(*args, top=top) if top is not None else hotspots(*args)
     record = driver.__globals__
-    return found, list(record["CALLS"]), list(record["HOOKED"]), list(record["WORK"])
+    return (found, list(record["CALLS"]), list(record["HOOKED"]), list(record["WORK"]),
+            [list(s) for s in record["SPENT"]])
 
 
-def _ranking_problem(found, expected, runs, hooked, wall, cpu):
-    """None when `found` is right, else the reason it is not (`expected`: digests of the names)."""
+def _ranking_problem(found, expected, runs, hooked, wall, cpu, spent):
+    """None when `found` is right, else the reason it is not (`expected`: digests of the names,
+    `spent`: the CPU seconds those functions took). Raises where no stall of the machine can
+    explain what is wrong: a wrong answer is then failed at its first try."""
     want = len(expected)
     found = exact_list(found, "hotspots(...)")
     # How many entries come back does not depend on the machine's stalls: no retry.
@@ -179,6 +198,15 @@ def _ranking_problem(found, expected, runs, hooked, wall, cpu):
     assert seconds[0] <= wall and sum(seconds) <= 1.05 * wall + 0.005, (
         "the seconds add up to more than the call took: are they cumulative times or whole-call times, "
         "or shares of the total?")
+    # A function's own time is at least the CPU time its work took (a wait for a core adds to it,
+    # never takes away), so in a right ranking the k-th entry has at least the k-th largest CPU
+    # time of the workload's three functions. An entry under half of that is no stall's doing
+    # (the workload's own bookkeeping and a profiler's hooks are microseconds a call): no retry.
+    for k, (got, floor) in enumerate(zip(seconds, spent), start=1):
+        assert got >= 0.5 * floor, (
+            f"entry {k} has {got:.3g} s, but the function ranked {k} by own time took at least {floor:.2f} s "
+            f"of CPU: is a function missing (a built-in? one from another file?), or are the seconds "
+            f"not its own time, in seconds (per call? a share of the total?)")
     # The pure-Python profile module names a built-in by its bare name; pstats prints cProfile's
     # name in braces.
     names = [_BUILTIN if name in ("sum", "{built-in method builtins.sum}") else name for name in names]
@@ -198,7 +226,11 @@ def _ranking_problem(found, expected, runs, hooked, wall, cpu):
 
 
 def _check_hotspots(hotspots, top):
-    """Up to five tries: each try has a fresh workload; a wrong ranking must repeat to fail.
+    """Up to five tries: each try has a fresh workload; a wrong ranking must repeat to fail,
+    unless what is wrong cannot come from the machine's stalls (then it fails at once; see
+    _ranking_problem: the wrong sizes, runs, profiler, order or sums of seconds, and entries under
+    half the CPU time of the function that belongs there: a function left out, or seconds that are
+    not own time, as the spec's and catalogue's wrong answers mostly are).
 
     A correct answer fails one try only if the machine's stalls swap two ranked functions
     (2.4 s, 0.3 s, 0.1 s of CPU, interleaved) or one stall longer than 0.1 s lands in the
@@ -217,9 +249,14 @@ def _check_hotspots(hotspots, top):
     workload, all failing: below 0.01**5 = 1e-10. The work is calibrated in CPU time, under
     cProfile for the Python loop (which a profiler slows) and without it for sum, so the three
     keep their 24 : 3 : 1 proportions. Making, naming and
-    hashing the two functions inside the call adds some microseconds to the unranked code, and
-    a match is decided on SHA-256 digests of the names (a collision: below 2**-200); neither
-    changes the bound. An answer that does not profile the call cannot know the two names
+    hashing the two functions inside the call adds some microseconds to the unranked code, as
+    reading the CPU clock at each end of a piece of work does (0.14 ms more in all, measured: the
+    unranked share of the run from about 1/2,500 to 1/2,200, well inside the margin the bound
+    was argued with), and a match is decided on SHA-256 digests of the names (a collision: below
+    2**-200); none of these changes the bound. The failure at once (an entry under half the CPU
+    time of the function ranked there) cannot befall a correct answer: own times measured by
+    cProfile were at least 0.998 of those CPU times (8 calls), and a wait for a core only adds
+    to them. An answer that does not profile the call cannot know the two names
     (64 random bits each, drawn in the call): it passes a try with a chance below 2**-60. The call runs in the
     student's process; its wall time is taken by the judge's clock around it, its CPU time by
     fn itself (thread_time: a wait for a core adds none, nor does the answer's own work). The
