@@ -138,6 +138,32 @@ def test_messages_that_name_the_batch_size_twice_still_pair_off():
               [15, 7, 7, 9, 15], "a model of Linear layers")  # the second 15 has no message
 
 
+def test_a_ranking_no_stall_explains_fails_at_its_first_try():
+    """11's hotspots: an entry under half the CPU time of the function ranked there (a function
+    left out, or seconds that are not own time) fails the try at once (AssertionError), whereas a
+    ranking that stalls could have disturbed is only a try's problem (retried up to five times).
+    A right ranking, whose own times are at least those CPU times, passes."""
+    import hashlib
+    from autograder import hidden
+    problem = hidden.load_checks("11_profiling_scaling")._ranking_problem
+
+    def digest(name):
+        return hashlib.sha256(name.encode()).hexdigest()
+    expected = [digest(n) for n in ("parse_1", "<built-in method builtins.sum>", "scan_2")]
+    spent = [2.40, 0.30, 0.10]                     # the CPU each of the three took
+    args = dict(expected=expected, runs=1, hooked=True, wall=3.0, cpu=2.85, spent=spent)
+    assert problem([("parse_1", 2.41), ("sum", 0.31), ("scan_2", 0.12)], **args) is None
+    # A stall lifted another function above the smallest: retried, not failed at once.
+    assert problem([("parse_1", 2.41), ("sum", 0.31), ("merge_3", 0.13)], **args) is not None
+    wrong = {2: [("parse_1", 2.41), ("scan_2", 0.10), ("tiny_4", 0.001)],  # built-ins dropped
+             1: [("sum", 0.31), ("scan_2", 0.10), ("tiny_4", 0.001)]}      # another file's function left out
+    for entry, found in wrong.items():
+        with pytest.raises(AssertionError, match=f"entry {entry} has"):
+            problem(found, **args)
+    with pytest.raises(AssertionError, match="entry 1 has"):               # shares of the total
+        problem([("parse_1", 0.86), ("sum", 0.11), ("scan_2", 0.04)], **args)
+
+
 def _leaving(pidfile, target):
     """An answer to 01's run_in_child (fn called in the caller) that starts, at import, a daemon
     process running `target` and writes its pid to `pidfile`."""
