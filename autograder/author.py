@@ -3,8 +3,14 @@
     python -m autograder author export source/<a>/<a>.ipynb draft.py
     python -m autograder author build draft.py source/<a>/<a>.ipynb
     python -m autograder author new 13_<name> "<title>" <first exercise>
+    python -m autograder author run [<assignment> ...] [--start-method spawn] [--out DIR]
 
 `new` starts an assignment from the course's one notebook template (autograder/template.py).
+`run` runs every cell of the source notebooks top to bottom (solutions, demos, visible tests
+and the hidden checks in the kernel), as before a term starts, in a copy of each folder, with
+every Python process of the run starting its workers by the start method asked for (the
+default of macOS and Windows is `spawn`; of Linux from Python 3.14, `forkserver`). It prints
+each notebook's time and every cell that raised, and exits with 1 if one did.
 
 The source of truth is the .ipynb in source/. The text form is jupytext's
 `py:percent` (JupyterLab opens it with the jupytext extension, and it diffs
@@ -24,6 +30,7 @@ submissions made from it still match cell by cell; a new cell gets a stable id
 """
 import hashlib
 import itertools
+import os
 import sys
 from pathlib import Path
 
@@ -149,7 +156,85 @@ def command(args):
         return main(["export", args.notebook, *([args.text] if args.text else [])])
     if args.step == "build":
         return main(["build", args.text, args.notebook])
+    if args.step == "run":
+        return run(args.assignments, args.start_method, args.out)
     return main(["new", args.assignment, args.title, args.exercise])
+
+
+def run_notebook(path, start_method=None, out=None, cell_timeout=600):
+    """Run every cell of the notebook at `path` in a copy of its folder; optionally with
+    `start_method` as every Python process's default (a sitecustomize on the kernel's path,
+    which the processes it starts inherit), the executed notebook written into `out` with what the
+    kernel and its processes wrote to the terminal (<name>.terminal.txt).
+    Returns (seconds, [(cell index, grade id or None, "ErrorName: message") of each cell that raised])."""
+    import shutil
+    import tempfile
+    import time
+
+    from nbclient import NotebookClient
+    from nbclient.exceptions import CellTimeoutError, DeadKernelError
+
+    from .site import kernel_env
+    path = Path(path)
+    with tempfile.TemporaryDirectory(prefix="course-run-") as scratch:
+        run_dir = Path(scratch) / path.parent.name
+        shutil.copytree(path.parent, run_dir, ignore=shutil.ignore_patterns("__pycache__", ".ipynb_checkpoints"))
+        env = kernel_env(run_dir)
+        env["TMPDIR"] = str(Path(scratch))  # what pools and forkservers leave there goes with it
+        if start_method:
+            hook = Path(scratch) / "start_method"
+            hook.mkdir()
+            (hook / "sitecustomize.py").write_text(
+                f"import multiprocessing\nmultiprocessing.set_start_method({start_method!r}, force=True)\n")
+            env["PYTHONPATH"] = os.pathsep.join([str(hook), env["PYTHONPATH"]])
+            env["COURSE_START_METHOD"] = start_method  # helpers.workers.mp_context() follows it too
+        nb = nbformat.read(str(path), as_version=4)
+        client = NotebookClient(nb, timeout=cell_timeout, allow_errors=True, kernel_name="python3",
+                                resources={"metadata": {"path": str(run_dir)}})
+        start, stopped = time.perf_counter(), None
+        # What the kernel and its workers write to the terminal (the tracebacks of workers a demo
+        # breaks on purpose, say) goes to a file, kept beside the executed notebook in `out`.
+        terminal = Path(scratch) / "terminal.txt"
+        with terminal.open("wb") as written:
+            try:
+                client.execute(env=env, cwd=str(run_dir), stdout=written, stderr=written)
+            except (CellTimeoutError, DeadKernelError) as err:  # the cells after it did not run
+                stopped = f"{type(err).__name__}: {str(err).strip().splitlines()[0] if str(err).strip() else ''}"
+        seconds = time.perf_counter() - start
+        if out is not None:
+            Path(out).mkdir(parents=True, exist_ok=True)
+            shutil.copy(terminal, Path(out) / f"{path.stem}.terminal.txt")
+    raised = [(i, cell.metadata.get("nbgrader", {}).get("grade_id"), f"{o.ename}: {o.evalue}")
+              for i, cell in enumerate(nb.cells) if cell.cell_type == "code"
+              for o in cell.outputs if o.output_type == "error"]
+    if stopped:
+        started = [i for i, cell in enumerate(nb.cells) if cell.cell_type == "code" and cell.execution_count]
+        index = started[-1] if started else 0  # the cell that was running: the kernel had numbered it
+        raised = [entry for entry in raised if entry[0] != index]  # the interrupt that ended it, say
+        raised.append((index, nb.cells[index].metadata.get("nbgrader", {}).get("grade_id"), stopped))
+    if out is not None:
+        nbformat.write(nb, str(Path(out) / path.name))
+    return seconds, raised
+
+
+def run(assignments, start_method=None, out=None):
+    """`author run`: each assignment's source notebook, every cell; 0 when no cell raised."""
+    from . import course
+    unknown = [a for a in assignments if a not in course.assignments()]
+    if unknown:
+        print(f"author run: no assignment {unknown[0]} in source/ (there are: {', '.join(course.assignments())})",
+              file=sys.stderr)
+        return 2
+    failed = 0
+    for assignment in assignments or course.assignments():
+        seconds, raised = run_notebook(course.source_notebook(assignment), start_method, out)
+        method = f" ({start_method})" if start_method else ""
+        count = {0: "no cell", 1: "1 cell"}.get(len(raised), f"{len(raised)} cells")
+        print(f"{assignment}{method}: every cell in {seconds:.0f} s, {count} raised", flush=True)
+        for index, grade_id, error in raised:
+            print(f"  cell {index}{f' ({grade_id})' if grade_id else ''}: {error[:300]}", flush=True)
+        failed += bool(raised)
+    return 1 if failed else 0
 
 
 def main(argv):

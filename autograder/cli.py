@@ -132,7 +132,8 @@ def parser():
     web.add_argument("assignments", nargs="*", help="default: every assignment in source/")
     web.add_argument("--out", default=None, help="output folder (default: dist/site); the pages go to OUT/html")
     web.set_defaults(fn=_verb("site"))
-    auth = verbs.add_parser("author", help="a notebook as text and back; a new assignment from the template",
+    auth = verbs.add_parser("author", help="a notebook as text and back; a new assignment from the template; "
+                            "every cell of the notebooks run",
                             description=_docstring("author"), formatter_class=argparse.RawDescriptionHelpFormatter)
     steps = auth.add_subparsers(dest="step", required=True)
     export = steps.add_parser("export", help="write a notebook's text form (jupytext's percent format)")
@@ -145,6 +146,11 @@ def parser():
     new.add_argument("assignment", help="NN_words, e.g. 13_gpu_kernels")
     new.add_argument("title", help='its title, e.g. "GPU kernels"')
     new.add_argument("exercise", help="the function name of its first exercise")
+    running = steps.add_parser("run", help="run every cell of the source notebooks, as before a term starts")
+    running.add_argument("assignments", nargs="*", help="default: every assignment in source/")
+    running.add_argument("--start-method", choices=("fork", "spawn", "forkserver"), default=None,
+                         help="every process's default start method (default: the platform's)")
+    running.add_argument("--out", default=None, help="write the executed notebooks into this folder")
     auth.set_defaults(fn=_verb("author", "command"))
     return top
 

@@ -95,7 +95,7 @@ measurements
 """
 
 
-def _kernel_env(run_dir):
+def kernel_env(run_dir):
     """The environment a student's kernel has: the course on PYTHONPATH, matplotlib inline."""
     env = {k: v for k, v in os.environ.items() if k != "MPLBACKEND"}
     env["PYTHONPATH"] = os.pathsep.join([str(run_dir), str(course.ROOT),
@@ -127,7 +127,7 @@ def execute(assignment, run_root, cell_timeout=600):
     runnable.cells = [nbformat.from_dict(nb.cells[i]) for i in teaching]
     client = NotebookClient(runnable, timeout=cell_timeout, allow_errors=True, kernel_name="python3",
                             resources={"metadata": {"path": str(run_dir)}})
-    client.execute(env=_kernel_env(run_dir), cwd=str(run_dir))
+    client.execute(env=kernel_env(run_dir), cwd=str(run_dir))
     failed = []
     for index, ran in zip(teaching, runnable.cells):
         errors = [o for o in ran.outputs if o.output_type == "error"]

@@ -1,6 +1,8 @@
-"""The notebooks' text form (jupytext's percent format, autograder/author.py) loses nothing."""
+"""The notebooks' text form (jupytext's percent format, autograder/author.py) loses nothing;
+`author run` runs every cell of a notebook and says which raised."""
 import shutil
 
+import nbformat
 import pytest
 
 from autograder import author, course, notebooks
@@ -126,7 +128,54 @@ def test_the_author_verb_answers_help_and_names_a_missing_file(capsys, tmp_path)
             cli.main(argv)
         assert done.value.code == 0, argv
     said = capsys.readouterr().out
-    assert "{export,build,new}" in said and "notebook" in said and "exercise" in said, said
+    assert "{export,build,new,run}" in said and "notebook" in said and "exercise" in said, said
     assert cli.main(["author", "export", str(tmp_path / "nope.ipynb")]) == 2
     assert "no file" in capsys.readouterr().err
     assert cli.main(["author", "build", str(tmp_path / "nope.py"), str(tmp_path / "out.ipynb")]) == 2
+
+
+def test_run_reports_each_cell_that_raised_under_the_start_method_asked_for(tmp_path):
+    """`author run`: every cell runs, a cell that raises is reported and the next still runs, the
+    kernel and the processes it starts take the start method asked for, the notebook's own folder
+    is left as it was, and the executed notebook is written where asked."""
+    folder = tmp_path / "nb"
+    folder.mkdir()
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell("import multiprocessing\nprint(multiprocessing.get_start_method())"),
+                nbformat.v4.new_code_cell("open('left.txt', 'w').write('x')\nraise ValueError('on purpose')"),
+                nbformat.v4.new_code_cell("import subprocess, sys\nprint(subprocess.run([sys.executable, '-c', "
+                                          "'import multiprocessing; print(multiprocessing.get_start_method())'], "
+                                          "capture_output=True, text=True).stdout.strip())")]
+    nbformat.write(nb, str(folder / "probe.ipynb"))
+    seconds, raised = author.run_notebook(folder / "probe.ipynb", "spawn", out=tmp_path / "out")
+    assert seconds > 0
+    assert raised == [(1, None, "ValueError: on purpose")]
+    ran = nbformat.read(str(tmp_path / "out" / "probe.ipynb"), as_version=4)
+    printed = ["".join(o.get("text", "")) for c in ran.cells for o in c.outputs if o.output_type == "stream"]
+    assert printed == ["spawn\n", "spawn\n"], printed   # the kernel's and a process it started
+    assert sorted(p.name for p in folder.iterdir()) == ["probe.ipynb"]
+    assert (tmp_path / "out" / "probe.terminal.txt").is_file()  # the kernel's own terminal output
+
+
+def test_run_names_an_unknown_assignment(capsys):
+    assert author.run(["99_no_such_assignment"]) == 2
+    assert "no assignment 99_no_such_assignment" in capsys.readouterr().err
+
+
+def test_run_reports_a_cell_that_ran_out_of_time(tmp_path):
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell("x = 1"), nbformat.v4.new_code_cell("import time\ntime.sleep(60)"),
+                nbformat.v4.new_code_cell("print('never')")]
+    (tmp_path / "nb").mkdir()
+    nbformat.write(nb, str(tmp_path / "nb" / "slow.ipynb"))
+    seconds, raised = author.run_notebook(tmp_path / "nb" / "slow.ipynb", cell_timeout=3)
+    assert seconds < 50
+    assert [(index, error.split(":")[0]) for index, _, error in raised] == [(1, "CellTimeoutError")]
+
+
+def test_run_exits_with_1_and_names_the_cell_when_one_raised(monkeypatch, capsys):
+    a = course.assignments()[0]
+    monkeypatch.setattr(author, "run_notebook", lambda path, method, out: (2.0, [(7, "test_x", "ValueError: v")]))
+    assert author.run([a], "forkserver") == 1
+    said = capsys.readouterr().out
+    assert f"{a} (forkserver): every cell in 2 s, 1 cell raised" in said and "cell 7 (test_x): ValueError: v" in said
