@@ -164,6 +164,23 @@ def test_a_ranking_no_stall_explains_fails_at_its_first_try():
         problem([("parse_1", 0.86), ("sum", 0.11), ("scan_2", 0.04)], **args)
 
 
+def test_the_ranked_ranges_of_torch_top_ops_are_recorded_as_operators():
+    """11's torch_top_ops ranks ranges that the check's model opens; torch's profiler must record
+    them as it records operators, not as user annotations, or an answer that leaves out the
+    ranges users label with record_function (a correct reading of "operators") would fail."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+    from autograder import hidden
+    checks = hidden.load_checks("11_profiling_scaling")
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        with checks._operator_range("aten::probe_range"):
+            torch.ones(3).clone()
+        with torch.profiler.record_function("a user's label"):
+            torch.ones(3).clone()
+    kinds = {e.key: e.is_user_annotation for e in prof.key_averages()}
+    assert kinds["aten::probe_range"] is False and kinds["a user's label"] is True, kinds
+
+
 def _leaving(pidfile, target):
     """An answer to 01's run_in_child (fn called in the caller) that starts, at import, a daemon
     process running `target` and writes its pid to `pidfile`."""
