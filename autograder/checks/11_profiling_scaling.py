@@ -1,5 +1,6 @@
 """Hidden checks of 11_profiling_scaling (profilers, scaling laws, roofline, torch.profiler)."""
 import cProfile
+import functools
 import hashlib
 import math
 import random
@@ -465,7 +466,8 @@ def test_roofline_errors(roofline):
 # called 30 times (first by call count). The biggest one is called through a wrapper operator
 # registered with torch.library (first by total time), and runs last (first-seen order is
 # wrong too), in three calls of 0.2 s under one name (a ranking of single events, not of
-# operators, puts it below the 0.25 s one).
+# operators, puts it below the 0.25 s one), each with inputs of a shape of its own (a ranking of
+# the rows of key_averages(group_by_input_shape=True), not of operators, does too).
 # The three are profiler ranges that forward opens as it runs, recorded as operators are
 # (_operator_range: not user annotations, so an answer that leaves out the ranges users label
 # with record_function keeps them), named as ATen's operators are ("aten::<stem>_<hex>", so that
@@ -475,19 +477,24 @@ def test_roofline_errors(roofline):
 # torch.library stays in torch's registries once it has run, names and all, and with a
 # handful of known names a ranking could be guessed. forward leaves behind only SHA-256
 # digests of the names (model.calls, one list per call), which the judge compares with the
-# digests of the names the answer gives. (An answer that rewrites the model or the
-# profiler's entry points is not in scope.)
+# digests of the names the answer gives. The ranges wait by a sleep called through a partial:
+# a profiler's Python tracer (with_stack=True) records calls of built-ins made from Python
+# themselves, and a sleep recorded as a function of its own would take the ranges' self time.
+# (An answer that rewrites the model or the profiler's entry points is not in scope.)
 _OP_SECONDS = (0.6, 0.25, 0.1)                          # heavy, mid, low
 
 
-def _operator_range(name):
+def _operator_range(name, inputs=()):
     """A profiler range that torch's profiler records as it records an operator: its events are
     not user annotations (`is_user_annotation` False), as torch.profiler.record_function's are
-    (tests/test_checks_catalogue.py holds the pinned torch to it). Falls back to record_function
-    where a torch lacks the private class."""
+    (tests/test_checks_catalogue.py holds the pinned torch to it), with `inputs` as its inputs
+    (their shapes recorded under record_shapes=True). Falls back to record_function, without
+    inputs, where a torch lacks the private class."""
     import torch
     fast = getattr(torch._C._profiler, "_RecordFunctionFast", None)
-    return fast(name) if fast is not None else torch.profiler.record_function(name)
+    return fast(name, list(inputs)) if fast is not None else torch.profiler.record_function(name)
+
+
 _registered = []
 
 
@@ -504,15 +511,19 @@ def _model_with_known_ops():
     namespace = f"course{random.randrange(10**6)}_{len(_registered)}_{time.monotonic_ns()}"
     stems = random.sample(("gather", "pack", "route", "merge", "stage", "shard", "fetch", "bucket"), 4)
 
-    def waiting(x, seconds, name):
-        with _operator_range(name):
-            time.sleep(seconds)
+    pause = functools.partial(time.sleep)              # no Python tracer sees this call
+
+    def waiting(x, seconds, name, shown=None):
+        with _operator_range(name, [x if shown is None else shown]):
+            pause(seconds)
             return x.clone()
 
     @torch.library.custom_op(f"{namespace}::{stems[0]}", mutates_args=())
     def wrapper(x: torch.Tensor, seconds: float, name: str) -> torch.Tensor:
-        for _ in range(3):  # three calls of 0.2 s: a ranking of single calls puts it below the 0.25 s one
-            out = waiting(x, seconds / 3, name)
+        # Three calls of 0.2 s, each shown inputs of another shape: a ranking of single calls, or
+        # of rows grouped by input shape, puts it below the 0.25 s one.
+        for rows in range(3):
+            out = waiting(x, seconds / 3, name, shown=x[:len(x) - rows])
         return out
     _registered.append(namespace)
     stems = stems[1:]
@@ -554,7 +565,9 @@ def test_torch_top_ops_self_time(torch_top_ops):
     average 7 to 29. Each of three tries has a fresh model; with a per-try rate of 1e-4 or less
     all three failing is 1e-12. A match is decided on SHA-256 digests of the names (a
     collision: below 2**-200). Total-time, call-count, first-seen and unsorted rankings fail
-    every try; an answer that does not profile the call cannot know the names (64 random bits
+    every try, and so do rows grouped by input shape and not summed per name (the heaviest
+    operator's three calls each show inputs of their own shape; a name given twice fails at
+    once, as no right answer gives one); an answer that does not profile the call cannot know the names (64 random bits
     each, drawn in the call): it passes a try with a chance below 2**-60.
     """
     for top in random.sample((1, 2, 3), 3):
@@ -564,6 +577,7 @@ def test_torch_top_ops_self_time(torch_top_ops):
             got = exact_list(got, f"torch_top_ops(model, x, top={top})")
             assert all(isinstance(name, str) for name in got), "return operator names (str) such as 'aten::addmm'"
             assert len(got) == top, f"asked for top={top}, got {len(got)} names"  # stalls cannot change it
+            _assert_distinct(got)
             if not _names_match(got, records, top):
                 problem = (f"with top={top} the names are not those of the operators with the largest "
                            "self CPU time, largest first")
@@ -584,9 +598,19 @@ def test_torch_top_ops_default_top(torch_top_ops):
     for got, calls in zip(tries, records):
         got = exact_list(got, "torch_top_ops(model, x)")
         assert len(got) == 3, f"top defaults to 3, got {len(got)} names"
+        _assert_distinct(got)
         if _names_match(got, calls, 3):
             return
     raise AssertionError("the names are not those of the three operators with the largest self CPU time")
+
+
+def _assert_distinct(got):
+    """An operator is one entry however often, and with whatever inputs, it was called: no stall
+    can make a right answer name one twice."""
+    twice = sorted({name for name in got if got.count(name) > 1})
+    assert not twice, (
+        f"{twice[0]!r} is named more than once: an operator called with inputs of several shapes is one "
+        "operator (rows of key_averages(group_by_input_shape=True) must be summed per name)")
 
 
 def _names_match(got, calls, top):

@@ -399,6 +399,27 @@ def torch_top_ops(model, x, top: int = 3) -> list:
             names.append(event.name)
     return names[:top]
 ''',
+        "rows grouped by input shape, the first row of each name kept": '''
+import torch
+from torch.profiler import ProfilerActivity, profile
+def torch_top_ops(model, x, top=3):
+    with profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof:
+        model(x)
+    names = []
+    for row in sorted(prof.key_averages(group_by_input_shape=True), key=lambda e: e.self_cpu_time_total, reverse=True):
+        if row.key not in names:
+            names.append(row.key)
+    return names[:top]
+''',
+        "rows grouped by input shape, ranked as they are": '''
+import torch
+from torch.profiler import ProfilerActivity, profile
+def torch_top_ops(model, x, top=3):
+    with profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof:
+        model(x)
+    rows = sorted(prof.key_averages(group_by_input_shape=True), key=lambda e: e.self_cpu_time_total, reverse=True)
+    return [row.key for row in rows[:top]]
+''',
     },
 }
 
@@ -589,6 +610,49 @@ def torch_top_ops(model, x, top=3):
     ops = [e for e in prof.key_averages() if e.key.startswith("aten::")]
     ops.sort(key=lambda e: e.self_cpu_time_total, reverse=True)
     return [e.key for e in ops[:top]]
+''',
+        "with_stack, record_shapes and profile_memory, every row ranked": '''
+import torch
+from torch.profiler import ProfilerActivity, profile
+def torch_top_ops(model, x, top=3):
+    with profile(activities=[ProfilerActivity.CPU], record_shapes=True,
+                 with_stack=True, profile_memory=True) as prof:
+        model(x)
+    rows = sorted(prof.key_averages(), key=lambda e: e.self_cpu_time_total, reverse=True)
+    return [e.key for e in rows[:top]]
+''',
+        "with_stack, only operator rows (a namespace in the name)": '''
+import torch
+from torch.profiler import ProfilerActivity, profile
+def torch_top_ops(model, x, top=3):
+    with profile(activities=[ProfilerActivity.CPU], with_stack=True) as prof:
+        model(x)
+    ops = [e for e in prof.key_averages() if "::" in e.key]
+    ops.sort(key=lambda e: e.self_cpu_time_total, reverse=True)
+    return [e.key for e in ops[:top]]
+''',
+        "rows grouped by the Python stack, summed per name": '''
+import torch
+from torch.profiler import ProfilerActivity, profile
+def torch_top_ops(model, x, top=3):
+    with profile(activities=[ProfilerActivity.CPU], with_stack=True) as prof:
+        model(x)
+    per_name = {}
+    for row in prof.key_averages(group_by_stack_n=5):
+        per_name[row.key] = per_name.get(row.key, 0) + row.self_cpu_time_total
+    return sorted(per_name, key=per_name.get, reverse=True)[:top]
+''',
+        "rows grouped by input shape, summed per name": '''
+from collections import defaultdict
+import torch
+from torch.profiler import ProfilerActivity, profile
+def torch_top_ops(model, x, top=3):
+    with profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof:
+        model(x)
+    self_time = defaultdict(float)
+    for row in prof.key_averages(group_by_input_shape=True):
+        self_time[row.key] += row.self_cpu_time_total
+    return sorted(self_time, key=self_time.get, reverse=True)[:top]
 ''',
         "only operators: the ranges users label (is_user_annotation) left out, a range of its own around the call": '''
 import torch
