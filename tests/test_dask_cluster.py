@@ -15,10 +15,13 @@ import contextlib
 import csv
 import logging
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
+from pathlib import Path
 
 import pytest
 
@@ -83,9 +86,13 @@ def test_grade_on_dask_cluster_survives_a_killed_worker(postgres, course_tools, 
 
     # The scheduler's and workers' scratch space in the test's folder (else /tmp/dask-scratch-space stays).
     scratch = dask.config.set({"temporary-directory": str(tmp_path / "dask")})
+    # The workers' temp folder of their own (short: a forkserver's socket path has 108 bytes), to
+    # see what the killed grading leaves there.
+    temp = Path(tempfile.mkdtemp(prefix="course-dask-"))
+    request.addfinalizer(lambda: shutil.rmtree(temp, ignore_errors=True))
     with scratch, distributed.LocalCluster(n_workers=3, threads_per_worker=1, processes=True, host="127.0.0.1",
                                            scheduler_port=course_tools.free_port(), dashboard_address=None,
-                                           silence_logs=logging.ERROR) as cluster, \
+                                           silence_logs=logging.ERROR, env={"TMPDIR": str(temp)}) as cluster, \
             distributed.Client(cluster) as client:
         pids = client.run(os.getpid)
         env = {**os.environ, "COURSE_WORKDIR": str(tmp_path), "COURSE_DB_URL": db_url}
@@ -117,6 +124,10 @@ def test_grade_on_dask_cluster_survives_a_killed_worker(postgres, course_tools, 
                 grading.kill()
     assert grading.returncode == 0, f"{out[-3000:]}\n{err[-3000:]}"
     assert (tmp_path / "dask" / "dask-scratch-space").is_dir(), "the cluster's scratch space is elsewhere"
+    # The killed grading removed its kernel's connection file (with the kernel's key) and the
+    # judge's copy of the student's files as it stopped; the others, as they ended.
+    left = sorted(p.name for p in temp.iterdir() if p.name.startswith("course-judge-") or p.suffix == ".json")
+    assert not left, f"left in the workers' temp folder: {left}"
     assert "3 of 3 submissions graded" in out, out
     # stderr is a pipe here, so the progress comes as plain lines, not a bar's carriage returns
     assert "autograde: 3/3 submissions (100 %)" in err and "\r" not in err, "no progress on stderr"

@@ -179,7 +179,7 @@ def stop_workers(workers, finished, in_progress, verb, work):
     the judges' copies of the students' files in the temp folder (kept 6 hours otherwise). Also
     run on each Dask worker when `grade` on a cluster is interrupted (cluster.stop_run)."""
     from .preprocessors import COPY_PREFIX
-    files = _connection_files([pid for worker in workers for pid in worker.pids])
+    files = connection_files([pid for worker in workers for pid in worker.pids])
     for worker in workers:
         worker.kill()
     deadline = time.monotonic() + 60  # in all: a killed worker's answer comes at once
@@ -199,7 +199,7 @@ def stop_workers(workers, finished, in_progress, verb, work):
                     shutil.rmtree(copy, ignore_errors=True)
 
 
-def _connection_files(pids):
+def connection_files(pids):
     """The connection files (`-f <file>.json`) on the command lines of the children of `pids`:
     the kernels' stand-ins that these workers started."""
     found = []

@@ -21,16 +21,33 @@ def _exit_with_parent(interval=0.5):
     A grading job killed mid-submission (a Dask worker that dies, a killed
     `grade`) leaves this process orphaned in the middle of an autograde; the
     submission is graded again elsewhere, so this one must stop writing to the
-    gradebook and the autograded folder at once.
+    gradebook and the autograded folder at once, and leave nothing in the temp folder.
     """
     parent = os.getppid()
 
     def watch():
         while os.getppid() == parent:
             time.sleep(interval)
+        _remove_what_this_grading_leaves()
         os._exit(3)
 
     threading.Thread(target=watch, name="exit-with-parent", daemon=True).start()
+
+
+def _remove_what_this_grading_leaves():
+    """What a grading stopped in the middle would leave in the temp folder for good: its kernels'
+    connection files (each with its kernel's key; jupyter_client removes them at a normal end) and
+    its judges' copies of the student's files (kept 6 hours otherwise: remove_orphaned_copies), as
+    jobs.stop_workers removes them for a worker that `grade` stops itself."""
+    import shutil
+    import tempfile
+    from .jobs import connection_files
+    from .preprocessors import COPY_PREFIX
+    for path in connection_files([os.getpid()]):
+        Path(path).unlink(missing_ok=True)
+    for copy in Path(tempfile.gettempdir()).glob(f"{COPY_PREFIX}{os.getpid()}-*"):
+        if not copy.is_symlink():
+            shutil.rmtree(copy, ignore_errors=True)
 
 
 def main():
