@@ -2,6 +2,7 @@
 grader's own). The sandbox gives each kernel a private /tmp and hides or freezes the rest:
 every kernel died at its start there until the sandbox made that private /tmp the kernel's
 temp folder, whatever the grader's TMPDIR named (autograder/sandbox/enter.py)."""
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -12,7 +13,6 @@ A = "08_amp_tensor_cores"  # the lightest notebook to grade
 
 @pytest.mark.parametrize("where", ["the grader's own folder under /tmp", "a scratch folder outside /tmp"])
 def test_a_grader_whose_temp_folder_is_not_tmp_grades_to_full_marks(where, tmp_path, course_tools, request):
-    import shutil
     # Short paths: the zygotes' sockets go in TMPDIR, and an AF_UNIX path has 108 bytes.
     if where.startswith("the grader's own"):
         temp = Path(tempfile.mkdtemp(prefix="cgt-", dir="/tmp"))             # 0700, the grader's alone
