@@ -318,12 +318,19 @@ def test_a_zygote_starts_from_a_shell_that_did_not_source_env_sh(monkeypatch, tm
         started.stop()
 
 
-def test_a_zygote_that_cannot_start_is_not_waited_for(monkeypatch):
-    """A shared zygote whose imports fail says so beside its socket: a worker's start falls back
-    to a new interpreter at once instead of waiting two minutes for a socket that never comes."""
+@pytest.mark.parametrize("cause", ["its imports fail", "its socket's path is past AF_UNIX's 108 bytes"])
+def test_a_zygote_that_cannot_start_is_not_waited_for(monkeypatch, cause):
+    """A shared zygote that cannot serve says so beside its socket: a worker's start falls back
+    to a new interpreter at once instead of waiting two minutes for a socket that never comes.
+    (A path too long to bind said nothing until 2026-11-30: every start waited.)"""
     folder = Path(tempfile.mkdtemp(prefix="course-zygote-test-"))
+    if cause.startswith("its imports"):
+        spec = {"preload": ["a_module_that_does_not_exist"], "entries": []}
+    else:
+        folder = folder / ("long-" * 20)
+        folder.mkdir()
+        spec = {"preload": [], "entries": []}
     socket = str(folder / "socket")
-    spec = {"preload": ["a_module_that_does_not_exist"], "entries": []}
     server = subprocess.Popen([sys.executable, "-P", "-c", "from autograder.sandbox.zygote import serve; serve()",
                                socket, json.dumps(spec)], stderr=subprocess.DEVNULL)
     try:
@@ -332,10 +339,30 @@ def test_a_zygote_that_cannot_start_is_not_waited_for(monkeypatch):
         assert warm.socket_path("sandbox") is None
         assert time.monotonic() - start < 60, "the worker waited for a zygote that had failed"
         assert server.wait(timeout=60) != 0
+        assert os.path.exists(socket + zygote.FAILED)
     finally:
         server.kill()
         server.wait()
-        shutil.rmtree(folder, ignore_errors=True)
+        shutil.rmtree(folder.parent if folder.name.startswith("long-") else folder, ignore_errors=True)
+
+
+def test_under_a_long_temp_folder_the_sockets_go_where_their_path_fits(monkeypatch, tmp_path):
+    """A grader whose TMPDIR is long (a cluster job's scratch folder): the zygote's socket goes in
+    a folder of the grader's alone under /tmp instead, and the zygote answers there. Before, its
+    bind failed and every start of a kernel, judge or student's process waited two minutes."""
+    long = tmp_path / ("scratch-" * 10)
+    long.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(long))
+    monkeypatch.setitem(warm.KINDS, "sandbox", {"preload": [], "entries": []})  # nothing to import
+    started = warm._Zygote("sandbox")
+    try:
+        assert len(os.fsencode(started.socket + ".new")) <= 107, started.socket
+        assert started.ready(timeout=60), f"the zygote died (exit {started.process.poll()})"
+        made = os.stat(started.folder)
+        assert made.st_uid == os.getuid() and made.st_mode & 0o777 == 0o700
+    finally:
+        started.stop()
+    assert not os.path.exists(started.folder)
 
 
 def _hold_a_pair():

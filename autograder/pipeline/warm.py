@@ -183,9 +183,30 @@ def load_every_check():
         hidden.load_checks(assignment)
 
 
+# A Unix socket's path has at most 107 bytes (sun_path, with its NUL): a cluster job's scratch
+# TMPDIR can be longer than that leaves room for. The zygote binds "socket.new" first.
+_SOCKET_PATH_BYTES = 107
+
+
+def _socket_folder(kind):
+    """A new folder (mode 0700: the grader's alone) for a zygote's socket: in the temp folder where
+    the socket's path fits, else in the first of /tmp, /dev/shm and $XDG_RUNTIME_DIR where it does.
+    Where none does, the temp folder's: the zygote then fails at once, and processes start cold."""
+    prefix = f"course-zygote-{kind}-"
+    for parent in (None, "/tmp", "/dev/shm", os.environ.get("XDG_RUNTIME_DIR")):
+        try:
+            folder = tempfile.mkdtemp(prefix=prefix, dir=parent)
+        except (OSError, TypeError):  # not there, not writable; TypeError: $XDG_RUNTIME_DIR unset
+            continue
+        if len(os.fsencode(os.path.join(folder, "socket.new"))) <= _SOCKET_PATH_BYTES:
+            return folder
+        os.rmdir(folder)
+    return tempfile.mkdtemp(prefix=prefix)
+
+
 class _Zygote:
     def __init__(self, kind):
-        self.folder = tempfile.mkdtemp(prefix=f"course-zygote-{kind}-")  # mode 0700: the grader's alone
+        self.folder = _socket_folder(kind)
         self.socket = os.path.join(self.folder, "socket")
         env = without_secrets(os.environ)
         for name in (ENV, "NBGRADER_EXECUTION", "COURSE_CHECKS_OUTSIDE", SOCKET_VARIABLE, HELD_FOR,

@@ -291,16 +291,16 @@ def serve():
     # Stopped with SIGTERM (warm.py), it kills its children on the way out, as below: a judge, a
     # kernel or a student's process forked from here dies with it, whatever it was doing.
     signal.signal(signal.SIGTERM, _exit_on_sigterm)
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         _preload(spec)
+        listener.bind(path + ".new")  # OSError where the path is past AF_UNIX's 108 bytes
     except BaseException:
         # The requesters would wait for the socket (two minutes each): tell them it will not come.
         with open(path + FAILED, "w"):
             pass
         raise
     entries = set(spec["entries"])
-    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    listener.bind(path + ".new")
     listener.listen(128)
     os.rename(path + ".new", path)  # requesters connect only once the imports are done
     selector = selectors.DefaultSelector()
