@@ -161,6 +161,19 @@ def command(args):
     return main(["new", args.assignment, args.title, args.exercise])
 
 
+# Put in front of the path, it takes the place of the environment's own sitecustomize (a Linux
+# distribution's Python has one): that one is run first, from the rest of the path.
+_START_METHOD_HOOK = """\
+import importlib.machinery, importlib.util, multiprocessing, os, sys
+_here = os.path.dirname(os.path.abspath(__file__))
+_spec = importlib.machinery.PathFinder.find_spec(
+    "sitecustomize", [p for p in sys.path if os.path.abspath(p or os.curdir) != _here])
+if _spec is not None and _spec.loader is not None:
+    _spec.loader.exec_module(importlib.util.module_from_spec(_spec))
+multiprocessing.set_start_method({start_method!r}, force=True)
+"""
+
+
 def run_notebook(path, start_method=None, out=None, cell_timeout=600):
     """Run every cell of the notebook at `path` in a copy of its folder; optionally with
     `start_method` as every Python process's default (a sitecustomize on the kernel's path,
@@ -184,8 +197,7 @@ def run_notebook(path, start_method=None, out=None, cell_timeout=600):
         if start_method:
             hook = Path(scratch) / "start_method"
             hook.mkdir()
-            (hook / "sitecustomize.py").write_text(
-                f"import multiprocessing\nmultiprocessing.set_start_method({start_method!r}, force=True)\n")
+            (hook / "sitecustomize.py").write_text(_START_METHOD_HOOK.format(start_method=start_method))
             env["PYTHONPATH"] = os.pathsep.join([str(hook), env["PYTHONPATH"]])
             env["COURSE_START_METHOD"] = start_method  # helpers.workers.mp_context() follows it too
         nb = nbformat.read(str(path), as_version=4)

@@ -1,5 +1,6 @@
 """The notebooks' text form (jupytext's percent format, autograder/author.py) loses nothing;
 `author run` runs every cell of a notebook and says which raised."""
+import os
 import shutil
 
 import nbformat
@@ -134,14 +135,20 @@ def test_the_author_verb_answers_help_and_names_a_missing_file(capsys, tmp_path)
     assert cli.main(["author", "build", str(tmp_path / "nope.py"), str(tmp_path / "out.ipynb")]) == 2
 
 
-def test_run_reports_each_cell_that_raised_under_the_start_method_asked_for(tmp_path):
+def test_run_reports_each_cell_that_raised_under_the_start_method_asked_for(tmp_path, monkeypatch):
     """`author run`: every cell runs, a cell that raises is reported and the next still runs, the
     kernel and the processes it starts take the start method asked for, the notebook's own folder
-    is left as it was, and the executed notebook is written where asked."""
+    is left as it was, and the executed notebook is written where asked. The environment's own
+    sitecustomize still runs (before, the start method's took its place)."""
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text("import os\nos.environ['SITE_MARK'] = 'kept'\n")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")])))
     folder = tmp_path / "nb"
     folder.mkdir()
     nb = nbformat.v4.new_notebook()
-    nb.cells = [nbformat.v4.new_code_cell("import multiprocessing\nprint(multiprocessing.get_start_method())"),
+    nb.cells = [nbformat.v4.new_code_cell("import multiprocessing, os\n"
+                                          "print(multiprocessing.get_start_method(), os.environ.get('SITE_MARK'))"),
                 nbformat.v4.new_code_cell("open('left.txt', 'w').write('x')\nraise ValueError('on purpose')"),
                 nbformat.v4.new_code_cell("import subprocess, sys\nprint(subprocess.run([sys.executable, '-c', "
                                           "'import multiprocessing; print(multiprocessing.get_start_method())'], "
@@ -152,7 +159,7 @@ def test_run_reports_each_cell_that_raised_under_the_start_method_asked_for(tmp_
     assert raised == [(1, None, "ValueError: on purpose")]
     ran = nbformat.read(str(tmp_path / "out" / "probe.ipynb"), as_version=4)
     printed = ["".join(o.get("text", "")) for c in ran.cells for o in c.outputs if o.output_type == "stream"]
-    assert printed == ["spawn\n", "spawn\n"], printed   # the kernel's and a process it started
+    assert printed == ["spawn kept\n", "spawn\n"], printed   # the kernel's and a process it started
     assert sorted(p.name for p in folder.iterdir()) == ["probe.ipynb"]
     assert (tmp_path / "out" / "probe.terminal.txt").is_file()  # the kernel's own terminal output
 
