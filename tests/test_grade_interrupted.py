@@ -99,6 +99,8 @@ def test_an_interrupt_stops_grading_at_once_and_leaves_nothing_running(workdir_f
         connection_file = _connection_file_of_kernel(zygotes)
         workers = _workers_of(work.path)  # whose judges' copies are named after them (other tests' run beside)
         assert workers and all(list(Path(tempfile.gettempdir()).glob(f"course-judge-{pid}-*")) for pid in workers)
+        assert connection_file and any(Path(connection_file).name.startswith(f"course-connection-{pid}-")
+                                       for pid in workers), connection_file  # and so are its kernels' files
         if to_group:
             os.killpg(grade.pid, signum)  # what the terminal does with Ctrl-C
         else:
@@ -122,3 +124,29 @@ def test_an_interrupt_stops_grading_at_once_and_leaves_nothing_running(workdir_f
     assert gradebook.status("sleepy", A, work.course) == gradebook.NOT_GRADED
     assert not [copy for pid in workers for copy in Path(tempfile.gettempdir()).glob(f"course-judge-{pid}-*")]
     assert connection_file and not Path(connection_file).exists(), "the kernel's connection file (its key) is left"
+
+
+def test_a_kernel_naming_another_file_on_its_command_line_does_not_get_it_removed(tmp_path, monkeypatch):
+    """A stopped grading removes its kernels' connection files by their names (each names its
+    grading process), never by reading its children's command lines: a kernel runs the student's
+    code, which can rewrite its own command line (the bytes of its argv) to name another of the
+    grader's files in the temp folder, as a connection file would be named there. Before, that
+    file was removed."""
+    from autograder.pipeline import jobs
+    from autograder.pipeline.preprocessors import CONNECTION_PREFIX
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    decoy = tmp_path / "tmpx7decoy.json"  # as jupyter_client names its own connection files
+    decoy.write_text("{}")
+    ours = tmp_path / f"{CONNECTION_PREFIX}{os.getpid()}-k2m9.json"
+    ours.write_text("{}")
+    another = tmp_path / f"{CONNECTION_PREFIX}{os.getpid()}0-k2m9.json"  # another grading's
+    another.write_text("{}")
+    kernel = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", "-f", str(decoy)])
+    try:
+        deadline = time.monotonic() + 30
+        while str(decoy) not in Path(f"/proc/{kernel.pid}/cmdline").read_text() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert jobs.connection_files([os.getpid()]) == [ours]
+    finally:
+        kernel.kill()
+        kernel.wait()

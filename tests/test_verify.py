@@ -217,9 +217,10 @@ def test_answer_using_a_teaching_cells_value_passes(tmp_path):
 
 def test_copies_left_by_killed_grading_processes_are_removed(tmp_path, monkeypatch):
     """A grading process killed mid-submission (a Dask worker lost, SIGKILL) never cleans up
-    its judge's copy of the submission: the next grading process on the machine removes the
-    copies whose process is gone, once they are old; a live process's copy, a fresh one,
-    folders not named as the judge names them, and a link named as one stay."""
+    its judge's copy of the submission, nor its kernel's connection file: the next grading
+    process on the machine removes those whose process is gone, once they are old; a live
+    process's, a fresh one, folders not named as the judge names them, and a link named as one
+    stay."""
     import os
     import tempfile
     import time
@@ -244,11 +245,20 @@ def test_copies_left_by_killed_grading_processes_are_removed(tmp_path, monkeypat
     planted = tmp_path / f"{pre.COPY_PREFIX}{gone.pid}-link"
     planted.symlink_to(target)
     os.utime(planted, (old, old), follow_symlinks=False)
+
+    def connection(pid, mtime=old):  # a kernel's connection file, with its key
+        path = tmp_path / f"{pre.CONNECTION_PREFIX}{pid}-x1y2z3.json"
+        path.write_text('{"key": "a kernel\'s key"}')
+        os.utime(path, (mtime, mtime))
+        return path
+
+    orphaned_key, live_key = connection(gone.pid), connection(os.getpid())
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     monkeypatch.setattr(pre, "_SWEPT", [])
     made = pre.new_copy_folder()  # what each judge does before it copies a submission
     assert made.parent == tmp_path and made.name.startswith(f"{pre.COPY_PREFIX}{os.getpid()}-")
     assert not orphan.exists() and live.exists() and fresh.exists() and other.exists()
+    assert not orphaned_key.exists() and live_key.exists()
     assert planted.is_symlink() and (target / "work" / "answers.ipynb").exists()
     assert pre.remove_orphaned_copies(tmp_path) == []  # the judge's own new copy is not an orphan
 

@@ -179,7 +179,6 @@ def stop_workers(workers, finished, in_progress, verb, work):
     the judges' copies of the students' files in the temp folder (kept 6 hours otherwise). Also
     run on each Dask worker when `grade` on a cluster is interrupted (cluster.stop_run)."""
     from .preprocessors import COPY_PREFIX
-    files = connection_files([pid for worker in workers for pid in worker.pids])
     for worker in workers:
         worker.kill()
     deadline = time.monotonic() + 60  # in all: a killed worker's answer comes at once
@@ -189,8 +188,9 @@ def stop_workers(workers, finished, in_progress, verb, work):
         for assignment, student in in_progress:  # as nbgrader does with a submission it failed
             shutil.rmtree(work.autograded / student / assignment, ignore_errors=True)
             shutil.rmtree(work.feedback / student / assignment, ignore_errors=True)  # an earlier grading's
-    for path in files:  # a stopped kernel's connection file (its key), which its worker no longer removes
-        Path(path).unlink(missing_ok=True)
+    # A stopped kernel's connection file (its key), which its worker no longer removes.
+    for path in connection_files([pid for worker in workers for pid in worker.pids]):
+        path.unlink(missing_ok=True)
     import tempfile
     for worker in workers:
         for pid in worker.pids:
@@ -200,21 +200,12 @@ def stop_workers(workers, finished, in_progress, verb, work):
 
 
 def connection_files(pids):
-    """The connection files (`-f <file>.json`) on the command lines of the children of `pids`:
-    the kernels' stand-ins that these workers started."""
-    found = []
-    for child in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            with open(f"/proc/{child}/stat") as stat:
-                if int(stat.read().rsplit(")", 1)[1].split()[1]) not in pids:
-                    continue
-            with open(f"/proc/{child}/cmdline", "rb") as cmdline:
-                args = cmdline.read().decode(errors="replace").split("\0")
-        except (OSError, ValueError, IndexError):
-            continue
-        found += [args[i + 1] for i, arg in enumerate(args[:-1]) if arg == "-f" and args[i + 1].endswith(".json")]
+    """The kernels' connection files that the grading processes `pids` wrote in the temp folder
+    (named after them: preprocessors.SandboxedKernelManager), each with its kernel's key."""
     import tempfile
-    return [path for path in found if Path(path).parent == Path(tempfile.gettempdir())]  # jupyter_client's own
+    from .preprocessors import CONNECTION_PREFIX
+    folder = Path(tempfile.gettempdir())
+    return [path for pid in pids for path in folder.glob(f"{CONNECTION_PREFIX}{pid}-*.json") if not path.is_symlink()]
 
 
 def run_all(verb, pairs, n_jobs=None, desc=None, log_dir=None, work=None, scheduler=None, alone=False):

@@ -56,6 +56,16 @@ class SandboxedKernelManager(AsyncKernelManager):
         kw["env"] = for_student_code(kw.get("env") or os.environ)
         return await super()._async_launch_kernel(kernel_cmd, **kw)
 
+    def write_connection_file(self, **kw):
+        # Named after this grading process, as the judges' copies are: what a stopped grading
+        # leaves is found by its name (jobs.connection_files), never by reading a kernel's
+        # command line, which a kernel running as the student could rewrite to name another file.
+        if not self.connection_file:
+            import tempfile
+            fd, self.connection_file = tempfile.mkstemp(prefix=f"{CONNECTION_PREFIX}{os.getpid()}-", suffix=".json")
+            os.close(fd)
+        super().write_connection_file(**kw)
+
     def format_kernel_cmd(self, extra_arguments=None):
         cmd = super().format_kernel_cmd(extra_arguments)
         if "ipykernel_launcher" in cmd:
@@ -503,6 +513,7 @@ class _JudgeRun:
 
 _RUNNING = set()  # judges started and not yet collected
 COPY_PREFIX = "course-judge-"  # then the grading process's pid
+CONNECTION_PREFIX = "course-connection-"  # a kernel's connection file: then the grading process's pid
 ORPHAN_AGE = 6 * 3600.0  # seconds: far longer than any submission's grading
 _SWEPT = []  # whether this process has looked for orphaned copies
 
@@ -518,26 +529,30 @@ def new_copy_folder():
 
 
 def remove_orphaned_copies(folder):
-    """Remove the judges' copies of submissions left by grading processes that were killed
-    (a Dask worker lost with its node, a worker stopped with SIGKILL): their clean-up never
-    ran, and each left a student's files in the machine's temp folder. A copy goes when its
-    process is gone and it has not changed for ORPHAN_AGE, so that a process with its pid
-    seen from another pid namespace, sharing the folder, never loses one it is using. Returns
-    the folders removed from `folder`."""
+    """Remove the judges' copies of submissions, and the kernels' connection files, left by
+    grading processes that were killed (a Dask worker lost with its node, a worker stopped with
+    SIGKILL): their clean-up never ran, and each left a student's files, or a kernel's key, in the
+    machine's temp folder. One goes when its process is gone and it has not changed for
+    ORPHAN_AGE, so that a process with its pid seen from another pid namespace, sharing the
+    folder, never loses one it is using. Returns what was removed from `folder`."""
     removed = []
     try:
-        entries = list(Path(folder).glob(f"{COPY_PREFIX}*-*"))
+        entries = [(prefix, path) for prefix in (COPY_PREFIX, CONNECTION_PREFIX)
+                   for path in Path(folder).glob(f"{prefix}*-*")]
     except OSError:
         return removed
-    for copy in entries:
-        pid = copy.name[len(COPY_PREFIX):].split("-", 1)[0]
+    for prefix, copy in entries:
+        pid = copy.name[len(prefix):].split("-", 1)[0]
         try:
             if (not pid.isdigit() or copy.is_symlink() or process_alive(int(pid))
                     or time.time() - copy.lstat().st_mtime < ORPHAN_AGE):
                 continue  # a link (planted where students share the folder) is never followed
+            if prefix == CONNECTION_PREFIX:
+                copy.unlink()
+            else:
+                shutil.rmtree(copy, ignore_errors=True)
         except OSError:
             continue
-        shutil.rmtree(copy, ignore_errors=True)
         removed.append(copy)
     return removed
 
