@@ -30,8 +30,9 @@ def _met_in_two_workers(out, what):
     assert all(type(r) is dict for r in out), f"{what}: the results must be what the function returned"
     _not_in_caller({r["pid"] for r in out}, what)
     assert all(r["met"] for r in out) and len({r["pid"] for r in out}) == 2, (
-        f"{what}: two tasks never ran at the same time in two worker processes: "
-        "are the tasks shared among n_workers processes?")
+        f"{what}: two tasks never ran at the same time in two worker processes: are the tasks shared "
+        "among n_workers processes, and not sent as one chunk of several (one worker runs a chunk's "
+        "tasks one after another)?")
 
 
 def _one_at_a_time(call, what, tries=2):

@@ -214,6 +214,32 @@ def parallel_starmap(fn, arg_tuples, n_workers: int) -> list:
     with mp_context().Pool() as pool:
         return pool.starmap(fn, list(arg_tuples))
 ''',
+        # From the twentieth review (a false failure then: the exercise text left chunking free).
+        "a fixed chunk of two tasks (two tasks on two workers run in one, one after the other)": '''
+from helpers.workers import mp_context
+
+
+def parallel_starmap(fn, arg_tuples, n_workers: int) -> list:
+    if n_workers < 1:
+        raise ValueError("n_workers must be at least 1")
+    with mp_context().Pool(n_workers) as pool:
+        return pool.starmap(fn, list(arg_tuples), chunksize=2)
+''',
+        "each tuple unpacked by a helper typed into the notebook (breaks under spawn)": '''
+from helpers.workers import mp_context
+
+
+def _star(job):
+    fn, args = job
+    return fn(*args)
+
+
+def parallel_starmap(fn, arg_tuples, n_workers: int) -> list:
+    if n_workers < 1:
+        raise ValueError("n_workers must be at least 1")
+    with mp_context().Pool(n_workers) as pool:
+        return list(pool.imap(_star, [(fn, args) for args in arg_tuples]))
+''',
     },
     "robust_map": {
         "serial loop with try/except": '''
@@ -339,6 +365,28 @@ def robust_map(fn, items, n_workers: int) -> list:
             except ValueError as error:
                 out[i] = (False, error)
     return out
+''',
+        "the try/except in a wrapper typed into the notebook (breaks under spawn)": '''
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from helpers.workers import mp_context
+
+
+def _safe_call(fn, x):
+    try:
+        return True, fn(x)
+    except Exception as e:
+        return False, e
+
+
+def robust_map(fn, items, n_workers: int) -> list:
+    if n_workers < 1:
+        raise ValueError("n_workers must be at least 1")
+    items = list(items)
+    with ProcessPoolExecutor(max_workers=n_workers, mp_context=mp_context()) as ex:
+        futs = [ex.submit(_safe_call, fn, x) for x in items]
+        for _ in as_completed(futs):
+            pass
+    return [f.result() for f in futs]
 ''',
     },
     "monte_carlo_pi": {

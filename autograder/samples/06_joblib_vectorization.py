@@ -751,6 +751,21 @@ def run_with_blas_threads(fn, n_threads: int):
     finally:
         threadpool_limits(limits=before)
 ''',
+        "the limits to restore read from a ThreadpoolController made first (it reads the counts live)": '''
+from threadpoolctl import ThreadpoolController, threadpool_limits
+
+
+def run_with_blas_threads(fn, n_threads: int):
+    if n_threads < 1:
+        raise ValueError("n_threads must be at least 1")
+    original = ThreadpoolController()      # a snapshot of the current counts
+    threadpool_limits(n_threads, user_api="blas")
+    try:
+        value = fn()
+    finally:
+        threadpool_limits(limits=original)
+    return value
+''',
     },
 }
 
@@ -947,6 +962,20 @@ def run_with_blas_threads(fn, n_threads):
         return fn()
     finally:
         limiter.restore_original_limits()
+''',
+        "threadpool_info() saved first, handed back to threadpool_limits in finally": '''
+from threadpoolctl import threadpool_info, threadpool_limits
+
+
+def run_with_blas_threads(fn, n_threads: int):
+    if n_threads < 1:
+        raise ValueError("n_threads must be at least 1")
+    saved = threadpool_info()          # every pool's count before
+    threadpool_limits(limits=n_threads)
+    try:
+        return fn()
+    finally:
+        threadpool_limits(limits=saved)   # put every pool back as it was
 ''',
     },
 }
