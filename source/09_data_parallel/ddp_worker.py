@@ -129,7 +129,9 @@ def _note_gradient_syncs():
         return original_all_reduce(*args, **kwargs)
 
     all_reduce.__doc__, all_reduce._course_noted = original_all_reduce.__doc__, True
-    dist.all_reduce = all_reduce
+    # Both names: `from torch.distributed import all_reduce` in the notebook travels to the rank
+    # as a reference to the module that defines it, which the rank looks up once it is here.
+    dist.all_reduce = dist.distributed_c10d.all_reduce = all_reduce
     original_register, original_forward = DDP.register_comm_hook, DDP.forward
 
     def register_comm_hook(self, state, hook):
