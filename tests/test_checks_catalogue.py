@@ -122,6 +122,38 @@ def test_a_serialised_fetch_all_fails_without_a_clock(judge, label):
     assert failed and "never overlapped" in failed[-1].message, [(o.description, o.message) for o in outcomes]
 
 
+_GUARDED_SET_SEED = """
+import random
+
+import numpy as np
+import torch
+
+
+def set_seed(seed: int) -> None:
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.default_generator.manual_seed(seed)
+    if torch.cuda.is_available():
+        torch.cuda.manual_seed_all(seed)
+    torch.backends.cudnn.deterministic = True
+    torch.backends.cudnn.benchmark = False
+"""
+
+
+def test_a_set_seed_that_seeds_cuda_only_where_it_finds_a_gpu_is_undecided_without_one(judge):
+    """04's set_seed that asks for a GPU before it seeds CUDA is right, and shows nothing on a
+    machine without one: a person decides (it failed, decided, until 2026-11-30). The spy on
+    torch.cuda._is_compiled, which is_available() and device_count() both call, holds the pinned
+    torch to it."""
+    import torch
+    if torch.cuda.is_available():
+        pytest.skip("a GPU is here: the answer's seeding shows")
+    outcomes = {o.check: o for o in judge("04_rng_reproducibility", "set_seed", _GUARDED_SET_SEED)}
+    assert outcomes["test_set_seed_generators"].passed
+    cuda = outcomes["test_set_seed_cuda_and_cudnn"]
+    assert cuda.undecided and "finds a GPU" in cuda.message, (cuda.passed, cuda.message)
+
+
 def test_messages_that_name_the_batch_size_twice_still_pair_off():
     """08's tensor_core_issues: where the batch size equals a layer's offending size, a correct
     answer's layer message may name it too ("Linear(15, 7): in_features=15"); the messages must

@@ -297,6 +297,20 @@ def set_seed(seed):
     torch.backends.cudnn.deterministic = True
     torch.backends.cudnn.benchmark = False
 ''',
+        "torch's CPU generator alone (torch.default_generator.manual_seed): no CUDA device seeded": '''
+import random
+
+import numpy as np
+import torch
+
+
+def set_seed(seed: int) -> None:
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.default_generator.manual_seed(seed)
+    torch.backends.cudnn.deterministic = True
+    torch.backends.cudnn.benchmark = False
+''',
     },
     "seeded_loader": {
         "no generator (global torch RNG)": _FORKSERVER_PRELOADED + '''
@@ -541,6 +555,23 @@ def set_seed(seed):
     torch.backends.cudnn.benchmark = False
     torch.backends.cudnn.deterministic = True
     torch.use_deterministic_algorithms(True, warn_only=True)
+''',
+        # From the twentieth review: failed until the seed torch queues for CUDA counted.
+        "manual_seed_all imported by name from torch.cuda": '''
+import random
+
+import numpy as np
+import torch
+from torch.cuda import manual_seed_all as seed_all_gpus
+
+
+def set_seed(seed: int) -> None:
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.random.default_generator.manual_seed(seed)
+    seed_all_gpus(seed)
+    torch.backends.cudnn.deterministic = True
+    torch.backends.cudnn.benchmark = False
 ''',
     },
     "seeded_loader": {
