@@ -14,7 +14,7 @@ import pytest
 from autograder.checks._support import (alone, assert_worked_outside, caller_cpu, counted, created, exact_int, exclusive,
                                         kernel_decides, raises_value_error, student_pid, there, timeout,
                                         witnessed_in, work_for_workers)
-from autograder.checks._support import exact_list, how_many, works_under_spawn
+from autograder.checks._support import exact_list, exact_tuple, how_many, works_under_spawn
 from helpers import workers
 
 
@@ -187,9 +187,7 @@ def test_run_in_child_result(run_in_child):
     False failure of a correct answer: 0 (random arguments, exact comparison).
     """
     a, b = random.randint(-1000, 1000), random.randint(-1000, 1000)
-    out = run_in_child(workers.add, a, b)
-    assert type(out) is tuple and len(out) == 2, "run_in_child must return a tuple (child_pid, result)"
-    pid, result = out
+    pid, result = exact_tuple(run_in_child(workers.add, a, b), "run_in_child's result, the tuple (child_pid, result),", 2)
     exact_int(pid, "child_pid")
     assert type(result) is int and result == a + b, f"the result should be fn(*args) = {a + b}"
 
@@ -215,8 +213,8 @@ def test_run_in_child_new_process(run_in_child):
     (puzzle,), allowance = work_for_workers(1, 1)
     with created() as made, caller_cpu() as spent:
         out = run_in_child(workers.whoami_solving, puzzle.task)
-    assert type(out) is tuple and len(out) == 2 and type(out[1]) is tuple and len(out[1]) == 5, (
-        "run_in_child must return (child_pid, fn(*args)), fn's result unchanged")
+    out = exact_tuple(out, "run_in_child's result, the tuple (child_pid, result),", 2)
+    assert type(out[1]) is tuple and len(out[1]) == 5, "run_in_child must return (child_pid, fn(*args)), fn's result unchanged"
     pid, (ran_in, parent, _thread, witness, answer) = out
     assert ran_in != student_pid(), "fn ran in the calling process (a thread, or a direct call?)"
     assert pid == ran_in, (

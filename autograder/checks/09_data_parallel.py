@@ -11,7 +11,7 @@ import pytest
 import torch
 from torch import nn
 
-from autograder.checks._support import (assert_worked_outside, caller_cpu, created, exact_int, exact_list,
+from autograder.checks._support import (assert_worked_outside, caller_cpu, created, exact_int, exact_list, exact_tuple,
                                         kernel_decides, observe, raises_value_error, student_pid, there, timeout,
                                         witnessed_in, work_for_workers)
 
@@ -141,8 +141,7 @@ def test_ring_allreduce_sums(ring_allreduce):
         chunks = [np.random.randn(*shape) for _ in range(p)]
         originals = [c.copy() for c in chunks]
         out, chunks = there(_ring_and_inputs_after, ring_allreduce, chunks)
-        assert type(out) is tuple and len(out) == 2, "return a tuple (results, steps)"
-        results, steps = out
+        results, steps = exact_tuple(out, "ring_allreduce's result, the tuple (results, steps),", 2)
         results = exact_list(results, "results", p)
         assert exact_int(steps, "steps") == 2 * (p - 1), (
             f"with {p} ranks a ring all-reduce takes {2 * (p - 1)} steps, not {steps}")

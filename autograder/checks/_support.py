@@ -786,6 +786,21 @@ def _values_of_a_student_sequence(value):
     return list(itertools.islice(iter(value), len(value) + 1))
 
 
+def exact_tuple(value, what, length=None):
+    """A tuple as a plain tuple: a tuple subclass of the student's (a NamedTuple) too, read item by
+    item as values from the judge (as exact_list reads a list subclass), or taken apart where the
+    check runs in the student's own process."""
+    if type(value).__name__ == "Remote" and type(value).__module__ == "autograder.pipeline.judge":
+        if "builtins.tuple" in object.__getattribute__(value, "_mro"):
+            value = tuple(_values_of_a_student_sequence(value))
+    elif isinstance(value, tuple):
+        value = tuple(value)
+    assert type(value) is tuple, f"{what} must be a tuple, got {type(value).__name__}"
+    if length is not None:
+        assert len(value) == length, f"{what} must have {length} elements, got {len(value)}"
+    return value
+
+
 def exact_list(value, what, length=None):
     value = _values_of_a_student_sequence(value)
     assert type(value) in (list, tuple), f"{what} must be a list, got {type(value).__name__}"

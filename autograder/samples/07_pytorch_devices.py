@@ -835,6 +835,17 @@ def count_parameters(model):
             trainable += p.numel()
     return total, trainable
 ''',
+        # From the twentieth review: failed until the checks read a tuple subclass item by item.
+        "a named tuple (total, trainable)": '''
+from collections import namedtuple
+
+ParamCount = namedtuple("ParamCount", ["total", "trainable"])
+
+
+def count_parameters(model) -> tuple:
+    params = list(model.parameters())
+    return ParamCount(sum(p.numel() for p in params), sum(p.numel() for p in params if p.requires_grad))
+''',
     },
     "layer_flops": {
         "output shape from a formula per dimension and torch.nn.modules.utils": '''
@@ -881,6 +892,19 @@ def gpu_env(device_ids):
     if any(type(i) is not int or i < 0 for i in ids) or len(set(ids)) != len(ids):
         raise ValueError(f"GPU ids must be distinct non-negative ints, got {ids}")
     return {"CUDA_VISIBLE_DEVICES": ",".join(map(str, ids)) if ids else "-1", "CUDA_DEVICE_ORDER": "PCI_BUS_ID"}
+''',
+        # From the twentieth review: failed until the check took an OrderedDict for a dict.
+        "an OrderedDict": '''
+from collections import OrderedDict
+
+
+def gpu_env(device_ids):
+    ids = list(device_ids)
+    if not all(type(i) is int and i >= 0 for i in ids):
+        raise ValueError("GPU ids must be non-negative integers")
+    if len(ids) != len(set(ids)):
+        raise ValueError("GPU ids must not repeat")
+    return OrderedDict([("CUDA_VISIBLE_DEVICES", ",".join(map(str, ids))), ("CUDA_DEVICE_ORDER", "PCI_BUS_ID")])
 ''',
     },
     "to_channels_last": {
