@@ -14,7 +14,7 @@ from autograder.checks._support import (WAITING_CPU, assert_worked_outside, brok
                                         caller_cpu, capped, counting, created, exact_float, exact_list, kernel_decides, observe,
                                         raises_value_error, reused_workers, student_pid, tasks_wrapped, there, timeout,
                                         witnessed_in, work_for_workers)
-from autograder.checks._support import works_under_spawn
+from autograder.checks._support import as_tuple, exact_tuple, works_under_spawn
 from helpers import ode, pools, workers
 
 MEET_SECONDS = 30.0  # how long the first of two tasks waits for the second at the barrier
@@ -161,7 +161,8 @@ def _reports(out):
     """The rendezvous reports in an answer's output: its items, or the values of (ok, value) pairs."""
     if type(out) is not list:
         return []
-    items = [item[1] if type(item) is tuple and len(item) == 2 else item for item in out]
+    items = [as_tuple(item) for item in out]
+    items = [item[1] if type(item) is tuple and len(item) == 2 else item for item in items]
     return [item for item in items if type(item) is dict]
 
 
@@ -436,8 +437,7 @@ def _robust_case(robust_map, n_workers):
     out = exact_list(robust_map(pools.task, specs, n_workers), "robust_map(...)", n)
     pids = set()
     for i, item in enumerate(out):
-        assert type(item) is tuple and len(item) == 2, "each result must be a tuple (ok, value_or_exception)"
-        ok, value = item
+        ok, value = exact_tuple(item, "each result, the tuple (ok, value_or_exception),", 2)
         assert ok is (i not in failing), "a result is marked ok/failed wrongly, or results are out of input order"
         if ok:
             assert value[1] == i * 10, "a value is wrong, or results are out of input order"
@@ -447,7 +447,8 @@ def _robust_case(robust_map, n_workers):
                 "a failed item must carry the exception object the task raised")
             assert f"task {i} " in str(value), "a failed item carries another item's exception (order?)"
     _not_in_caller(pids, "robust_map")
-    met = _run_meeting(lambda fn, items, _: robust_map(fn, items, n_workers), n_workers, "robust_map")
+    met = [as_tuple(item) for item in exact_list(
+        _run_meeting(lambda fn, items, _: robust_map(fn, items, n_workers), n_workers, "robust_map"), "robust_map(...)")]
     assert all(type(item) is tuple and len(item) == 2 and item[0] is True for item in met), (
         "robust_map: tasks that succeed must come back as (True, value)")
     _met_in_two_workers([value for _, value in met], "robust_map")
@@ -472,7 +473,8 @@ def test_robust_map_edges(robust_map):
     False failure of a correct answer: 0 (random items, exact comparison; see _one_at_a_time).
     """
     items = [random.randint(0, 9) for _ in range(4)]
-    assert robust_map(workers.square, items, 1) == [(True, x * x) for x in items], "fails with one worker"
+    one = exact_list(robust_map(workers.square, items, 1), "robust_map(square, items, 1)", len(items))
+    assert [as_tuple(pair) for pair in one] == [(True, x * x) for x in items], "fails with one worker"
     _one_at_a_time(lambda: [tuple(pair)[1][0] for pair in exact_list(
         robust_map(pools.task, [(i, 0.02, False) for i in range(12)], 1), "robust_map(...)", 12)], "robust_map")
     assert list(robust_map(workers.square, [], 2)) == [], "an empty input gives an empty list"

@@ -786,15 +786,20 @@ def _values_of_a_student_sequence(value):
     return list(itertools.islice(iter(value), len(value) + 1))
 
 
-def exact_tuple(value, what, length=None):
+def as_tuple(value):
     """A tuple as a plain tuple: a tuple subclass of the student's (a NamedTuple) too, read item by
     item as values from the judge (as exact_list reads a list subclass), or taken apart where the
-    check runs in the student's own process."""
+    check runs in the student's own process; anything else as it is."""
     if type(value).__name__ == "Remote" and type(value).__module__ == "autograder.pipeline.judge":
         if "builtins.tuple" in object.__getattribute__(value, "_mro"):
-            value = tuple(_values_of_a_student_sequence(value))
-    elif isinstance(value, tuple):
-        value = tuple(value)
+            return tuple(_values_of_a_student_sequence(value))
+        return value
+    return tuple(value) if isinstance(value, tuple) else value
+
+
+def exact_tuple(value, what, length=None):
+    """as_tuple(value), which must be a tuple (of `length` items)."""
+    value = as_tuple(value)
     assert type(value) is tuple, f"{what} must be a tuple, got {type(value).__name__}"
     if length is not None:
         assert len(value) == length, f"{what} must have {length} elements, got {len(value)}"

@@ -838,6 +838,30 @@ def robust_map(fn, items, n_workers):
             done.append((position[f], (False, err) if err is not None else (True, f.result())))
     return [r for _, r in sorted(done, key=lambda t: t[0])]
 ''',
+        # From the twentieth review's named tuples: failed until the checks read a tuple subclass item by item.
+        "a named tuple (ok, value) per item": '''
+from collections import namedtuple
+from concurrent.futures import ProcessPoolExecutor, as_completed
+
+from helpers.workers import mp_context
+
+Outcome = namedtuple("Outcome", "ok value")
+
+
+def robust_map(fn, items, n_workers: int) -> list:
+    if n_workers < 1:
+        raise ValueError(f"n_workers must be at least 1, got {n_workers}")
+    items = list(items)
+    out = [None] * len(items)
+    with ProcessPoolExecutor(max_workers=n_workers, mp_context=mp_context()) as executor:
+        index_of = {executor.submit(fn, item): i for i, item in enumerate(items)}
+        for future in as_completed(index_of):
+            try:
+                out[index_of[future]] = Outcome(True, future.result())
+            except Exception as error:
+                out[index_of[future]] = Outcome(False, error)
+    return out
+''',
     },
     "monte_carlo_pi": {
         "Generator.spawn, executor, last worker takes the remainder": '''
