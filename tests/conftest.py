@@ -270,10 +270,8 @@ class Judge:
         from autograder.pipeline import lease
         from autograder.sandbox import student as student_side
         session = self.session(assignment)
-        if code is None:
-            namespace = session.namespace()
-        else:
-            namespace = session.run(student_side.candidate_namespace, assignment, exercise, code)
+        session.run(student_side.use_candidate, assignment, exercise, code)
+        namespace = session.namespace()
         hidden.STUDENT = session
         try:
             return hidden.run(assignment, exercise, namespace, session=session, hold=lease.hold,

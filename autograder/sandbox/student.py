@@ -602,19 +602,27 @@ def serve_reference_main():
     from .. import notebooks
     module = notebooks.reference_module(assignment)
     # The snapshot lets the tests see an answer that replaces what grading relies on.
-    server = Server(requests_fd, replies_fd, vars(module), snapshot())
+    server = _REFERENCE_SERVER[:] = [Server(requests_fd, replies_fd, vars(module), snapshot())]
+    server = server[0]
     server.send(("loaded", {}, []))
     server.serve()
     sys.stdout.flush()
     os._exit(0)
 
 
-def candidate_namespace(assignment, exercise, code):
-    """For the course's tests: the reference solutions with one exercise's answer replaced by `code`."""
+_REFERENCE_SERVER = []  # serve_reference_main's Server, whose namespace use_candidate replaces
+
+
+def use_candidate(assignment, exercise, code):
+    """For the course's tests, in a process that serves the reference solutions: serve them with
+    one exercise's answer replaced by `code` (None: the reference's own), read name by name, as
+    grading reads a notebook's (a whole namespace sent at once would carry values that grading
+    never reads, and fail on one it cannot send: a dict keyed by classes, say)."""
     from .. import notebooks
     reference = notebooks.reference_module(assignment)
-    module = notebooks.exec_answers({exercise: code}, f"candidate_{assignment}_{exercise}",
-                                    workdir=course.SOURCE / assignment)
     namespace = dict(vars(reference))
-    namespace.update({k: v for k, v in vars(module).items() if not k.startswith("__")})
-    return {k: v for k, v in namespace.items() if not k.startswith("__")}
+    if code is not None:
+        module = notebooks.exec_answers({exercise: code}, f"candidate_{assignment}_{exercise}",
+                                        workdir=course.SOURCE / assignment)
+        namespace.update({k: v for k, v in vars(module).items() if not k.startswith("__")})
+    _REFERENCE_SERVER[0].namespace = {k: v for k, v in namespace.items() if not k.startswith("__")}
