@@ -64,6 +64,38 @@ def test_a_fixed_port_fails_even_just_after_a_connection_to_it_closed(judge):
     assert "a rendezvous port fixed in advance" in failure.message, failure.message
 
 
+def test_the_decoy_on_the_fixed_port_waits_for_another_judgment_to_let_it_go():
+    """Processes that share a network (the course's tests judge answers side by side; a grader
+    without root) may hold port 29500 for a moment: another judgment's decoy or fixed-port ranks.
+    The check's decoy waits for the port rather than give up at once and leave the answer to run
+    unopposed, which then took the freed port and passed (seen once in a test run)."""
+    import socket
+    import threading
+
+    from autograder import hidden
+    occupied = hidden.load_checks(A)._OccupiedPort  # loaded first: it takes longer than the hold
+    holder = socket.socket()
+    holder.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        holder.bind(("0.0.0.0", 29500))
+    except OSError:
+        holder.close()
+        pytest.skip("port 29500 is in use by a listening process here")
+    holder.listen(1)
+    release = threading.Timer(1.0, holder.close)
+    release.start()
+    try:
+        with occupied() as decoy:
+            assert decoy.sock is not None, "the decoy gave up on the port another judgment held for a second"
+            probe = socket.socket()
+            with pytest.raises(OSError):
+                probe.bind(("0.0.0.0", 29500))  # a fixed-port answer's rendezvous meets the decoy
+            probe.close()
+    finally:
+        release.cancel()
+        holder.close()
+
+
 def test_an_error_in_a_rank_is_reported_as_the_answers_with_what_it_was(judge):
     """A train_rank that raises: torch passes the rank's traceback on, and the student reads the
     rank's own error (it read as an error of the check, or as the port hint)."""
