@@ -56,7 +56,8 @@ CAUGHT_VISIBLY = {
     "02_gil": {"run_threads": ["results in completion order"], "run_processes": ["threads instead of processes"]},
     "03_race_conditions": {"transfer_many": ["changes the list passed in"]},
     "04_rng_reproducibility": {"independent_draws": ["no argument checks",
-                                                     "worker i seeded with seed + i (the notebook's half-right fix)"]},
+                                                     "worker i seeded with seed + i (the notebook's half-right fix)"],
+                               "seeded_loader": ["num_workers=0 written in for the one-process branch: no ValueError for -1"]},
     "05_multiprocessing_pools": {
         "amdahl_speedup": ["no argument checks"],
         "generate_trajectories": ["the seeds' version: global RNG in forked workers",

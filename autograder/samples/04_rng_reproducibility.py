@@ -412,6 +412,26 @@ def seeded_loader(dataset, batch_size, num_workers, seed):
     return DataLoader(dataset, batch_size=batch_size, shuffle=True, num_workers=0,
                       generator=torch.Generator().manual_seed(seed))
 ''',
+        # From the twentieth review (a reviewer's own slip): -1 never reaches the DataLoader.
+        "num_workers=0 written in for the one-process branch: no ValueError for -1": '''
+import multiprocessing
+
+import torch
+from torch.utils.data import DataLoader
+
+from helpers.rng_data import seed_worker
+
+
+def seeded_loader(dataset, batch_size: int, num_workers: int, seed: int) -> DataLoader:
+    gen = torch.Generator()
+    gen.manual_seed(seed)
+    if num_workers > 0:
+        ctx = multiprocessing.get_context("spawn")
+        return DataLoader(dataset, batch_size=batch_size, shuffle=True, num_workers=num_workers,
+                          worker_init_fn=seed_worker, generator=gen, multiprocessing_context=ctx,
+                          prefetch_factor=2, pin_memory=False, drop_last=False)
+    return DataLoader(dataset, batch_size=batch_size, shuffle=True, num_workers=0, generator=gen)
+''',
     },
 }
 
