@@ -133,6 +133,9 @@ def test_calls_values_handles_and_errors():
         def custom():
             class MyError(ValueError): pass
             raise MyError("custom")
+        def undefined():
+            class Undefined(ZeroDivisionError, ValueError): pass  # a ValueError second
+            raise Undefined("no speedup")
         def skips():
             import pytest; pytest.skip("busy")
         def gen(n): yield from range(n)
@@ -153,6 +156,11 @@ def test_calls_values_handles_and_errors():
             ns["fails"]()
         with pytest.raises(ValueError, match="custom"):
             ns["custom"]()
+        # An exception of several builtin classes is each of them, as in the student's process
+        # (it was rebuilt as the first alone: `except ValueError` missed it; a review).
+        with pytest.raises(ValueError, match="no speedup") as raised:
+            ns["undefined"]()
+        assert isinstance(raised.value, ZeroDivisionError)
         with pytest.raises(StudentError, match="Skipped"):  # a student's skip is a failure, not "undecided"
             ns["skips"]()
         assert list(ns["gen"](4)) == [0, 1, 2, 3]

@@ -21,6 +21,7 @@ outside (CPU time of its process tree, its child processes) is read here from
 /proc (`ProcessTree`).
 """
 import builtins
+import functools
 import json
 import os
 import signal
@@ -163,21 +164,43 @@ def _presented_class(mro):
     return Remote
 
 
-def _exception_from(mro, message, trace):
-    """The student's exception as one the checks can catch: its nearest builtin class."""
+def _builtin_exception_class(mro):
+    """The class to rebuild a student's exception as: its builtin exception class, or, for a class
+    of several (`class Undefined(ZeroDivisionError, ValueError)`), one made here of the most
+    derived of them, so that `except ValueError` in a check catches it as it would in the
+    student's own process (the first of them alone did not: a review). None: no builtin one."""
+    found = []
     for name in mro:
         module, _, qualname = name.rpartition(".")
-        if module == "builtins":
-            cls = getattr(builtins, qualname, None)
-            if isinstance(cls, type) and issubclass(cls, Exception) and cls not in (
-                    StopAsyncIteration,):
-                try:
-                    err = cls(message)
-                except Exception:  # noqa: BLE001 (a builtin that wants other arguments)
-                    break
-                err.student_traceback = trace
-                err.student_class = mro[0]
-                return err
+        cls = getattr(builtins, qualname, None) if module == "builtins" else None
+        if isinstance(cls, type) and issubclass(cls, Exception) and cls is not StopAsyncIteration:
+            found.append(cls)
+    leaves = [cls for cls in found if not any(other is not cls and issubclass(other, cls) for other in found)]
+    if len(leaves) > 1:
+        try:
+            return _combined_exception(mro[0].rpartition(".")[2], tuple(leaves))
+        except TypeError:  # builtins whose layouts do not combine (OSError's and another's)
+            pass
+    return found[0] if found else None
+
+
+@functools.lru_cache(maxsize=256)
+def _combined_exception(name, bases):
+    return type(name, bases, {"__module__": "student"})
+
+
+def _exception_from(mro, message, trace):
+    """The student's exception as one the checks can catch: its builtin class (_builtin_exception_class)."""
+    cls = _builtin_exception_class(mro)
+    if cls is not None:
+        try:
+            err = cls(message)
+        except Exception:  # noqa: BLE001 (a builtin that wants other arguments)
+            err = None
+        if err is not None:
+            err.student_traceback = trace
+            err.student_class = mro[0]
+            return err
     err = StudentError(f"{mro[0].rpartition('.')[2]}: {message}")
     err.student_traceback = trace
     err.student_class = mro[0]

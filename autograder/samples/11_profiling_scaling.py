@@ -548,6 +548,20 @@ def karp_flatt(speedup, n_workers):
         raise ValueError("speedup must be positive")
     return (n_workers / speedup - 1) / (n_workers - 1)
 ''',
+        # From the twentieth review: failed until the judge rebuilt such an exception as each of its builtin classes.
+        "an exception class of its own, a ZeroDivisionError and a ValueError": '''
+class UndefinedSerialFraction(ZeroDivisionError, ValueError):
+    """One worker: the formula divides by zero; also a bad argument value."""
+
+
+def karp_flatt(speedup, n_workers):
+    # an exception class that is both a ZeroDivisionError and a ValueError, for n_workers < 2
+    if n_workers < 2:
+        raise UndefinedSerialFraction(f"n_workers={n_workers}: (1 - 1/n) is 0 or negative")
+    if speedup <= 0:
+        raise ValueError("speedup must be positive")
+    return (1 / speedup - 1 / n_workers) / (1 - 1 / n_workers)
+''',
     },
     "gustafson_speedup": {
         "n - s (n - 1)": '''
@@ -573,6 +587,24 @@ def arithmetic_intensity(kind, n, itemsize=8):
     else:
         raise ValueError(f"unknown kind {kind}")
     return flops / nbytes
+''',
+        # From the twentieth review: failed until the judge rebuilt such an exception as each of its builtin classes.
+        "an exception class of its own, a KeyError and a ValueError": '''
+class UnknownKernel(KeyError, ValueError):
+    """An unknown kind: a lookup failure and a bad value at once."""
+
+
+_COUNTS = {"axpy": lambda n: (2 * n, 3 * n), "dot": lambda n: (2 * n, 2 * n), "matmul": lambda n: (2 * n ** 3, 3 * n ** 2)}
+
+
+def arithmetic_intensity(kind, n, itemsize=8):
+    # exception class inheriting KeyError and ValueError, raised for unknown kinds
+    if kind not in _COUNTS:
+        raise UnknownKernel(kind)
+    if n < 1:
+        raise ValueError("n must be >= 1")
+    flops, items = _COUNTS[kind](n)
+    return flops / (items * itemsize)
 ''',
     },
     "roofline": {
