@@ -10,6 +10,21 @@ from autograder import samples
 A = "09_data_parallel"
 
 
+def _listening_on_29500():
+    """A socket listening on the tutorials' fixed port (the test is skipped where another holds it)."""
+    import socket
+
+    server = socket.socket()
+    server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        server.bind(("0.0.0.0", 29500))
+    except OSError:
+        server.close()
+        pytest.skip("port 29500 is in use by a listening process here")
+    server.listen(1)
+    return server
+
+
 def _first_failure(judge, code):
     failed = [o for o in judge(A, "run_ddp", code, until_failure=True) if not o.passed]
     assert failed, "the answer passed"
@@ -37,14 +52,7 @@ def test_a_fixed_port_fails_even_just_after_a_connection_to_it_closed(judge):
     answer then passed (seen in a test run). The decoy binds with SO_REUSEADDR now."""
     import socket
 
-    server = socket.socket()
-    server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        server.bind(("0.0.0.0", 29500))
-    except OSError:
-        server.close()
-        pytest.skip("port 29500 is in use by a listening process here")
-    server.listen(1)
+    server = _listening_on_29500()
     client = socket.create_connection(("127.0.0.1", 29500))
     accepted, _ = server.accept()
     accepted.close()  # the side that closes first keeps the connection in TIME_WAIT
@@ -74,14 +82,7 @@ def test_the_decoy_on_the_fixed_port_waits_for_another_judgment_to_let_it_go():
 
     from autograder import hidden
     occupied = hidden.load_checks(A)._OccupiedPort  # loaded first: it takes longer than the hold
-    holder = socket.socket()
-    holder.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        holder.bind(("0.0.0.0", 29500))
-    except OSError:
-        holder.close()
-        pytest.skip("port 29500 is in use by a listening process here")
-    holder.listen(1)
+    holder = _listening_on_29500()
     release = threading.Timer(1.0, holder.close)
     release.start()
     try:
