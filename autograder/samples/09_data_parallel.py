@@ -720,68 +720,11 @@ def ring_allreduce(chunks):
             'raise ValueError("world_size must divide 24")' + "\n    if epochs < 0:\n        raise ValueError(\"epochs must be >= 0\")\n")),
         # From the twentieth review: failed until the ranks' count of all-reduces saw the function
         # under the module that defines it (torch.distributed.distributed_c10d) too.
-        "hand-made all-reduce, all_reduce imported by name from torch.distributed": '''
-import time
-import torch
-import torch.distributed as dist
-from torch.distributed import all_reduce
-import torch.multiprocessing as tmp
-from torch.utils.data import DataLoader, DistributedSampler
-import ddp_worker
-
-def train_rank(rank, world_size, port, epochs, seed, queue):
-    torch.set_num_threads(1)
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world_size)
-    model = ddp_worker.make_model(seed)
-    data = ddp_worker.make_dataset(seed)
-    sampler = DistributedSampler(data, num_replicas=world_size, rank=rank, seed=seed)
-    loader = DataLoader(data, batch_size=ddp_worker.GLOBAL_BATCH // world_size, sampler=sampler)
-    opt = torch.optim.SGD(model.parameters(), lr=ddp_worker.LR)
-    for epoch in range(epochs):
-        sampler.set_epoch(epoch)
-        for xb, yb in loader:
-            opt.zero_grad()
-            torch.nn.functional.mse_loss(model(xb), yb).backward()
-            for p in model.parameters():
-                all_reduce(p.grad)
-                p.grad /= world_size
-            opt.step()
-    if rank == 0:
-        # plain arrays: a tensor sent through a queue is shared memory that dies with this process
-        queue.put({k: v.numpy().copy() for k, v in model.state_dict().items()})
-
-def run_ddp(world_size, epochs, seed):
-    if world_size <= 0 or 24 % world_size != 0:
-        raise ValueError("world_size must divide 24")
-    if epochs < 0:
-        raise ValueError("epochs must be >= 0")
-    ctx = tmp.get_context(ddp_worker.torch_start_method())
-    queue = ctx.SimpleQueue()
-    port = ddp_worker.free_port()
-    payload = ddp_worker.by_value(train_rank)
-    procs = [ctx.Process(target=ddp_worker.run_by_value,
-                         args=(r, payload, world_size, port, epochs, seed, queue)) for r in range(world_size)]
-    for p in procs:
-        p.start()
-    try:
-        deadline = time.monotonic() + 100
-        result = None
-        while result is None:
-            if not queue.empty():
-                result = queue.get()
-            elif time.monotonic() > deadline or any(p.exitcode not in (None, 0) for p in procs):
-                raise RuntimeError("the workers failed or hung")
-            else:
-                time.sleep(0.05)
-        for p in procs:
-            p.join(30)
-        return {k: torch.from_numpy(v) for k, v in result.items()}
-    finally:
-        for p in procs:
-            if p.is_alive():
-                p.terminate()
-                p.join(5)
-''',
+        "hand-made all-reduce, all_reduce imported by name from torch.distributed": variant(_HAND_MADE_DDP, (
+            'raise ValueError("world_size must divide 24")' + "\n",
+            'raise ValueError("world_size must divide 24")' + "\n    if epochs < 0:\n        raise ValueError(\"epochs must be >= 0\")\n"), (
+            "import torch.distributed as dist\n", "import torch.distributed as dist\nfrom torch.distributed import all_reduce\n"), (
+            "dist.all_reduce(p.grad)", "all_reduce(p.grad)")),
     },
 }
 
