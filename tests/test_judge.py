@@ -650,6 +650,27 @@ def test_a_root_grader_without_a_pids_cgroup_still_caps_the_students_processes()
     assert _in_a_child(capped) == 0
 
 
+def test_a_memory_cap_by_address_space_hides_the_gpus_from_student_code():
+    """Without a memory cgroup, memory is capped by RLIMIT_AS, under which CUDA cannot start (on an
+    H200 machine: no GPU seen under 8 GiB; one seen under 16 GiB, then "CUDA error: out of memory"
+    at the first kernel, which failed correct GPU code): the student's code then sees no GPU, as on a
+    grader without one (it was left in sight). With a memory cgroup the GPUs stay in sight."""
+    from autograder.sandbox import enter
+    from autograder.sandbox.limits import Limits
+
+    def entered(limits, hidden):
+        def body():
+            os.environ["CUDA_VISIBLE_DEVICES"] = "0"
+            enter._rlimits(limits)
+            assert (os.environ["CUDA_VISIBLE_DEVICES"] == "") is hidden
+            assert (os.environ.get("PYTORCH_NVML_BASED_CUDA_CHECK") == "1") is hidden
+        return body
+
+    assert _in_a_child(entered(Limits(cgroups={}), True)) == 0
+    assert _in_a_child(entered(Limits(memory_mb=16384, cgroups={}), True)) == 0
+    assert _in_a_child(entered(Limits(cgroups={"memory": "/sys/fs/cgroup/course/s1"}), False)) == 0
+
+
 def test_a_grader_that_cannot_cut_the_network_stops_before_student_code(monkeypatch):
     """A grader that drops to a student's uid (root, so it could) and cannot cut the network stops
     (it went on online); one that keeps its uid (not root) goes on, as the log says."""
