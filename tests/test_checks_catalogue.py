@@ -154,6 +154,29 @@ def test_a_set_seed_that_seeds_cuda_only_where_it_finds_a_gpu_is_undecided_witho
     assert cuda.undecided and "finds a GPU" in cuda.message, (cuda.passed, cuda.message)
 
 
+def _seen_on_a_gpu():
+    for assignment in course.assignments():
+        if samples.has_catalogue(assignment):
+            for exercise, answers in getattr(samples.catalogue(assignment), "SEEN_ON_A_GPU", {}).items():
+                for label in answers:
+                    yield pytest.param(assignment, exercise, label, id=f"{exercise}:{label}")
+
+
+@pytest.mark.parametrize("assignment,exercise,label", list(_seen_on_a_gpu()))
+def test_a_wrong_answer_in_a_cuda_only_branch_fails_where_the_gpu_is_usable(judge, assignment, exercise, label):
+    """The catalogue's SEEN_ON_A_GPU answers: where the answer can use a GPU, a check fails them;
+    without one they pass every check, as the guide says (a check that fails one on the CPU too
+    moves it to WRONG). On an H200 machine both of 08's failed, decided (tests/gpu_machine/)."""
+    import torch
+    code = samples.catalogue(assignment).SEEN_ON_A_GPU[exercise][label]
+    outcomes = judge(assignment, exercise, code)
+    if torch.cuda.is_available():
+        assert any(not o.passed and not o.undecided for o in outcomes), f"'{label}' passes on the GPU"
+    else:
+        assert all(o.passed for o in outcomes), (
+            f"'{label}' fails without a GPU: {[o.message for o in outcomes if not o.passed]}; list it in WRONG")
+
+
 def test_messages_that_name_the_batch_size_twice_still_pair_off():
     """08's tensor_core_issues: where the batch size equals a layer's offending size, a correct
     answer's layer message may name it too ("Linear(15, 7): in_features=15"); the messages must

@@ -33,6 +33,42 @@ _TRAIN_SCALED = variant(_TRAIN_HEAD, (
         history.append(sum(losses) / len(losses))
     return history
 '''
+# A right train_amp whose CUDA branch alone scales (a GradScaler made only there), for the answers
+# whose mistake sits in that branch.
+_SCALER_ON_CUDA_ONLY = '''
+import torch
+def train_amp(model, loader, optimizer, loss_fn, epochs, device, max_norm=None):
+    if epochs < 0:
+        raise ValueError("epochs must be >= 0")
+    device = torch.device(device)
+    use_cuda = device.type == "cuda"
+    scaler = torch.amp.GradScaler("cuda") if use_cuda else None
+    model = model.to(device)
+    out = []
+    for _ in range(epochs):
+        total, count = 0.0, 0
+        for inputs, targets in loader:
+            inputs, targets = inputs.to(device), targets.to(device)
+            optimizer.zero_grad()
+            with torch.autocast(device_type=device.type, dtype=torch.float16 if use_cuda else torch.bfloat16):
+                loss = loss_fn(model(inputs), targets)
+            if scaler is not None:
+                scaler.scale(loss).backward()
+                if max_norm is not None:
+                    scaler.unscale_(optimizer)
+                    torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)
+                scaler.step(optimizer)
+                scaler.update()
+            else:
+                loss.backward()
+                if max_norm is not None:
+                    torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)
+                optimizer.step()
+            total += loss.item() * len(inputs)
+            count += len(inputs)
+        out.append(total / count)
+    return out
+'''
 # A right tensor_core_issues, for the answers that differ from it by a line or two.
 _TCI = '''
 import torch
@@ -853,40 +889,7 @@ def autocast_dtype(device):
     },
     "train_amp": {
         "a GradScaler disabled on the CPU, scaler.step and update every batch": _TRAIN_SCALED,
-        "scaler only on CUDA, weighted epoch means": '''
-import torch
-def train_amp(model, loader, optimizer, loss_fn, epochs, device, max_norm=None):
-    if epochs < 0:
-        raise ValueError("epochs must be >= 0")
-    device = torch.device(device)
-    use_cuda = device.type == "cuda"
-    scaler = torch.amp.GradScaler("cuda") if use_cuda else None
-    model = model.to(device)
-    out = []
-    for _ in range(epochs):
-        total, count = 0.0, 0
-        for inputs, targets in loader:
-            inputs, targets = inputs.to(device), targets.to(device)
-            optimizer.zero_grad()
-            with torch.autocast(device_type=device.type, dtype=torch.float16 if use_cuda else torch.bfloat16):
-                loss = loss_fn(model(inputs), targets)
-            if scaler is not None:
-                scaler.scale(loss).backward()
-                if max_norm is not None:
-                    scaler.unscale_(optimizer)
-                    torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)
-                scaler.step(optimizer)
-                scaler.update()
-            else:
-                loss.backward()
-                if max_norm is not None:
-                    torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)
-                optimizer.step()
-            total += loss.item() * len(inputs)
-            count += len(inputs)
-        out.append(total / count)
-    return out
-''',
+        "scaler only on CUDA, weighted epoch means": _SCALER_ON_CUDA_ONLY,
         "batches moved by torch.as_tensor(..., device=) and .to(device, non_blocking=True), model.to(device=)":
             variant(_TRAIN_SCALED, ("    model.to(device)\n", "    model = model.to(device=device)\n"), (
                 "            x, y = x.to(device), y.to(device)\n",
@@ -927,4 +930,20 @@ TO_A_PERSON = {"train_amp": ["never moves the model nor the batches to device"]}
 PARTIAL = {
     "train_amp": "backward inside autocast",
     "fixed_case_2": None,
+}
+
+# Wrong answers whose mistake sits in a branch that only CUDA runs: a grader whose GPU the answer can
+# use fails them (test_train_amp_clips_unscaled runs again on CUDA there); a grader without one never
+# runs that branch and passes them (the instructor guide says so). tests/gpu_machine/ judges them on
+# a machine with a GPU; tests/test_checks_catalogue.py where the tests run on one.
+_UNSCALE_THEN_CLIP = ("                    scaler.unscale_(optimizer)\n"
+                      "                    torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)\n")
+SEEN_ON_A_GPU = {
+    "train_amp": {
+        "clips before scaler.unscale_, on CUDA only": variant(_SCALER_ON_CUDA_ONLY, (
+            _UNSCALE_THEN_CLIP, "                    torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)\n")),
+        "clips, then scaler.unscale_, on CUDA only": variant(_SCALER_ON_CUDA_ONLY, (
+            _UNSCALE_THEN_CLIP, "                    torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)\n"
+                                "                    scaler.unscale_(optimizer)\n")),
+    },
 }
