@@ -4,7 +4,8 @@
 (which the hidden checks must score zero), correct ALTERNATIVE answers (which
 they must accept), TO_A_PERSON (optional): wrong answers no check can fail on a
 machine like the grader's, which must be undecided (zero, then a person), never
-passed; and PARTIAL: which wrong answers (or blanks) make up the
+passed; SEEN_ON_A_GPU (optional): wrong answers whose mistake only CUDA runs, which
+must fail where the student's code can use a GPU and pass where it cannot; and PARTIAL: which wrong answers (or blanks) make up the
 "partly wrong" sample student. tests/ holds the checks to that catalogue; the
 main job turns it into three sample submissions per assignment:
 
