@@ -6,6 +6,7 @@ in that process, the server included) and shows that the judge reads only data.
 import collections
 import contextlib
 import itertools
+import json
 import os
 import pickle
 import shutil
@@ -650,25 +651,49 @@ def test_a_root_grader_without_a_pids_cgroup_still_caps_the_students_processes()
     assert _in_a_child(capped) == 0
 
 
-def test_a_memory_cap_by_address_space_hides_the_gpus_from_student_code():
-    """Without a memory cgroup, memory is capped by RLIMIT_AS, under which CUDA cannot start (on an
-    H200 machine: no GPU seen under 8 GiB; one seen under 16 GiB, then "CUDA error: out of memory"
-    at the first kernel, which failed correct GPU code): the student's code then sees no GPU, as on a
-    grader without one (it was left in sight). With a memory cgroup the GPUs stay in sight."""
+def test_student_code_sees_the_graders_gpus_only_when_asked_and_memory_is_in_a_cgroup():
+    """By default student code sees no GPU (CUDA_VISIBLE_DEVICES empty), as on a grader without one:
+    every grader judges alike, and no submission takes GPU memory from another. A grader that asks
+    (GradingLimits.gpus) gets them only where a memory cgroup caps memory: under the address-space
+    cap CUDA cannot start (on an H200 machine: no GPU seen under 8 GiB; one seen under 16 GiB, then
+    "CUDA error: out of memory" at the first kernel, which failed correct GPU code)."""
     from autograder.sandbox import enter
     from autograder.sandbox.limits import Limits
 
     def entered(limits, hidden):
         def body():
             os.environ["CUDA_VISIBLE_DEVICES"] = "0"
+            os.environ.pop("PYTORCH_NVML_BASED_CUDA_CHECK", None)
             enter._rlimits(limits)
             assert (os.environ["CUDA_VISIBLE_DEVICES"] == "") is hidden
             assert (os.environ.get("PYTORCH_NVML_BASED_CUDA_CHECK") == "1") is hidden
         return body
 
+    cgroup = {"memory": "/sys/fs/cgroup/course/s1"}
+    assert _in_a_child(entered(Limits(cgroups=cgroup), True)) == 0
     assert _in_a_child(entered(Limits(cgroups={}), True)) == 0
-    assert _in_a_child(entered(Limits(memory_mb=16384, cgroups={}), True)) == 0
-    assert _in_a_child(entered(Limits(cgroups={"memory": "/sys/fs/cgroup/course/s1"}), False)) == 0
+    assert _in_a_child(entered(Limits(gpus=True, cgroups={}), True)) == 0
+    assert _in_a_child(entered(Limits(gpus=True, memory_mb=16384, cgroups={}), True)) == 0
+    assert _in_a_child(entered(Limits(gpus=True, cgroups=cgroup), False)) == 0
+
+
+@pytest.mark.parametrize("value,gpus", [(None, False), ("0", False), ("1", True)])
+def test_the_grading_configuration_passes_the_gpu_choice_to_the_sandbox(monkeypatch, value, gpus):
+    """COURSE_GRADING_GPUS=1 in nbgrader_config.py (c.GradingLimits.gpus) reaches the limits each
+    sandboxed process reads; unset, student code sees no GPU."""
+    from traitlets.config.loader import PyFileConfigLoader
+
+    from autograder import course
+    from autograder.pipeline.preprocessors import GradingLimits
+    from autograder.sandbox.limits import Limits
+    if value is None:
+        monkeypatch.delenv("COURSE_GRADING_GPUS", raising=False)
+    else:
+        monkeypatch.setenv("COURSE_GRADING_GPUS", value)
+    config = PyFileConfigLoader("nbgrader_config.py", path=str(course.ROOT)).load_config()
+    limits = GradingLimits(config=config).limits()
+    assert limits.gpus is gpus
+    assert Limits(**json.loads(limits.to_env())).gpus is gpus
 
 
 def test_a_grader_that_cannot_cut_the_network_stops_before_student_code(monkeypatch):

@@ -721,7 +721,8 @@ def test_train_amp_clips_unscaled(train_amp):
 
 def _cuda_usable():
     """(in the student's process) whether its code can use CUDA: a grader's GPU that the sandbox
-    leaves in sight (autograder/sandbox/enter.py hides it where memory is capped by address space)."""
+    leaves in sight (only when asked, GradingLimits.gpus, and memory is in a cgroup:
+    autograder/sandbox/enter.py)."""
     return bool(torch.cuda.is_available())
 
 

@@ -38,14 +38,19 @@ class GradingLimits(Configurable):
                             help="Processes and threads at once, per process tree").tag(config=True)
     max_file_mb = Integer(Limits.max_file_mb, help="Largest file a process may write, MiB").tag(config=True)
     network = Bool(False, help="Allow network access beyond loopback").tag(config=True)
+    gpus = Bool(False, help="Let student code use the grader's GPUs (needs a memory cgroup: under an "
+                            "address-space cap CUDA cannot start). Off: every grader judges as one "
+                            "without a GPU").tag(config=True)
     protect_files = Bool(True, help="Hide the gradebook, solutions and other students' files").tag(config=True)
+
+    def limits(self):
+        return Limits(memory_mb=self.memory_mb, max_processes=self.max_processes, max_file_mb=self.max_file_mb,
+                      network=self.network, protect_files=self.protect_files, gpus=self.gpus)
 
     def sandbox(self, own_folder):
         if not self.enabled:
             return None
-        limits = Limits(memory_mb=self.memory_mb, max_processes=self.max_processes, max_file_mb=self.max_file_mb,
-                                network=self.network, protect_files=self.protect_files)
-        return confine.Sandbox(limits, own_folder)
+        return confine.Sandbox(self.limits(), own_folder)
 
 
 class SandboxedKernelManager(AsyncKernelManager):

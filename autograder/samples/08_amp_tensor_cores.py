@@ -933,8 +933,8 @@ PARTIAL = {
 }
 
 # Wrong answers whose mistake sits in a branch that only CUDA runs: a grader whose GPU the answer can
-# use fails them (test_train_amp_clips_unscaled runs again on CUDA there); a grader without one never
-# runs that branch and passes them (the instructor guide says so). tests/gpu_machine/ judges them on
+# use (GradingLimits.gpus, with a memory cgroup) fails them (test_train_amp_clips_unscaled runs again
+# on CUDA there); any other grader never runs that branch and passes them (the instructor guide says so). tests/gpu_machine/ judges them on
 # a machine with a GPU; tests/test_checks_catalogue.py where the tests run on one.
 _UNSCALE_THEN_CLIP = ("                    scaler.unscale_(optimizer)\n"
                       "                    torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)\n")

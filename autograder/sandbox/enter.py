@@ -55,7 +55,10 @@ def _rlimits(limits):
     if "memory" not in limits.cgroups and "unified" not in limits.cgroups:
         cap = max(limits.memory_mb, 8192) * 2**20  # address space, not memory: leave headroom
         resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
-        _hide_gpus()
+        if limits.gpus:
+            _hide_gpus("memory capped by address space (no memory cgroup), under which CUDA cannot start")
+    if not limits.gpus:
+        _hide_gpus("GradingLimits.gpus is off")
     if "pids" not in limits.cgroups and "unified" not in limits.cgroups:
         # Linux does not apply RLIMIT_NPROC to root, but the limit stays with the process when it
         # drops to the student's uid (become_student), and counts there.
@@ -65,20 +68,20 @@ def _rlimits(limits):
             resource.setrlimit(resource.RLIMIT_NPROC, (limits.max_processes + 512,) * 2)
 
 
-def _hide_gpus():
-    """CUDA reserves far more address space than memory when it starts (on an H200 machine a
-    process's VmSize grew to 17 GiB at its first allocation): under an 8 GiB RLIMIT_AS torch saw no
-    GPU (with a warning), under 16 GiB it saw one and failed at the first kernel ("CUDA error: out
-    of memory"). Where memory is capped by address space, the student's code therefore sees no GPU
-    at all, as on a grader without one; a memory cgroup leaves the GPUs in sight. The variable is
-    read when CUDA starts, which no process forked from the zygote has done yet. torch.cuda.is_available()
-    then asks NVML, which reads it too, rather than start CUDA: under the 8 GiB cap that start fails
-    and prints a warning into the student's output."""
+def _hide_gpus(why):
+    """Student code sees no GPU, as on a grader without one: the default, so that a submission is
+    judged alike on every grader and no submission takes another's GPU memory, which no cgroup
+    caps. A grader that lets student code use its GPUs (Limits.gpus) needs a memory cgroup besides:
+    CUDA reserves far more address space than memory when it starts (on an H200 machine a process's
+    VmSize grew to 17 GiB at its first allocation), so under an 8 GiB RLIMIT_AS torch saw no GPU,
+    with a warning, and under 16 GiB it saw one and failed at the first kernel ("CUDA error: out of
+    memory"). The variable is read when CUDA starts, which no process forked from the zygote has
+    done yet; torch.cuda.is_available() then asks NVML, which reads it too, rather than start CUDA
+    (under the 8 GiB cap that start fails and prints a warning into the student's output)."""
     os.environ["CUDA_VISIBLE_DEVICES"] = ""
     os.environ["PYTORCH_NVML_BASED_CUDA_CHECK"] = "1"
     if any(Path(path).exists() for path in ("/dev/nvidiactl", "/proc/driver/nvidia")):
-        note("memory capped by address space (no memory cgroup), under which CUDA cannot start: "
-             "GPUs hidden from student code")
+        note(f"GPUs hidden from student code: {why}")
 
 
 def _mount_points():

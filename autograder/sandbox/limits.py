@@ -13,6 +13,7 @@ class Limits:
     max_processes: int = 256       # processes and threads at once, per submission
     max_file_mb: int = 512         # the largest file a process may write (RLIMIT_FSIZE), MiB
     network: bool = False          # False: no network but loopback
+    gpus: bool = False             # True: student code may use the grader's GPUs (needs a memory cgroup)
     protect_files: bool = True
     covered: list = field(default_factory=list)    # folders replaced by empty ones
     allowed: list = field(default_factory=list)    # paths inside them that come back read-only
