@@ -894,18 +894,23 @@ def count_starts_and_joins():
     waited for them). "process objects": the Process starts among the process starts; "processes at once":
     the most Process objects started and not yet joined at one time (1 for workers started and
     joined one after another); "shortest process": the fewest seconds (time.perf_counter) from a
-    Process's start() being called to the return of the join() that saw it end (0.0 if none)."""
+    Process's start() being called to the return of the join() that saw it end (0.0 if none).
+    A worker that is_alive() saw end before any join() did counts as joined once (a loop
+    `while w.is_alive(): w.join(0.1)` never joins a worker that ended before its first look)."""
     from concurrent.futures import process as process_pool
     from concurrent.futures import thread as thread_pool
     counts = {"thread start": 0, "thread join": 0, "process start": 0, "process join": 0,
               "process objects": 0, "processes at once": 0}
     alive = set()  # the Process objects started in the block and not yet joined
     started_at, spans = {}, []  # a Process's start() called at; its start() to its ending join()
+    unseen_end = set()  # the workers started in the block that no join() nor is_alive() saw end
     originals = {
         (threading.Thread, "start"): threading.Thread.start,
         (threading.Thread, "join"): threading.Thread.join,
         (multiprocessing.process.BaseProcess, "start"): multiprocessing.process.BaseProcess.start,
         (multiprocessing.process.BaseProcess, "join"): multiprocessing.process.BaseProcess.join,
+        (threading.Thread, "is_alive"): threading.Thread.is_alive,
+        (multiprocessing.process.BaseProcess, "is_alive"): multiprocessing.process.BaseProcess.is_alive,
         (thread_pool.ThreadPoolExecutor, "_adjust_thread_count"):
             thread_pool.ThreadPoolExecutor._adjust_thread_count,
         (process_pool.ProcessPoolExecutor, "_adjust_process_count"):
@@ -926,11 +931,17 @@ def count_starts_and_joins():
             if key.endswith("join"):
                 counts[key] += 1
                 joined = original(self, *args, **kwargs)
-                if key == "process join" and not self.is_alive():
-                    alive.discard(self)
-                    if self in started_at:
-                        spans.append(time.perf_counter() - started_at.pop(self))
+                if not originals[(cls, "is_alive")](self):
+                    _seen_ending(self, key)
                 return joined
+            if key.endswith("alive"):
+                running = original(self, *args, **kwargs)
+                if not running and self in unseen_end:
+                    # `while w.is_alive(): w.join(0.1)` never joins a worker that ended before its
+                    # first look; is_alive() saw it end (and reaps a process as join() does).
+                    counts[key.replace("alive", "join")] += 1
+                    _seen_ending(self, key.replace("alive", "join"))
+                return running
             inside = getattr(forks["inside"], "start", False)
             forks["inside"].start = True      # its own fork, if it forks, is this start
             if key == "process start":
@@ -940,6 +951,7 @@ def count_starts_and_joins():
             finally:
                 forks["inside"].start = inside
             counts[key] += 1  # a start that raised created nothing: the count stays a lower bound
+            unseen_end.add(self)
             if key == "process start":
                 counts["process objects"] += 1
                 alive.add(self)
@@ -947,10 +959,19 @@ def count_starts_and_joins():
             return started
         return wrapper
 
+    def _seen_ending(worker, key):
+        unseen_end.discard(worker)
+        if key == "process join":
+            alive.discard(worker)
+            if worker in started_at:
+                spans.append(time.perf_counter() - started_at.pop(worker))
+
     threading.Thread.start = spy(threading.Thread, "start", "thread start")
     threading.Thread.join = spy(threading.Thread, "join", "thread join")
     multiprocessing.process.BaseProcess.start = spy(multiprocessing.process.BaseProcess, "start", "process start")
     multiprocessing.process.BaseProcess.join = spy(multiprocessing.process.BaseProcess, "join", "process join")
+    threading.Thread.is_alive = spy(threading.Thread, "is_alive", "thread alive")
+    multiprocessing.process.BaseProcess.is_alive = spy(multiprocessing.process.BaseProcess, "is_alive", "process alive")
     outer, forks["active"] = forks["active"], counts
     try:
         yield counts

@@ -493,6 +493,29 @@ def run_in_child(fn, *args):
 ''',
     },
     "visible_appends": {
+        'each worker joined in short steps while is_alive() (a worker that ended before the first look is never joined)': '''
+import threading
+
+from helpers.workers import mp_context
+
+APPENDED = []
+
+
+def visible_appends(kind: str, n_workers: int) -> int:
+    if kind not in ("thread", "process"):
+        raise ValueError(f"kind must be 'thread' or 'process', not {kind!r}")
+    if n_workers < 0:
+        raise ValueError(f"n_workers must be >= 0, got {n_workers}")
+    APPENDED.clear()
+    make = threading.Thread if kind == "thread" else mp_context().Process
+    started = [make(target=APPENDED.append, args=(i,)) for i in range(n_workers)]
+    for worker in started:
+        worker.start()
+    for worker in started:
+        while worker.is_alive():   # join in short steps (Ctrl-C stays responsive)
+            worker.join(0.1)
+    return len(APPENDED)
+''',
         "Process and Thread subclasses chosen by a dict": '''
 import threading
 import helpers.workers as w
@@ -542,6 +565,33 @@ def visible_appends(kind: str, n_workers: int) -> int:
             ("os.waitpid(pid, 0)    # join the child", "waitid(P_PID, pid, WEXITED)    # join the child")),
     },
     "creation_cost": {
+        'each worker joined in short steps while is_alive() (a worker that ended before the first look is never joined)': '''
+import multiprocessing
+import threading
+import time
+
+
+def _nothing():
+    pass
+
+
+def creation_cost(kind, n):
+    if kind not in {"thread", "process"}:
+        raise ValueError(kind)
+    if n < 1:
+        raise ValueError(n)
+    ctx = multiprocessing.get_context()
+    t0 = time.monotonic()
+    for _ in range(n):
+        if kind == "thread":
+            w = threading.Thread(target=_nothing, daemon=True)
+        else:
+            w = ctx.Process(target=_nothing, daemon=True)
+        w.start()
+        while w.is_alive():
+            w.join(0.01)
+    return (time.monotonic() - t0) / n
+''',
         "timing each trial separately": '''
 import threading, time, statistics
 from helpers.workers import mp_context, noop
