@@ -720,11 +720,16 @@ def test_the_pretended_gpu_is_seen_by_every_idiom_and_leaves_nothing_behind():
     names = [(torch.cuda, "is_available"), (torch.cuda, "device_count"), (torch.version, "cuda"),
              (torch.backends.cuda, "is_built"), (torch.backends.mps, "is_built"),
              (torch.backends.mps, "is_available"), (torch.accelerator, "is_available"),
-             (torch.accelerator, "current_accelerator"), (torch.accelerator, "device_count")]
+             (torch.accelerator, "current_accelerator"), (torch.accelerator, "device_count"),
+             (torch.cuda, "get_device_properties"), (torch.cuda, "get_device_name"),
+             (torch.cuda, "get_device_capability")]
     before = [getattr(owner, name) for owner, name in names]
     with checks.pretend(cuda=True, count=2):
         assert torch.cuda.is_available() and torch.backends.cuda.is_built() and torch.version.cuda
         assert torch.cuda.device_count() == 2 and torch.accelerator.device_count() == 2
+        assert torch.cuda.get_device_properties("cuda:1").total_memory > 0 and torch.cuda.get_device_name(0)
+        with pytest.raises(AssertionError):
+            torch.cuda.get_device_properties(torch.device("cuda", 2))
         assert torch.accelerator.current_accelerator() == torch.device("cuda")
         assert not (torch.backends.mps.is_available() or torch.backends.mps.is_built())
     with checks.pretend(mps=True):

@@ -39,6 +39,7 @@ def pretend(cuda=False, mps=False, count=1, built=()):
                 (torch.version, "cuda", "12.8" if cuda or "cuda" in built else None)]
     if cuda:
         replaced.append((torch.cuda, "current_device", lambda: 0))
+        replaced += [(torch.cuda, name, value) for name, value in _pretended_gpus(count).items()]
     if mps or "mps" in built:
         import platform
         import sys
@@ -70,6 +71,25 @@ def pretend(cuda=False, mps=False, count=1, built=()):
                 delattr(owner, name)
             else:
                 setattr(owner, name, value)
+
+
+def _pretended_gpus(count):
+    """torch.cuda's calls that describe a GPU by its index, for `count` pretended GPUs: an answer may
+    ask whether cuda:1 exists with get_device_properties(1) (a review: it failed, decided). As
+    torch does, an index that is not there raises AssertionError("Invalid device id")."""
+    import types
+
+    def properties(device=None):
+        index = 0 if device is None else device if isinstance(device, int) else torch.device(device).index
+        index = 0 if index is None else index
+        if not 0 <= index < count:
+            raise AssertionError("Invalid device id")
+        return types.SimpleNamespace(name=f"Pretended GPU {index}", total_memory=16 * 2**30, major=8, minor=0,
+                                     multi_processor_count=80, is_integrated=False)
+
+    return {"get_device_properties": properties,
+            "get_device_name": lambda device=None: properties(device).name,
+            "get_device_capability": lambda device=None: (properties(device).major, properties(device).minor)}
 
 
 def _is(device, kind):
