@@ -55,6 +55,7 @@ def test_sharded_gradient_equals_full(sharded_gradient):
         for g, e in zip(got, expected):
             assert isinstance(g, torch.Tensor) and g.shape == e.shape, (
                 "each gradient must be a tensor shaped like its parameter")
+            assert g.dtype == e.dtype, f"each gradient must have its parameter's dtype ({e.dtype}), not {g.dtype}"
             assert torch.allclose(g.detach(), e, atol=1e-6, rtol=1e-5), (
                 "the combined gradient differs from the full-batch gradient "
                 "(are the shards weighted by their size, and is it a mean, not a sum?)")
@@ -118,6 +119,7 @@ def test_sharded_gradient_one_shard_and_errors(sharded_gradient):
     model, X, y = _problem(random.randint(3, 9))
     expected = _full_gradient(model, nn.MSELoss(), X, y)
     got = sharded_gradient(model, nn.MSELoss(), X, y, 1)
+    assert all(g.dtype == e.dtype for g, e in zip(got, expected)), "each gradient must have its parameter's dtype"
     assert all(torch.allclose(g.detach(), e, atol=1e-6) for g, e in zip(got, expected)), (
         "with one shard the result should be the full-batch gradient")
     with raises_value_error("sharded_gradient(..., n_shards=0)"):

@@ -223,6 +223,22 @@ _serial(2, 0)  # warm-up at import time
 
 WRONG = {
     "sharded_gradient": {
+        'float64 gradients for float32 parameters': '''
+import torch
+
+
+def sharded_gradient(model, loss_fn, X, y, n_shards):
+    """Shard gradients summed in float64 (many shards: less rounding), weighted by shard size."""
+    if not 1 <= n_shards <= len(X):
+        raise ValueError("n_shards out of range")
+    params = list(model.parameters())
+    acc = [torch.zeros(p.shape, dtype=torch.float64) for p in params]
+    for xs, ys in zip(torch.tensor_split(X, n_shards), torch.tensor_split(y, n_shards)):
+        grads = torch.autograd.grad(loss_fn(model(xs), ys), params)
+        for a, g in zip(acc, grads):
+            a += g.double() * (len(xs) / len(X))
+    return acc
+''',
         "sums the shard gradients": '''
 import torch
 def sharded_gradient(model, loss_fn, X, y, n_shards):
