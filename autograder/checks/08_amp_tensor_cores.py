@@ -627,8 +627,11 @@ def test_train_amp_learns(train_amp):
 
 def _forward_states(train_amp, draw):
     """(in the student's process) (autocast on, output dtype, weight dtype) of the first Linear at every
-    forward pass, whether autocast was on at every call of the loss function, and the dtypes of the
-    model's parameters after training."""
+    forward pass, whether every call of the loss function ran under autocast, and the dtypes of the
+    model's parameters after training. A float32 region the answer opened inside its autocast block
+    (autocast(enabled=False), as the notebook shows for a hand-written loss) counts as under
+    autocast: the loss is still computed in the block, which a loss after the block is not (the
+    nesting of autocast blocks tells them apart; torch reads it only through increment/decrement)."""
     model, loader = _problem(**draw)
     seen, loss_seen = [], []
     model[0].register_forward_hook(
@@ -636,7 +639,9 @@ def _forward_states(train_amp, draw):
     mse = nn.MSELoss()
 
     def loss_fn(out, target):
-        loss_seen.append(torch.is_autocast_enabled("cpu"))
+        depth = torch.autocast_increment_nesting() - 1  # the autocast blocks the call is in
+        torch.autocast_decrement_nesting()
+        loss_seen.append(torch.is_autocast_enabled("cpu") or depth > 1)
         return mse(out, target)
 
     with _one_thread():

@@ -513,6 +513,14 @@ def autocast_dtype(device) -> torch.dtype:
         "the loss computed after the autocast block (forward only under autocast)": _TRAIN_HEAD + variant(
             _TRAIN_TAIL, ("                loss = loss_fn(model(x), y)\n",
                           "                out = model(x)\n            loss = loss_fn(out, y)\n")),
+        "the loss after the autocast block, in float32 (its own autocast(enabled=False) block)": _TRAIN_HEAD + variant(
+            _TRAIN_TAIL, ("                loss = loss_fn(model(x), y)\n",
+                          "                out = model(x)\n"
+                          "            with torch.autocast(device.type, enabled=False):\n"
+                          "                loss = loss_fn(out.float(), y)\n")),
+        "the loss after the autocast block, on the output cast to float32": _TRAIN_HEAD + variant(
+            _TRAIN_TAIL, ("                loss = loss_fn(model(x), y)\n",
+                          "                out = model(x)\n            loss = loss_fn(out.float(), y)\n")),
         "no zero_grad: gradients pile up from batch to batch": variant(
             _TRAIN_HEAD, ("            optimizer.zero_grad()\n", "")) + _TRAIN_TAIL,
         "device used as a string only (never torch.device(device))": variant(
@@ -888,6 +896,11 @@ def autocast_dtype(device):
 ''',
     },
     "train_amp": {
+        "the loss in a float32 region inside the autocast block (as the notebook shows for a hand-written loss)":
+            variant(_TRAIN_SCALED, ("                loss = loss_fn(model(x), y)\n",
+                                    "                out = model(x)\n"
+                                    "                with torch.autocast(device.type, enabled=False):\n"
+                                    "                    loss = loss_fn(out.float(), y.float())\n")),
         "a GradScaler disabled on the CPU, scaler.step and update every batch": _TRAIN_SCALED,
         "scaler only on CUDA, weighted epoch means": _SCALER_ON_CUDA_ONLY,
         "batches moved by torch.as_tensor(..., device=) and .to(device, non_blocking=True), model.to(device=)":
