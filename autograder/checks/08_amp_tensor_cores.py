@@ -625,23 +625,34 @@ def test_train_amp_learns(train_amp):
     assert history[-1] < 0.6 * history[0], "the training loss should fall clearly over 6 epochs"
 
 
+def _autocast_depth():
+    """How many torch.autocast blocks, enabled or not, the caller is in (torch reads the count only
+    through its increment and decrement)."""
+    depth = torch.autocast_increment_nesting() - 1
+    torch.autocast_decrement_nesting()
+    return depth
+
+
 def _forward_states(train_amp, draw):
     """(in the student's process) (autocast on, output dtype, weight dtype) of the first Linear at every
     forward pass, whether every call of the loss function ran under autocast, and the dtypes of the
-    model's parameters after training. A float32 region the answer opened inside its autocast block
-    (autocast(enabled=False), as the notebook shows for a hand-written loss) counts as under
-    autocast: the loss is still computed in the block, which a loss after the block is not (the
-    nesting of autocast blocks tells them apart; torch reads it only through increment/decrement)."""
+    model's parameters after training. A float32 region the answer opened inside the autocast block
+    of its forward pass (autocast(enabled=False), as the notebook shows for a hand-written loss)
+    counts as under autocast: the loss is still computed in that block, which a loss after it is
+    not, in a disabled block of its own or not. The nesting of autocast blocks tells them apart: the
+    loss must be nested deeper than the forward pass last was."""
     model, loader = _problem(**draw)
-    seen, loss_seen = [], []
-    model[0].register_forward_hook(
-        lambda m, i, o: seen.append((torch.is_autocast_enabled("cpu"), o.dtype, m.weight.dtype)))
+    seen, loss_seen, forward_depth = [], [], [0]
+
+    def on_forward(module, inputs, output):
+        forward_depth[0] = _autocast_depth()
+        seen.append((torch.is_autocast_enabled("cpu"), output.dtype, module.weight.dtype))
+
+    model[0].register_forward_hook(on_forward)
     mse = nn.MSELoss()
 
     def loss_fn(out, target):
-        depth = torch.autocast_increment_nesting() - 1  # the autocast blocks the call is in
-        torch.autocast_decrement_nesting()
-        loss_seen.append(torch.is_autocast_enabled("cpu") or depth > 1)
+        loss_seen.append(torch.is_autocast_enabled("cpu") or _autocast_depth() > forward_depth[0])
         return mse(out, target)
 
     with _one_thread():

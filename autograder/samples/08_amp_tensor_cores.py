@@ -488,6 +488,33 @@ def autocast_dtype(device) -> torch.dtype:
 ''',
     },
     "train_amp": {
+        "the loss after the forward's autocast block, both inside an outer autocast(enabled=False)": '''
+import torch
+def train_amp(model, loader, optimizer, loss_fn, epochs, device, max_norm=None):
+    if epochs < 0:
+        raise ValueError("epochs")
+    device = torch.device(device)
+    low = torch.float16 if device.type == "cuda" else torch.bfloat16
+    model.to(device)
+    history = []
+    with torch.autocast(device.type, enabled=False):
+        for _ in range(epochs):
+            losses = []
+            for x, y in loader:
+                x, y = x.to(device), y.to(device)
+                optimizer.zero_grad()
+                with torch.autocast(device.type, dtype=low):
+                    out = model(x)
+                with torch.autocast(device.type, enabled=False):
+                    loss = loss_fn(out.float(), y)
+                loss.backward()
+                if max_norm is not None:
+                    torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)
+                optimizer.step()
+                losses.append(loss.item())
+            history.append(sum(losses) / len(losses))
+    return history
+''',
         "no autocast at all": _TRAIN_HEAD + variant(_TRAIN_TAIL, (
             "            with torch.autocast(device.type, dtype=low):\n                loss", "            loss")),
         "backward inside autocast": _TRAIN_HEAD + variant(_TRAIN_TAIL, (
