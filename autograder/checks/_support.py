@@ -896,7 +896,9 @@ def count_starts_and_joins():
     joined one after another); "shortest process": the fewest seconds (time.perf_counter) from a
     Process's start() being called to the return of the join() that saw it end (0.0 if none).
     A worker that is_alive() saw end before any join() did counts as joined once (a loop
-    `while w.is_alive(): w.join(0.1)` never joins a worker that ended before its first look)."""
+    `while w.is_alive(): w.join(0.1)` never joins a worker that ended before its first look);
+    the first look at each worker says it runs, so that a single look that does not wait
+    (`w.start(); w.is_alive()`, or after a sleep) is no join."""
     from concurrent.futures import process as process_pool
     from concurrent.futures import thread as thread_pool
     counts = {"thread start": 0, "thread join": 0, "process start": 0, "process join": 0,
@@ -904,6 +906,7 @@ def count_starts_and_joins():
     alive = set()  # the Process objects started in the block and not yet joined
     started_at, spans = {}, []  # a Process's start() called at; its start() to its ending join()
     unseen_end = set()  # the workers started in the block that no join() nor is_alive() saw end
+    looked_at = set()  # the workers a join() or an is_alive() of the answer's has looked at
     originals = {
         (threading.Thread, "start"): threading.Thread.start,
         (threading.Thread, "join"): threading.Thread.join,
@@ -930,15 +933,24 @@ def count_starts_and_joins():
         def wrapper(self, *args, **kwargs):
             if key.endswith("join"):
                 counts[key] += 1
+                looked_at.add(self)
                 joined = original(self, *args, **kwargs)
                 if not originals[(cls, "is_alive")](self):
                     _seen_ending(self, key)
                 return joined
             if key.endswith("alive"):
                 running = original(self, *args, **kwargs)
-                if not running and self in unseen_end:
-                    # `while w.is_alive(): w.join(0.1)` never joins a worker that ended before its
-                    # first look; is_alive() saw it end (and reaps a process as join() does).
+                if self not in unseen_end:
+                    return running
+                if self not in looked_at:
+                    # The first look at a worker started here says it runs, even if it has ended:
+                    # an answer that waits for it then looks again (or joins), and one that looks
+                    # once and goes on shows that it does not wait.
+                    looked_at.add(self)
+                    return True
+                if not running:
+                    # `while w.is_alive(): w.join(0.1)` looked, and sees it end: joined (is_alive()
+                    # reaps a process as join() does).
                     counts[key.replace("alive", "join")] += 1
                     _seen_ending(self, key.replace("alive", "join"))
                 return running

@@ -242,6 +242,50 @@ def run_in_child(fn, *args):
 ''',
     },
     "visible_appends": {
+        'a sleep, then one look at is_alive(): never joined': '''
+import threading
+import time
+from helpers.workers import mp_context
+
+APPENDED = []
+
+
+def visible_appends(kind: str, n_workers: int) -> int:
+    if kind not in ("thread", "process"):
+        raise ValueError(f"kind must be thread or process, not {kind!r}")
+    if n_workers < 0:
+        raise ValueError("n_workers must be >= 0")
+    APPENDED.clear()
+    make = threading.Thread if kind == "thread" else mp_context().Process
+    workers = [make(target=APPENDED.append, args=(i,)) for i in range(n_workers)]
+    for w in workers:
+        w.start()
+    time.sleep(0.3)  # "long enough" for them to finish
+    still = [w for w in workers if w.is_alive()]
+    if still:
+        print(len(still), "workers still running")
+    return len(APPENDED)
+''',
+        'each worker looked at once with is_alive() right after start, never waited for': '''
+import threading
+from helpers.workers import mp_context
+
+APPENDED = []
+
+
+def visible_appends(kind: str, n_workers: int) -> int:
+    if kind not in ("thread", "process"):
+        raise ValueError(f"kind must be thread or process, not {kind!r}")
+    if n_workers < 0:
+        raise ValueError("n_workers must be >= 0")
+    APPENDED.clear()
+    make = threading.Thread if kind == "thread" else mp_context().Process
+    for i in range(n_workers):
+        w = make(target=APPENDED.append, args=(i,))
+        w.start()
+        assert w.is_alive() or True  # "make sure it started"
+    return len(APPENDED)
+''',
         "processes by os.fork, never reaped": variant(
             _VA_FORKED, ("        for pid in pids:\n            os.waitpid(pid, 0)    # join the child\n", "")),
         "returns n_workers for both kinds": '''
