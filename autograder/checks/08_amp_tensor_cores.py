@@ -639,24 +639,36 @@ def _forward_states(train_amp, draw):
     model's parameters after training. A float32 region the answer opened inside the autocast block
     of its forward pass (autocast(enabled=False), as the notebook shows for a hand-written loss)
     counts as under autocast: the loss is still computed in that block, which a loss after it is
-    not, in a disabled block of its own or not. The nesting of autocast blocks tells them apart: the
-    loss must be nested deeper than the forward pass last was."""
+    not, in disabled blocks of its own or not. The nesting of autocast blocks tells them apart: the
+    loss must be nested deeper than the forward pass last was, and the forward's block not left
+    since (every block's exit calls torch.autocast_decrement_nesting, watched here)."""
     model, loader = _problem(**draw)
-    seen, loss_seen, forward_depth = [], [], [0]
+    seen, loss_seen, forward_depth, lowest = [], [], [0], [0]
+    real_decrement = torch.autocast_decrement_nesting
+
+    def decrement():
+        depth = real_decrement()
+        lowest[0] = min(lowest[0], depth)
+        return depth
 
     def on_forward(module, inputs, output):
-        forward_depth[0] = _autocast_depth()
+        forward_depth[0] = lowest[0] = _autocast_depth()
         seen.append((torch.is_autocast_enabled("cpu"), output.dtype, module.weight.dtype))
 
     model[0].register_forward_hook(on_forward)
     mse = nn.MSELoss()
 
     def loss_fn(out, target):
-        loss_seen.append(torch.is_autocast_enabled("cpu") or _autocast_depth() > forward_depth[0])
+        nested = _autocast_depth() > forward_depth[0] and lowest[0] >= forward_depth[0]
+        loss_seen.append(torch.is_autocast_enabled("cpu") or nested)
         return mse(out, target)
 
-    with _one_thread():
-        train_amp(model, loader, torch.optim.SGD(model.parameters(), lr=0.01), loss_fn, 1, "cpu")
+    torch.autocast_decrement_nesting = decrement
+    try:
+        with _one_thread():
+            train_amp(model, loader, torch.optim.SGD(model.parameters(), lr=0.01), loss_fn, 1, "cpu")
+    finally:
+        torch.autocast_decrement_nesting = real_decrement
     return ([(bool(on), str(dtype), str(weight)) for on, dtype, weight in seen], [bool(on) for on in loss_seen],
             sorted({str(p.dtype) for p in model.parameters()}))
 

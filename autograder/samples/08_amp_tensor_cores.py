@@ -488,6 +488,77 @@ def autocast_dtype(device) -> torch.dtype:
 ''',
     },
     "train_amp": {
+        "the loss after the forward's autocast block, by a helper decorated autocast(enabled=False) inside a disabled block": '''
+import torch
+
+
+@torch.autocast("cpu", enabled=False)
+def float32_loss(loss_fn, out, y):
+    return loss_fn(out.float(), y)
+
+
+
+def train_amp(model, loader, optimizer, loss_fn, epochs, device, max_norm=None):
+    if epochs < 0:
+        raise ValueError("epochs must be >= 0")
+    device = torch.device(device)
+    low = torch.float16 if device.type == "cuda" else torch.bfloat16
+    scaler = torch.amp.GradScaler("cuda", enabled=device.type == "cuda")
+    model.to(device)
+    history = []
+    for _ in range(epochs):
+        losses = []
+        for x, y in loader:
+            x, y = x.to(device), y.to(device)
+            optimizer.zero_grad()
+
+            with torch.autocast(device.type, dtype=low):
+                out = model(x)
+            with torch.autocast(device.type, enabled=False):   # keep the loss out of autocast
+                loss = float32_loss(loss_fn, out, y)
+            scaler.scale(loss).backward()
+            if max_norm is not None:
+                scaler.unscale_(optimizer)
+                torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)
+            scaler.step(optimizer)
+            scaler.update()
+            losses.append(loss.item())
+        history.append(sum(losses) / len(losses))
+    return history
+''',
+        "the loss after the forward's autocast block, in two disabled blocks of its own": '''
+import torch
+
+
+def train_amp(model, loader, optimizer, loss_fn, epochs, device, max_norm=None):
+    if epochs < 0:
+        raise ValueError("epochs must be >= 0")
+    device = torch.device(device)
+    low = torch.float16 if device.type == "cuda" else torch.bfloat16
+    scaler = torch.amp.GradScaler("cuda", enabled=device.type == "cuda")
+    model.to(device)
+    history = []
+    for _ in range(epochs):
+        losses = []
+        for x, y in loader:
+            x, y = x.to(device), y.to(device)
+            optimizer.zero_grad()
+
+            with torch.autocast(device.type, dtype=low):
+                out = model(x)
+            # the loss in float32, after the block (autocast off twice "to be sure")
+            with torch.autocast(device.type, enabled=False), torch.autocast(device.type, enabled=False):
+                loss = loss_fn(out.float(), y)
+            scaler.scale(loss).backward()
+            if max_norm is not None:
+                scaler.unscale_(optimizer)
+                torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)
+            scaler.step(optimizer)
+            scaler.update()
+            losses.append(loss.item())
+        history.append(sum(losses) / len(losses))
+    return history
+''',
         "the loss after the forward's autocast block, both inside an outer autocast(enabled=False)": '''
 import torch
 def train_amp(model, loader, optimizer, loss_fn, epochs, device, max_norm=None):
