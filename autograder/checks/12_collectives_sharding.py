@@ -789,8 +789,11 @@ def _check_fsdp(train_fsdp, world_size, steps):
     for rank in range(world_size):
         per_step = _layer_shapes(handed[rank] if rank < len(handed) else None, steps, len(layers))
         if per_step is None:
+            stepped = launched[rank].get("optimizer_steps", {}).get("calls", 0) if rank < len(launched) else 0
             unjoined = unjoined or uncounted or (
-                f"the grader could not read what rank {rank} handed to FSDP's reduce-scatters")
+                f"the grader could not read what rank {rank} handed to FSDP's reduce-scatters"
+                + ("" if stepped else ": it follows the training steps at a torch.optim optimiser's step(), and "
+                   f"rank {rank} made none (an SGD step written by hand cannot be followed; torch.optim.SGD can)"))
             continue
         for step, got in enumerate(per_step):
             assert any(all(abs(g - w) <= 1e-3 for g, w in zip(got, want)) for want in shapes[step][rank]), (
