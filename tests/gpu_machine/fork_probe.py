@@ -1,7 +1,8 @@
 """python tests/gpu_machine/fork_probe.py: the grading processes are forked from zygotes that have
 imported torch and the course's modules (autograder/pipeline/warm.py): CUDA must not have started in
 them, or no child could use the GPU. Imports what the zygotes preload (those here), says whether the
-CUDA driver is loaded, then forks children that enter the sandbox's limits and use CUDA."""
+CUDA driver is loaded, then forks children that enter the sandbox's limits and use CUDA: two of the
+five should (no limits; GPUs asked for with a memory cgroup)."""
 import importlib
 import json
 import os
@@ -25,9 +26,12 @@ print(json.dumps({"imported": loaded, "libcuda mapped after the imports (loaded,
 from autograder.sandbox import enter  # noqa: E402
 from autograder.sandbox.limits import Limits  # noqa: E402
 
+# What each should show: the GPU used only with no sandbox, or where GPUs are asked for
+# (GradingLimits.gpus) and memory is in a cgroup; hidden, quietly, everywhere else.
 cases = {"no limits": None, "address-space cap 8 GiB (default)": Limits(cgroups={}),
-         "address-space cap 16 GiB": Limits(memory_mb=16384, cgroups={}),
-         "memory cgroup (no address-space cap)": Limits(cgroups={"memory": "-"})}
+         "address-space cap 16 GiB, GPUs asked for": Limits(memory_mb=16384, gpus=True, cgroups={}),
+         "memory cgroup (no address-space cap)": Limits(cgroups={"memory": "-"}),
+         "memory cgroup, GPUs asked for": Limits(gpus=True, cgroups={"memory": "-"})}
 for label, limits in cases.items():
     read, write = os.pipe()
     pid = os.fork()

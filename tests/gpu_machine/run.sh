@@ -18,7 +18,7 @@ export PYTHONPATH=${PYTHONPATH:+$PYTHONPATH:}$PWD PYTHONUNBUFFERED=1 MPLBACKEND=
   python3 -c "import sys, torch; print(sys.version); print('torch', torch.__version__, torch.cuda.is_available())"
   nproc; } > "$OUT/env.txt" 2>&1
 timeout 120 python3 $here/fork_probe.py > "$OUT/fork_probe.log" 2>&1
-t "forks and limits: $(grep -c '"available": true' "$OUT/fork_probe.log") of 4 children used CUDA"
+t "forks and limits: $(grep -c '"available": true' "$OUT/fork_probe.log") of 5 children used CUDA (2 should)"
 for a in 07_pytorch_devices 08_amp_tensor_cores; do timeout 150 python3 $here/run_notebook.py $a; done > "$OUT/nb_gpu.log" 2>&1
 t "07, 08 alone"
 ( for a in 04_rng_reproducibility 07_pytorch_devices 08_amp_tensor_cores 10_model_pipeline_parallel; do
