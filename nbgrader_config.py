@@ -54,7 +54,8 @@ if "COURSE_MAX_PROCESSES" in os.environ:
 if "COURSE_MAX_FILE_MB" in os.environ:
     c.GradingLimits.max_file_mb = int(os.environ["COURSE_MAX_FILE_MB"])
 # Student code sees the grader's GPUs only if asked (and only where a memory cgroup caps memory).
-c.GradingLimits.gpus = os.environ.get("COURSE_GRADING_GPUS", "") == "1"
+if "COURSE_GRADING_GPUS" in os.environ:
+    c.GradingLimits.gpus = os.environ["COURSE_GRADING_GPUS"] == "1"
 
 from autograder.pipeline.preprocessors import (  # noqa: E402
     KeepExpectedFiles, OverwriteCellsAsReleased, RecordTimings, ResilientExecute, SanitizeStudentHTML,
