@@ -52,6 +52,15 @@ def creation_cost(kind: str, n: int) -> float:
     start = time.perf_counter()
 '''.lstrip("\n")
 
+# The start of a visible_appends that starts its workers as asked, for the answers that differ in how
+# they wait for them.
+_APPENDS_STARTED = variant(_VA_FORKED.split('    if kind == "thread":\n')[0], (
+    "import os\n", "import time\n\nfrom helpers.workers import mp_context\n")) + '''    make = threading.Thread if kind == "thread" else mp_context().Process
+    started = [make(target=APPENDED.append, args=(i,)) for i in range(n_workers)]
+    for worker in started:
+        worker.start()
+'''
+
 WRONG = {
     "cpu_info": {
         "usable is just the logical count": '''
@@ -242,26 +251,9 @@ def run_in_child(fn, *args):
 ''',
     },
     "visible_appends": {
-        'a sleep, then one look at is_alive(): never joined': '''
-import threading
-import time
-from helpers.workers import mp_context
-
-APPENDED = []
-
-
-def visible_appends(kind: str, n_workers: int) -> int:
-    if kind not in ("thread", "process"):
-        raise ValueError(f"kind must be thread or process, not {kind!r}")
-    if n_workers < 0:
-        raise ValueError("n_workers must be >= 0")
-    APPENDED.clear()
-    make = threading.Thread if kind == "thread" else mp_context().Process
-    workers = [make(target=APPENDED.append, args=(i,)) for i in range(n_workers)]
-    for w in workers:
-        w.start()
+        'a sleep, then one look at is_alive(): never joined': _APPENDS_STARTED + '''
     time.sleep(0.3)  # "long enough" for them to finish
-    still = [w for w in workers if w.is_alive()]
+    still = [w for w in started if w.is_alive()]
     if still:
         print(len(still), "workers still running")
     return len(APPENDED)
@@ -348,22 +340,7 @@ def visible_appends(kind, n_workers):
     for w in ws: w.join()
     return len(SEEN)
 ''',
-        "threads never joined (t.join without the call)": '''
-import threading
-from helpers.workers import mp_context
-
-APPENDED = []
-
-def visible_appends(kind: str, n_workers: int) -> int:
-    if kind not in ("thread", "process"):
-        raise ValueError(f"kind must be 'thread' or 'process', not {kind!r}")
-    if n_workers < 0:
-        raise ValueError(f"n_workers must be >= 0, got {n_workers}")
-    APPENDED.clear()
-    make = threading.Thread if kind == "thread" else mp_context().Process
-    started = [make(target=APPENDED.append, args=(i,)) for i in range(n_workers)]
-    for worker in started:
-        worker.start()
+        "threads never joined (t.join without the call)": _APPENDS_STARTED + '''
     for worker in started:
         if kind == "thread":
             worker.join      # typo: never called
@@ -537,24 +514,7 @@ def run_in_child(fn, *args):
 ''',
     },
     "visible_appends": {
-        'each worker joined in short steps while is_alive() (a worker that ended before the first look is never joined)': '''
-import threading
-
-from helpers.workers import mp_context
-
-APPENDED = []
-
-
-def visible_appends(kind: str, n_workers: int) -> int:
-    if kind not in ("thread", "process"):
-        raise ValueError(f"kind must be 'thread' or 'process', not {kind!r}")
-    if n_workers < 0:
-        raise ValueError(f"n_workers must be >= 0, got {n_workers}")
-    APPENDED.clear()
-    make = threading.Thread if kind == "thread" else mp_context().Process
-    started = [make(target=APPENDED.append, args=(i,)) for i in range(n_workers)]
-    for worker in started:
-        worker.start()
+        'each worker joined in short steps while is_alive() (a worker that ended before the first look is never joined)': _APPENDS_STARTED + '''
     for worker in started:
         while worker.is_alive():   # join in short steps (Ctrl-C stays responsive)
             worker.join(0.1)

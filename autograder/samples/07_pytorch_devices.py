@@ -643,36 +643,10 @@ def make_loader(dataset, batch_size: int, num_workers: int, device) -> DataLoade
 
 ALTERNATIVE = {
     "pick_device": {
-        'a CUDA index probed with torch.cuda.get_device_properties': '''
-import torch
-
-
-def pick_device(prefer=None):
-    """Probe that a preferred CUDA index really exists by asking for its properties."""
-    def default():
-        if torch.cuda.is_available():
-            return torch.device("cuda")
-        if torch.backends.mps.is_available():
-            return torch.device("mps")
-        return torch.device("cpu")
-    if prefer is None:
-        return default()
-    kind, _, index = prefer.partition(":")
-    if kind not in ("cpu", "cuda", "mps"):
-        raise ValueError(prefer)
-    if kind == "cpu":
-        return torch.device("cpu")
-    if kind == "mps":
-        return torch.device("mps") if torch.backends.mps.is_available() else default()
-    if not torch.cuda.is_available():
-        return default()
-    if index:
-        try:
-            torch.cuda.get_device_properties(int(index))
-        except (AssertionError, RuntimeError, ValueError):
-            return default()
-    return torch.device(prefer)
-''',
+        'a CUDA index probed with torch.cuda.get_device_properties': variant(_PICK_BY_HAND, (
+            "    if index and int(index) >= torch.cuda.device_count():\n        return default()\n",
+            "    if index:\n        try:\n            torch.cuda.get_device_properties(int(index))\n"
+            "        except (AssertionError, RuntimeError, ValueError):\n            return default()\n")),
         "the default order in a local function, the preference parsed with partition": _PICK_BY_HAND,
         "MPS found with torch.mps.is_available()": '''
 import torch

@@ -1,4 +1,6 @@
 """Wrong and alternative answers of 08_amp_tensor_cores (see autograder/samples/__init__.py)."""
+import textwrap
+
 from autograder.samples import variant
 
 _TRAIN_HEAD = '''
@@ -69,6 +71,14 @@ def train_amp(model, loader, optimizer, loss_fn, epochs, device, max_norm=None):
         out.append(total / count)
     return out
 '''
+def _in_an_outer_disabled_block(code):
+    """A train_amp's epochs loop wrapped, as a whole, in torch.autocast(..., enabled=False)."""
+    head, loop = code.split("    for _ in range(epochs):\n")
+    loop, tail = loop.split("    return history\n")
+    return (head + "    with torch.autocast(device.type, enabled=False):\n"
+            + textwrap.indent("    for _ in range(epochs):\n" + loop, "    ") + tail + "    return history\n")
+
+
 # A right tensor_core_issues, for the answers that differ from it by a line or two.
 _TCI = '''
 import torch
@@ -488,104 +498,20 @@ def autocast_dtype(device) -> torch.dtype:
 ''',
     },
     "train_amp": {
-        "the loss after the forward's autocast block, by a helper decorated autocast(enabled=False) inside a disabled block": '''
-import torch
-
-
-@torch.autocast("cpu", enabled=False)
-def float32_loss(loss_fn, out, y):
-    return loss_fn(out.float(), y)
-
-
-
-def train_amp(model, loader, optimizer, loss_fn, epochs, device, max_norm=None):
-    if epochs < 0:
-        raise ValueError("epochs must be >= 0")
-    device = torch.device(device)
-    low = torch.float16 if device.type == "cuda" else torch.bfloat16
-    scaler = torch.amp.GradScaler("cuda", enabled=device.type == "cuda")
-    model.to(device)
-    history = []
-    for _ in range(epochs):
-        losses = []
-        for x, y in loader:
-            x, y = x.to(device), y.to(device)
-            optimizer.zero_grad()
-
-            with torch.autocast(device.type, dtype=low):
-                out = model(x)
-            with torch.autocast(device.type, enabled=False):   # keep the loss out of autocast
-                loss = float32_loss(loss_fn, out, y)
-            scaler.scale(loss).backward()
-            if max_norm is not None:
-                scaler.unscale_(optimizer)
-                torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)
-            scaler.step(optimizer)
-            scaler.update()
-            losses.append(loss.item())
-        history.append(sum(losses) / len(losses))
-    return history
-''',
-        "the loss after the forward's autocast block, in two disabled blocks of its own": '''
-import torch
-
-
-def train_amp(model, loader, optimizer, loss_fn, epochs, device, max_norm=None):
-    if epochs < 0:
-        raise ValueError("epochs must be >= 0")
-    device = torch.device(device)
-    low = torch.float16 if device.type == "cuda" else torch.bfloat16
-    scaler = torch.amp.GradScaler("cuda", enabled=device.type == "cuda")
-    model.to(device)
-    history = []
-    for _ in range(epochs):
-        losses = []
-        for x, y in loader:
-            x, y = x.to(device), y.to(device)
-            optimizer.zero_grad()
-
-            with torch.autocast(device.type, dtype=low):
-                out = model(x)
-            # the loss in float32, after the block (autocast off twice "to be sure")
-            with torch.autocast(device.type, enabled=False), torch.autocast(device.type, enabled=False):
-                loss = loss_fn(out.float(), y)
-            scaler.scale(loss).backward()
-            if max_norm is not None:
-                scaler.unscale_(optimizer)
-                torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)
-            scaler.step(optimizer)
-            scaler.update()
-            losses.append(loss.item())
-        history.append(sum(losses) / len(losses))
-    return history
-''',
-        "the loss after the forward's autocast block, both inside an outer autocast(enabled=False)": '''
-import torch
-def train_amp(model, loader, optimizer, loss_fn, epochs, device, max_norm=None):
-    if epochs < 0:
-        raise ValueError("epochs")
-    device = torch.device(device)
-    low = torch.float16 if device.type == "cuda" else torch.bfloat16
-    model.to(device)
-    history = []
-    with torch.autocast(device.type, enabled=False):
-        for _ in range(epochs):
-            losses = []
-            for x, y in loader:
-                x, y = x.to(device), y.to(device)
-                optimizer.zero_grad()
-                with torch.autocast(device.type, dtype=low):
-                    out = model(x)
-                with torch.autocast(device.type, enabled=False):
-                    loss = loss_fn(out.float(), y)
-                loss.backward()
-                if max_norm is not None:
-                    torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)
-                optimizer.step()
-                losses.append(loss.item())
-            history.append(sum(losses) / len(losses))
-    return history
-''',
+        "the loss after the forward's autocast block, by a helper decorated autocast(enabled=False) inside a disabled block": variant(_TRAIN_SCALED, ("import torch\n", "import torch\n\n\n@torch.autocast(\"cpu\", enabled=False)\n"
+            "def float32_loss(loss_fn, out, y):\n    return loss_fn(out.float(), y)\n"), ("                loss = loss_fn(model(x), y)\n",
+            "                out = model(x)\n"
+            "            with torch.autocast(device.type, enabled=False):   # keep the loss out of autocast\n"
+            "                loss = float32_loss(loss_fn, out, y)\n")),
+        "the loss after the forward's autocast block, in two disabled blocks of its own": variant(_TRAIN_SCALED, ("                loss = loss_fn(model(x), y)\n",
+            "                out = model(x)\n"
+            "            # the loss in float32, after the block (autocast off twice \"to be sure\")\n"
+            "            with torch.autocast(device.type, enabled=False), torch.autocast(device.type, enabled=False):\n"
+            "                loss = loss_fn(out.float(), y)\n")),
+        "the loss after the forward's autocast block, both inside an outer autocast(enabled=False)": _in_an_outer_disabled_block(_TRAIN_HEAD + variant(_TRAIN_TAIL, ("                loss = loss_fn(model(x), y)\n",
+            "                out = model(x)\n"
+            "            with torch.autocast(device.type, enabled=False):\n"
+            "                loss = loss_fn(out.float(), y)\n"))),
         "no autocast at all": _TRAIN_HEAD + variant(_TRAIN_TAIL, (
             "            with torch.autocast(device.type, dtype=low):\n                loss", "            loss")),
         "backward inside autocast": _TRAIN_HEAD + variant(_TRAIN_TAIL, (
