@@ -16,6 +16,7 @@ here=tests/gpu_machine
 T0=$(date +%s)
 t() { echo "[$(( $(date +%s) - T0 )) s] $*"; }
 export PYTHONPATH=${PYTHONPATH:+$PYTHONPATH:}$PWD PYTHONUNBUFFERED=1 MPLBACKEND=Agg COURSE_LEASE=$(mktemp -d)
+trap 'rm -rf "$COURSE_LEASE"' EXIT  # the timing checks' lease on the machine, this run's alone
 { nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv
   python3 -c "import sys, torch; print(sys.version); print('torch', torch.__version__, torch.cuda.is_available())"
   nproc; } > "$OUT/env.txt" 2>&1
