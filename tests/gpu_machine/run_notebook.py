@@ -3,9 +3,11 @@ tests, hidden blocks) in order in one fresh __main__ without a file, as a kernel
 machine has no Jupyter), in a copy of its folder; print each cell's output and time. Magics: the
 few the notebooks use (%matplotlib, !shell, %%writefile); a cell with top-level `await` (02) fails here,
 as it would not in a kernel."""
+import atexit
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -20,6 +22,8 @@ import nbformat  # noqa: E402
 
 assignment = sys.argv[1]
 work = tempfile.mkdtemp(prefix=f"nb-{assignment}-")
+atexit.register(shutil.rmtree, work, ignore_errors=True)
+signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # stopped at its time limit: the copy goes too
 shutil.copytree(os.path.join(root, "source", assignment), work, dirs_exist_ok=True)
 os.chdir(work)
 sys.path.insert(0, work)
@@ -56,6 +60,11 @@ for index, cell in enumerate(nb.cells):
     t = time.time()
     try:
         exec(compile(translate(cell.source), f"<cell {index}>", "exec"), main.__dict__)
+    except SystemExit as stop:
+        if stop.code == 143:  # stopped at its time limit (SIGTERM): not a cell's own exit
+            raise
+        failed.append(index)
+        print("CELL FAILED: SystemExit", stop.code, flush=True)
     except BaseException:
         failed.append(index)
         print("CELL FAILED:\n" + traceback.format_exc()[-2500:], flush=True)
@@ -66,5 +75,4 @@ for index, cell in enumerate(nb.cells):
         pass
     print(f"---- cell {index} took {time.time() - t:.2f} s", flush=True)
 print(f"==== {assignment}: {len(failed)} cells failed {failed}, {time.time() - start:.1f} s", flush=True)
-shutil.rmtree(work, ignore_errors=True)
 sys.exit(1 if failed else 0)
