@@ -23,7 +23,7 @@ import pytest
 import torch
 
 from autograder import hidden
-from autograder.checks._support import exact_int, observe, there
+from autograder.checks._support import exact_float, exact_int, observe, plain_array, there
 from autograder.sandbox import wire
 from autograder.pipeline.judge import Remote, StudentError, StudentProcess, StudentProcessGone
 
@@ -129,6 +129,31 @@ def test_calls_values_handles_and_errors():
         class AlwaysEqual(int):
             def __eq__(self, other): return True
         def sneaky(): return AlwaysEqual(5)
+        import enum, fractions
+        class Kind(enum.StrEnum):
+            IO = "io"
+        class Mixed(str, enum.Enum):  # str() gives "Mixed.IO"; it holds "io"
+            IO = "io"
+        class Level(enum.IntEnum):
+            HIGH = 3
+        class Liar(str):
+            def __eq__(self, other): return True
+            def __hash__(self): return 0
+            def __str__(self): return "io"
+        class Heavy(float):
+            def __float__(self): return 1e9
+        def kinds(): return {"a": Kind.IO, "b": Mixed.IO, Liar("k"): Liar("x"), "n": Level.HIGH, "f": Heavy(0.5)}
+        def fraction(): return fractions.Fraction(1, 2)
+        def mapped():  # an np.memmap the answer wrote into (its file's name gone, the mapping kept)
+            import tempfile, os
+            with tempfile.TemporaryDirectory() as folder:
+                out = np.memmap(os.path.join(folder, "m"), dtype=float, shape=(2, 3), mode="w+")
+                out[:] = np.arange(6).reshape(2, 3)
+            return out
+        class Lying(np.ndarray):
+            def astype(self, *args, **kwargs): return np.zeros(self.shape)
+        def lying(): return np.arange(3.0).view(Lying)
+        def masked(): return np.ma.masked_array([1.0, 2.0], mask=[False, True])
         def model(): return torch.nn.Linear(2, 3)
         def fails(): raise KeyError("nope")
         def custom():
@@ -146,10 +171,23 @@ def test_calls_values_handles_and_errors():
         assert np.array_equal(ns["add"](np.ones(2), 1), np.full(2, 2.0))
         counter = ns["Counter"]()
         assert counter.bump(4) == 4 and len(counter) == 4 and counter.n == 4
+        # A str, int or float of the student's class travels as the value it holds (a StrEnum
+        # member is a correct "io"), read without asking any of its methods.
         five = ns["sneaky"]()
-        assert type(five) is Remote and five != 6 and five != 5  # its __eq__ is never asked
-        with pytest.raises(AssertionError):
-            exact_int(five, "five")
+        assert type(five) is int and five == 5 and five != 6
+        assert ns["kinds"]() == {"a": "io", "b": "io", "k": "x", "n": 3, "f": 0.5}
+        assert all(type(k) is str and type(v) in (str, int, float) for k, v in ns["kinds"]().items())
+        half = ns["fraction"]()  # any other class stays there, and is no number here
+        assert type(half) is Remote and half != 0.5
+        with pytest.raises(AssertionError, match="got Fraction"):
+            exact_int(half, "half")
+        # An array of a subclass travels as the array it holds (ndarray's view: no method of its
+        # own runs); a masked array does not, as its data alone is not its value.
+        assert type(ns["mapped"]()) is np.ndarray and np.array_equal(ns["mapped"](), np.arange(6).reshape(2, 3))
+        assert type(ns["lying"]()) is np.ndarray and np.array_equal(ns["lying"]().astype(float), [0, 1, 2])
+        assert type(ns["masked"]()) is Remote
+        with pytest.raises(AssertionError, match="got MaskedArray"):
+            plain_array(ns["masked"](), "the result")
         linear = ns["model"]()
         assert isinstance(linear, torch.nn.Module) and type(linear) is Remote
         assert linear.weight.shape == (3, 2)
@@ -167,6 +205,20 @@ def test_calls_values_handles_and_errors():
         assert list(ns["gen"](4)) == [0, 1, 2, 3]
         with pytest.raises(NameError):
             ns["missing"]
+
+
+def test_values_refused_beside_the_answers_say_what_they_are():
+    """Where the checks run beside the answers (the notebooks' hidden blocks), an array subclass is
+    read through ndarray's view, a masked array refused, and a one-element array named as such."""
+    class Lying(np.ndarray):
+        def astype(self, *args, **kwargs):
+            return np.zeros(self.shape)
+    got = plain_array(np.arange(3.0).view(Lying), "the result")
+    assert type(got) is np.ndarray and np.array_equal(got.astype(float), [0, 1, 2])
+    with pytest.raises(AssertionError, match="got MaskedArray"):
+        plain_array(np.ma.masked_array([1.0]), "the result")
+    with pytest.raises(AssertionError, match=r"got ndarray \(a one-element array: return float\(x\) instead\)"):
+        exact_float(np.array(0.5), "the fraction")
 
 
 def test_functions_sent_over_run_there():

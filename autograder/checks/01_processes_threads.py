@@ -14,7 +14,7 @@ import pytest
 from autograder.checks._support import (alone, assert_worked_outside, caller_cpu, counted, created, exact_int, exclusive,
                                         kernel_decides, raises_value_error, student_pid, there, timeout,
                                         witnessed_in, work_for_workers)
-from autograder.checks._support import exact_list, exact_tuple, how_many, works_under_spawn
+from autograder.checks._support import exact_list, exact_tuple, how_many, type_name, works_under_spawn
 from helpers import workers
 
 
@@ -22,7 +22,8 @@ from helpers import workers
 def test_cpu_info_shape(cpu_info):
     """cpu_info returns a dict with int counts under logical, physical, usable"""
     info = cpu_info()
-    assert type(info) is dict, f"cpu_info() must return a dict, got {type(info).__name__}"
+    # Any dict (an OrderedDict, a defaultdict), as the text asks for "a dict".
+    assert isinstance(info, dict), f"cpu_info() must return a dict, got {type_name(info)}"
     missing = {"logical", "physical", "usable"} - set(info)
     assert not missing, f"the dict lacks the key(s) {sorted(missing)}"
     exact_int(info["logical"], "logical")
@@ -98,7 +99,8 @@ def _usable_on_fake(cpu_info, files):
     if isinstance(info, str):
         raise AssertionError("cpu_info must accept an optional cgroup_root argument "
                              f"(the folder to read the quota from): {info}")
-    assert type(info) is dict and "usable" in info, "cpu_info(cgroup_root) must return the same dict"
+    assert isinstance(info, dict) and "usable" in info, (
+        f"cpu_info(cgroup_root) must return the same dict, with the key 'usable' (got {type_name(info)})")
     return exact_int(info["usable"], "usable")
 
 

@@ -11,7 +11,7 @@ import time
 # the re-wrapping is not mistaken for a submission replacing them.
 import torch._dynamo  # noqa: F401
 
-from autograder.checks._support import exact_float, exact_list, raises_value_error, there, timeout
+from autograder.checks._support import exact_float, exact_list, raises_value_error, there, timeout, got_type
 from helpers import profiling
 
 
@@ -423,7 +423,7 @@ def test_arithmetic_intensity_errors(arithmetic_intensity):
 # --- roofline ------------------------------------------------------------------------------------
 def _roofline_result(roofline, *args):
     pair = exact_list(roofline(*args), f"roofline{args}", 2)
-    assert isinstance(pair[1], str), "the second element must be 'compute' or 'memory'"
+    assert isinstance(pair[1], str), f"the second element must be the string 'compute' or 'memory', {got_type(pair[1], 'str')}"
     return exact_float(pair[0], "the time bound"), pair[1]
 
 

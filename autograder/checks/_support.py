@@ -760,15 +760,35 @@ def how_many(n, noun, plural=None):
     return f"{n} {noun if n == 1 else plural or noun + 's'}"
 
 
+def _is_handle(value):
+    return type(value).__name__ == "Remote" and type(value).__module__ == "autograder.pipeline.judge"
+
+
+def type_name(value):
+    """The name of a value's class as the student knows it: for a handle on an object that stayed
+    in the student's process (a Fraction, a class of their own), that object's class, not Remote."""
+    if _is_handle(value):
+        return object.__getattribute__(value, "_mro")[0].rpartition(".")[2]
+    return type(value).__name__
+
+
+def got_type(value, wanted):
+    """'got ndarray' for a refused value, with a hint where a one-element array stood for a number."""
+    hint = ""
+    if isinstance(value, np.ndarray) and value.size == 1:
+        hint = f" (a one-element array: return {wanted}(x) instead)"
+    return f"got {type_name(value)}{hint}"
+
+
 def exact_int(value, what):
     assert type(value) is int or isinstance(value, np.integer) and not isinstance(value, bool), (
-        f"{what} must be an int, got {type(value).__name__}")
+        f"{what} must be an int, {got_type(value, 'int')}")
     return int(value)
 
 
 def exact_float(value, what):
     assert isinstance(value, (int, float, np.floating, np.integer)) and not isinstance(value, bool), (
-        f"{what} must be a number, got {type(value).__name__}")
+        f"{what} must be a number, {got_type(value, 'float')}")
     value = float(value)
     assert math.isfinite(value), f"{what} must be finite, got {value}"
     return value
@@ -777,7 +797,7 @@ def exact_float(value, what):
 def _values_of_a_student_sequence(value):
     """A handle on a list or tuple of the student's (a NamedTuple, a list subclass): its items as
     values, read one by one (no more than its length says); anything else as it is."""
-    if type(value).__name__ != "Remote" or type(value).__module__ != "autograder.pipeline.judge":
+    if not _is_handle(value):
         return value
     mro = object.__getattribute__(value, "_mro")
     if "builtins.tuple" not in mro and "builtins.list" not in mro:
@@ -790,7 +810,7 @@ def as_tuple(value):
     """A tuple as a plain tuple: a tuple subclass of the student's (a NamedTuple) too, read item by
     item as values from the judge (as exact_list reads a list subclass), or taken apart where the
     check runs in the student's own process; anything else as it is."""
-    if type(value).__name__ == "Remote" and type(value).__module__ == "autograder.pipeline.judge":
+    if _is_handle(value):
         if "builtins.tuple" in object.__getattribute__(value, "_mro"):
             return tuple(_values_of_a_student_sequence(value))
         return value
@@ -800,7 +820,7 @@ def as_tuple(value):
 def exact_tuple(value, what, length=None):
     """as_tuple(value), which must be a tuple (of `length` items)."""
     value = as_tuple(value)
-    assert type(value) is tuple, f"{what} must be a tuple, got {type(value).__name__}"
+    assert type(value) is tuple, f"{what} must be a tuple, got {type_name(value)}"
     if length is not None:
         assert len(value) == length, f"{what} must have {length} elements, got {len(value)}"
     return value
@@ -808,15 +828,19 @@ def exact_tuple(value, what, length=None):
 
 def exact_list(value, what, length=None):
     value = _values_of_a_student_sequence(value)
-    assert type(value) in (list, tuple), f"{what} must be a list, got {type(value).__name__}"
+    assert type(value) in (list, tuple), f"{what} must be a list or a tuple, got {type_name(value)}"
     if length is not None:
         assert len(value) == length, f"{what} must have {length} elements, got {len(value)}"
     return list(value)
 
 
 def plain_array(value, what):
-    """A real numpy array (not a subclass, not a look-alike), as float64 or int."""
-    assert type(value) is np.ndarray, f"{what} must be a numpy.ndarray, got {type(value).__name__}"
+    """A real numpy array, not a look-alike. A subclass's (an np.memmap the answer wrote into, which
+    the judge receives as the array it holds) is read as a plain array, by ndarray's own view, so
+    none of its methods runs here; a masked array is refused, as its data alone is not its value."""
+    if isinstance(value, np.ndarray) and not isinstance(value, np.ma.MaskedArray):
+        return np.ndarray.view(value, np.ndarray)
+    assert type(value) is np.ndarray, f"{what} must be a numpy.ndarray, got {type_name(value)}"
     return value
 
 

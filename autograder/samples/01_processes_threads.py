@@ -424,6 +424,43 @@ def creation_cost(kind, n):
 
 ALTERNATIVE = {
     "cpu_info": {
+        'an OrderedDict': '''
+import math
+import os
+from collections import OrderedDict
+
+import psutil
+
+
+def _quota(root):
+    try:
+        with open(os.path.join(root, "cpu.max")) as f:
+            q, p = f.read().split()[:2]
+        return None if q == "max" else int(q) / int(p)
+    except (OSError, ValueError):
+        pass
+    try:
+        with open(os.path.join(root, "cpu", "cpu.cfs_quota_us")) as f:
+            q = int(f.read().split()[0])
+        with open(os.path.join(root, "cpu", "cpu.cfs_period_us")) as f:
+            p = int(f.read().split()[0])
+        return None if q <= 0 else q / p
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def cpu_info(cgroup_root: str = "/sys/fs/cgroup") -> dict:
+    """The three counts, in an OrderedDict (keys in a fixed order for printing)."""
+    info = OrderedDict()
+    info["logical"] = os.cpu_count() or 1
+    info["physical"] = psutil.cpu_count(logical=False)
+    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else info["logical"]
+    quota = _quota(cgroup_root)
+    if quota is not None:
+        usable = min(usable, max(1, math.ceil(quota)))
+    info["usable"] = usable
+    return info
+''',
         "process_cpu_count, pathlib, quota as a Fraction": '''
 import math, os
 from fractions import Fraction

@@ -771,6 +771,34 @@ def run_with_blas_threads(fn, n_threads: int):
 
 ALTERNATIVE = {
     "cdist_joblib": {
+        'the workers write into an np.memmap, returned as it is': '''
+import os
+import tempfile
+
+import numpy as np
+from joblib import Parallel, delayed
+from scipy.spatial.distance import cdist
+
+
+def _rows(out, X, Y, start, stop):
+    out[start:stop] = cdist(X[start:stop], Y)
+
+
+def cdist_joblib(X, Y, n_jobs: int, prefer: str = "processes") -> np.ndarray:
+    """Row chunks written by the workers into a shared np.memmap output, returned as is."""
+    if n_jobs < 1:
+        raise ValueError(f"n_jobs must be at least 1, got {n_jobs}")
+    if prefer not in ("processes", "threads"):
+        raise ValueError(f"unknown prefer {prefer!r}")
+    X = np.asarray(X, dtype=float)
+    Y = np.asarray(Y, dtype=float)
+    bounds = np.linspace(0, len(X), min(len(X), 4 * n_jobs) + 1).astype(int)
+    with tempfile.TemporaryDirectory() as folder:
+        out = np.memmap(os.path.join(folder, "D.mmap"), dtype=float, shape=(len(X), len(Y)), mode="w+")
+        Parallel(n_jobs=n_jobs, prefer=prefer)(
+            delayed(_rows)(out, X, Y, a, b) for a, b in zip(bounds[:-1], bounds[1:]) if b > a)
+    return out
+''',
         "joblib's multiprocessing and threading backends (tasks sent with plain pickle)": '''
 import numpy as np
 from joblib import Parallel, delayed, parallel_config
@@ -850,6 +878,40 @@ def cdist_vectorized(X, Y):
 ''',
     },
     "block_matmul": {
+        'the workers write into an np.memmap, returned as it is': '''
+import os
+import tempfile
+
+import numpy as np
+from joblib import Parallel, delayed
+
+
+def _fill_block(C, A_blk, B_blk, r0, r1, c0, c1):
+    C[r0:r1, c0:c1] = A_blk @ B_blk
+
+
+def block_matmul(A, B, n_blocks: int, n_jobs: int) -> np.ndarray:
+    """The workers write their blocks into one np.memmap, which is returned as it is."""
+    if n_blocks < 1 or n_jobs < 1:
+        raise ValueError(f"n_blocks and n_jobs must be at least 1, got {n_blocks} and {n_jobs}")
+    A = np.asarray(A, dtype=float)
+    B = np.asarray(B, dtype=float)
+    if A.ndim != 2 or B.ndim != 2 or A.shape[1] != B.shape[0]:
+        raise ValueError(f"cannot multiply shapes {A.shape} and {B.shape}")
+    rows = np.array_split(np.arange(A.shape[0]), n_blocks)
+    cols = np.array_split(np.arange(B.shape[1]), n_blocks)
+    with tempfile.TemporaryDirectory() as folder:   # the mapping outlives the file's name
+        C = np.memmap(os.path.join(folder, "C.mmap"), dtype=float, shape=(A.shape[0], B.shape[1]), mode="w+")
+        tasks = []
+        for r in rows:
+            for c in cols:
+                if len(r) and len(c):
+                    r0, r1, c0, c1 = r[0], r[-1] + 1, c[0], c[-1] + 1
+                    tasks.append(delayed(_fill_block)(C, A[r0:r1], B[:, c0:c1], r0, r1, c0, c1))
+        Parallel(n_jobs=n_jobs)(tasks)
+        C.flush()
+    return C
+''',
         "one task per output block, processes": '''
 import numpy as np
 from joblib import Parallel, delayed

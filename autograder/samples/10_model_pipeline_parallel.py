@@ -392,6 +392,23 @@ def pipeline_forward(stages, x, n_microbatches: int):
 ''',
     },
     "gpipe_schedule": {
+        'the kind a StrEnum member': '''
+from enum import StrEnum
+
+
+class Pass(StrEnum):
+    F = "F"
+    B = "B"
+
+
+def gpipe_schedule(n_stages: int, n_microbatches: int) -> list:
+    p, m = n_stages, n_microbatches
+    if p < 1 or m < 1:
+        raise ValueError("need at least one stage and one micro-batch")
+    out = [(s + j, s, j, Pass.F) for s in range(p) for j in range(m)]
+    out += [((m + p - 1) + (p - 1 - s) + j, s, j, Pass.B) for s in range(p) for j in range(m)]
+    return sorted(out)
+''',
         "NumPy index grids (NumPy integers in the tuples)": '''
 import numpy as np
 def gpipe_schedule(n_stages, n_microbatches):

@@ -299,6 +299,23 @@ def arithmetic_intensity(kind, n, itemsize=8):
 ''',
     },
     "roofline": {
+        'the bound a str subclass equal to both names': '''
+class Bound(str):
+    """Equal to 'compute' and to 'memory' alike."""
+    def __eq__(self, other):
+        return True
+    def __ne__(self, other):
+        return False
+    __hash__ = str.__hash__
+
+
+def roofline(flops: float, bytes_moved: float, peak_flops: float, bandwidth: float) -> tuple:
+    if peak_flops <= 0 or bandwidth <= 0:
+        raise ValueError("peak and bandwidth must be positive")
+    if flops < 0 or bytes_moved < 0:
+        raise ValueError("negative work")
+    return max(flops / peak_flops, bytes_moved / bandwidth), Bound("either")
+''',
         "the sum of both times": '''
 def roofline(flops, bytes_moved, peak_flops, bandwidth):
     if peak_flops <= 0 or bandwidth <= 0 or flops < 0 or bytes_moved < 0:
@@ -608,6 +625,25 @@ def arithmetic_intensity(kind, n, itemsize=8):
 ''',
     },
     "roofline": {
+        'the bound a StrEnum member': '''
+from enum import StrEnum
+
+
+class Bound(StrEnum):
+    COMPUTE = "compute"
+    MEMORY = "memory"
+
+
+def roofline(flops: float, bytes_moved: float, peak_flops: float, bandwidth: float) -> tuple:
+    if peak_flops <= 0 or bandwidth <= 0:
+        raise ValueError("peak and bandwidth must be positive")
+    if flops < 0 or bytes_moved < 0:
+        raise ValueError("negative work")
+    t_compute, t_memory = flops / peak_flops, bytes_moved / bandwidth
+    if t_compute >= t_memory:
+        return t_compute, Bound.COMPUTE
+    return t_memory, Bound.MEMORY
+''',
         "intensity against the ridge point, cross-multiplied": _ROOFLINE_RIDGE,
     },
     "torch_top_ops": {

@@ -22,6 +22,7 @@ import io
 import os
 import pickle
 import struct
+import sys
 
 MAX_FRAME = 1 << 30  # 1 GiB: a frame larger than this is refused, not allocated
 _HEADER = struct.Struct("!Q")
@@ -215,7 +216,24 @@ def encode(value, keep):
         encoded = _encode_torch(value, keep)
         if encoded is not None:
             return encoded
+    # A str, int or float of a class of the student's (a StrEnum or IntEnum member, `class
+    # Kind(str, Enum)`) is a correct answer where a string or number is asked: it travels as the
+    # characters or the number it holds, read by the base type's own method, so that none of its
+    # methods (an __eq__ that is always True, a lying __str__) is ever asked.
+    for base, held in _HELD_VALUE:
+        if issubclass(kind, base):
+            return held(value)
+    # Likewise an array of a subclass (an np.memmap the answer wrote its result into): the array it
+    # holds, seen through ndarray's own view. Not a masked array: its data alone is not its value.
+    numpy = sys.modules.get("numpy")
+    if numpy is not None and issubclass(kind, numpy.ndarray) and not issubclass(kind, numpy.ma.MaskedArray):
+        encoded = _encode_numpy(numpy.ndarray.view(value, numpy.ndarray))
+        if encoded is not None:
+            return encoded
     return keep(value)
+
+
+_HELD_VALUE = ((str, str.__str__), (int, int.__int__), (float, float.__float__))
 
 
 def _encode_numpy(value):
