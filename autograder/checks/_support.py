@@ -421,10 +421,10 @@ def tasks_wrapped(wrap, chosen, by_value=False):
                 cls.reducer_override = original
 
 
-def counting(fn, *args):
+def counting(fn, *args, spy=None):
     """(in the student's process, through there()) fn(*args) and the Thread/Process starts and
-    joins it made."""
-    with count_starts_and_joins() as counts:
+    joins it made; `spy`: count_starts_and_joins's options."""
+    with count_starts_and_joins(**(spy or {})) as counts:
         result = fn(*args)
     return result, counts
 
@@ -704,11 +704,11 @@ def stop_idle_joblib_workers():
         executor.shutdown(wait=True)
 
 
-def counted(fn, *args):
+def counted(fn, *args, spy=None):
     """(the judge) fn(*args) in the student's process: (its result, its Thread/Process starts
-    and joins), the starts backed by the kernel (capped)."""
+    and joins), the starts backed by the kernel (capped); `spy`: count_starts_and_joins's options."""
     with created() as made:
-        result, counts = there(counting, fn, *args)
+        result, counts = there(counting, fn, *args, spy=spy)
     return result, capped(counts, made)
 
 
@@ -903,7 +903,7 @@ def _workers_not_reused(adjust, attribute):
 
 
 @contextmanager
-def count_starts_and_joins():
+def count_starts_and_joins(join_delay=0.0, run_delay=0.0):
     """Spy on Thread and Process start/join calls made while the block runs.
 
     concurrent.futures' executors start their workers as tasks come, and give a task to an idle
@@ -917,18 +917,25 @@ def count_starts_and_joins():
     the process, running or unreaped (read from /proc as the block ends: however the answer
     waited for them). "process objects": the Process starts among the process starts; "processes at once":
     the most Process objects started and not yet joined at one time (1 for workers started and
-    joined one after another); "shortest process": the fewest seconds (time.perf_counter) from a
-    Process's start() being called to the return of the join() that saw it end (0.0 if none).
+    joined one after another); "shortest process" ("shortest thread"): the fewest seconds
+    (time.perf_counter) from a Process's (Thread's) start() being called to the return of the
+    join() that saw it end (0.0 if none).
     A worker that is_alive() saw end before any join() did counts as joined once (a loop
     `while w.is_alive(): w.join(0.1)` never joins a worker that ended before its first look);
     the first look at each worker says it runs, so that a single look that does not wait
-    (`w.start(); w.is_alive()`, or after a sleep) is no join."""
+    (`w.start(); w.is_alive()`, or after a sleep) is no join.
+
+    Two options make a wrong way of waiting show, and cost a correct answer only time:
+    `join_delay` seconds are added to the call (join() or is_alive()) that sees a Process end,
+    so that a time that leaves out the join misses them; each Thread started waits `run_delay`
+    seconds before it runs, so that whatever it does is not yet done where nobody waited for it."""
     from concurrent.futures import process as process_pool
     from concurrent.futures import thread as thread_pool
     counts = {"thread start": 0, "thread join": 0, "process start": 0, "process join": 0,
               "process objects": 0, "processes at once": 0}
     alive = set()  # the Process objects started in the block and not yet joined
-    started_at, spans = {}, []  # a Process's start() called at; its start() to its ending join()
+    started_at = {}  # a worker's start() called at (time.perf_counter)
+    spans = {"thread join": [], "process join": []}  # a worker's start() to its ending join()
     unseen_end = set()  # the workers started in the block that no join() nor is_alive() saw end
     looked_at = set()  # the workers a join() or an is_alive() of the answer's has looked at
     originals = {
@@ -978,10 +985,16 @@ def count_starts_and_joins():
                     counts[key.replace("alive", "join")] += 1
                     _seen_ending(self, key.replace("alive", "join"))
                 return running
+            if key == "thread start" and run_delay:
+                run = self.run
+
+                def run_later():
+                    time.sleep(run_delay)
+                    run()
+                self.run = run_later
             inside = getattr(forks["inside"], "start", False)
             forks["inside"].start = True      # its own fork, if it forks, is this start
-            if key == "process start":
-                started_at[self] = time.perf_counter()
+            started_at[self] = time.perf_counter()
             try:
                 started = original(self, *args, **kwargs)
             finally:
@@ -997,10 +1010,12 @@ def count_starts_and_joins():
 
     def _seen_ending(worker, key):
         unseen_end.discard(worker)
+        if worker in started_at:  # its first join
+            if join_delay:
+                time.sleep(join_delay)
+            spans[key].append(time.perf_counter() - started_at.pop(worker))
         if key == "process join":
             alive.discard(worker)
-            if worker in started_at:
-                spans.append(time.perf_counter() - started_at.pop(worker))
 
     threading.Thread.start = spy(threading.Thread, "start", "thread start")
     threading.Thread.join = spy(threading.Thread, "join", "thread join")
@@ -1012,7 +1027,8 @@ def count_starts_and_joins():
     try:
         yield counts
     finally:
-        counts["shortest process"] = min(spans, default=0.0)
+        counts["shortest process"] = min(spans["process join"], default=0.0)
+        counts["shortest thread"] = min(spans["thread join"], default=0.0)
         forks["active"] = outer
         for (cls, name), original in originals.items():
             setattr(cls, name, original)

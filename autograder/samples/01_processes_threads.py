@@ -251,6 +251,30 @@ def run_in_child(fn, *args):
 ''',
     },
     "visible_appends": {
+        'the list read before the threads are joined': '''
+import threading
+from helpers.workers import mp_context
+
+ITEMS = []
+
+
+def _append(i):
+    ITEMS.append(i)
+
+
+def visible_appends(kind: str, n_workers: int) -> int:
+    if kind not in ("thread", "process") or n_workers < 0:
+        raise ValueError("bad arguments")
+    ITEMS.clear()
+    make = threading.Thread if kind == "thread" else mp_context().Process
+    workers = [make(target=_append, args=(i,)) for i in range(n_workers)]
+    for w in workers:
+        w.start()
+    seen = len(ITEMS)          # read before waiting for them
+    for w in workers:
+        w.join()
+    return seen
+''',
         'a sleep, then one look at is_alive(): never joined': _APPENDS_STARTED + '''
     time.sleep(0.3)  # "long enough" for them to finish
     still = [w for w in started if w.is_alive()]
@@ -350,6 +374,28 @@ def visible_appends(kind, n_workers):
 ''',
     },
     "creation_cost": {
+        "a process's start() timed alone, joined after the clock stopped (under fork the fork is most of a start)": '''
+import threading
+import time
+from helpers.workers import mp_context, noop
+
+
+def creation_cost(kind: str, n: int) -> float:
+    if kind not in ("thread", "process") or n < 1:
+        raise ValueError("bad arguments")
+    make = threading.Thread if kind == "thread" else mp_context().Process
+    total = 0.0
+    for _ in range(n):
+        w = make(target=noop)
+        t0 = time.perf_counter()
+        w.start()
+        if kind == "thread":
+            w.join()
+        total += time.perf_counter() - t0
+        if kind == "process":
+            w.join()                 # after the clock stopped: the fork is most of a start
+    return total / n
+''',
         "creates but never starts": '''
 import threading, time
 from helpers.workers import mp_context, noop
