@@ -74,6 +74,22 @@ def gil_experiment(n_workers, work):
     return seconds
 '''
 
+_TWO_LISTS = '''
+CPU = ["estimate pi with random.random() in a Python loop", "sort a list of 10 million Python tuples",
+       "find primes below 10 million with a pure-Python sieve", "train a decision tree written in pure Python"]
+IO = ["download 200 web pages", "read 1,000 files from a network drive",
+      "wait for replies to 50 database queries", "poll a web API every second for new results",
+      "wait for a GPU kernel to finish (torch.cuda.synchronize)"]
+WORKLOAD_KIND = {**{t: "cpu" for t in CPU}, **{t: "io" for t in IO}}
+'''
+_KINDS_LINE = 'WORKLOAD_KIND = {**{t: "cpu" for t in CPU}, **{t: "io" for t in IO}}'
+_KIND_CLASS = '''from enum import Enum, StrEnum
+class Kind({bases}):
+    CPU = "cpu"
+    IO = "io"
+'''
+_KIND_MEMBERS = 'WORKLOAD_KIND = {**{t: Kind.CPU for t in CPU}, **{t: Kind.IO for t in IO}}'
+
 WRONG = {
     "run_threads": {
         "serial calls": '''
@@ -582,9 +598,8 @@ async def fetch_all(delays: list) -> list:
 ''',
     },
     "WORKLOAD_KIND": {
-        "a str subclass equal to both kinds, holding '?'": '''
-class Kind(str):
-    """Equal to "cpu" and to "io" alike: holds only "?"."""
+        "a str subclass equal to both kinds, holding '?'": variant(_TWO_LISTS, (_KINDS_LINE, '''class Kind(str):
+    """Equal to "cpu" and to "io" alike (its str() says "io"): holds "?"."""
     def __eq__(self, other):
         return True
     def __ne__(self, other):
@@ -592,22 +607,7 @@ class Kind(str):
     __hash__ = str.__hash__
     def __str__(self):
         return "io"
-
-
-TASKS = [
-    "download 200 web pages",
-    "estimate pi with random.random() in a Python loop",
-    "read 1,000 files from a network drive",
-    "sort a list of 10 million Python tuples",
-    "wait for replies to 50 database queries",
-    "find primes below 10 million with a pure-Python sieve",
-    "poll a web API every second for new results",
-    "train a decision tree written in pure Python",
-    "wait for a GPU kernel to finish (torch.cuda.synchronize)",
-]
-
-WORKLOAD_KIND = {t: Kind("?") for t in TASKS}
-''',
+WORKLOAD_KIND = {t: Kind("?") for t in CPU + IO}''')),
         "everything cpu": '''
 TASKS = ["download 200 web pages"]
 WORKLOAD_KIND = {t: "cpu" for t in [
@@ -691,47 +691,9 @@ def run_processes(fn, args_list) -> list:
 ''',
     },
     "gil_experiment": {
-        'the times gathered in a defaultdict(float)': '''
-import threading
-from collections import defaultdict
-import time
-
-from helpers.gil import draw_randoms, wait
-from helpers.workers import mp_context
-
-IO_DELAY = 0.05
-
-
-def gil_experiment(n_workers: int, work: int) -> dict:
-    """Seconds for serial/threads/processes on CPU work, and io_serial/io_threads on waits."""
-    if n_workers < 1:
-        raise ValueError(f"n_workers must be at least 1, got {n_workers}")
-    if work < 1:
-        raise ValueError(f"work must be at least 1, got {work}")
-    shares = [work // n_workers + (i < work % n_workers) for i in range(n_workers)]
-
-    def timed_workers(make, target, args_each):
-        start = time.perf_counter()
-        started = [make(target=target, args=args) for args in args_each]
-        for worker in started:
-            worker.start()
-        for worker in started:
-            worker.join()
-        return time.perf_counter() - start
-
-    seconds = defaultdict(float)
-    start = time.perf_counter()
-    draw_randoms(work)
-    seconds["serial"] = time.perf_counter() - start
-    seconds["threads"] = timed_workers(threading.Thread, draw_randoms, [(s,) for s in shares])
-    seconds["processes"] = timed_workers(mp_context().Process, draw_randoms, [(s,) for s in shares])
-    start = time.perf_counter()
-    for _ in range(n_workers):
-        wait(IO_DELAY)
-    seconds["io_serial"] = time.perf_counter() - start
-    seconds["io_threads"] = timed_workers(threading.Thread, wait, [(IO_DELAY,)] * n_workers)
-    return seconds
-''',
+        "the times gathered in a defaultdict(float)": variant(
+            _GIL_EXPERIMENT, ("import time\n", "import time\nfrom collections import defaultdict\n"),
+            ("    seconds = {}\n", "    seconds = defaultdict(float)\n")),
         "executors and helpers.timing": '''
 import time
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
@@ -878,81 +840,13 @@ async def fetch_all(delays: list) -> list:
 ''',
     },
     "WORKLOAD_KIND": {
-        "members of a (str, Enum) class, whose str() is 'Kind.IO'": '''
-from enum import Enum
-
-
-class Kind(str, Enum):   # str(Kind.IO) is "Kind.IO"; the value it holds is "io"
-    CPU = "cpu"
-    IO = "io"
-
-
-TASKS = [
-    "download 200 web pages",
-    "estimate pi with random.random() in a Python loop",
-    "read 1,000 files from a network drive",
-    "sort a list of 10 million Python tuples",
-    "wait for replies to 50 database queries",
-    "find primes below 10 million with a pure-Python sieve",
-    "poll a web API every second for new results",
-    "train a decision tree written in pure Python",
-    "wait for a GPU kernel to finish (torch.cuda.synchronize)",
-]
-
-WAITS = ("download", "read 1,000 files", "wait for", "poll")
-WORKLOAD_KIND = {t: Kind.IO if any(w in t for w in WAITS) else Kind.CPU for t in TASKS}
-''',
-        'StrEnum members': '''
-from enum import StrEnum
-
-
-class Kind(StrEnum):
-    CPU = "cpu"
-    IO = "io"
-
-
-TASKS = [
-    "download 200 web pages",
-    "estimate pi with random.random() in a Python loop",
-    "read 1,000 files from a network drive",
-    "sort a list of 10 million Python tuples",
-    "wait for replies to 50 database queries",
-    "find primes below 10 million with a pure-Python sieve",
-    "poll a web API every second for new results",
-    "train a decision tree written in pure Python",
-    "wait for a GPU kernel to finish (torch.cuda.synchronize)",
-]
-
-WAITS = ("download", "read 1,000 files", "wait for", "poll")
-WORKLOAD_KIND = {t: Kind.IO if any(w in t for w in WAITS) else Kind.CPU for t in TASKS}
-''',
-        'numpy str_ values, from np.where': '''
-import numpy as np
-
-TASKS = [
-    "download 200 web pages",
-    "estimate pi with random.random() in a Python loop",
-    "read 1,000 files from a network drive",
-    "sort a list of 10 million Python tuples",
-    "wait for replies to 50 database queries",
-    "find primes below 10 million with a pure-Python sieve",
-    "poll a web API every second for new results",
-    "train a decision tree written in pure Python",
-    "wait for a GPU kernel to finish (torch.cuda.synchronize)",
-]
-
-WAITS = ("download", "read 1,000 files", "wait for", "poll")
-is_io = np.array([any(w in t for w in WAITS) for t in TASKS])
-WORKLOAD_KIND = dict(zip(TASKS, np.where(is_io, "io", "cpu")))   # values are numpy str_
-''',
-        "built from two lists": '''
-CPU = ["estimate pi with random.random() in a Python loop", "sort a list of 10 million Python tuples",
-       "find primes below 10 million with a pure-Python sieve", "train a decision tree written in pure Python"]
-IO = ["download 200 web pages", "read 1,000 files from a network drive",
-      "wait for replies to 50 database queries", "poll a web API every second for new results",
-      "wait for a GPU kernel to finish (torch.cuda.synchronize)"]
-WORKLOAD_KIND = {**{t: "cpu" for t in CPU}, **{t: "io" for t in IO}}
-''',
+        "built from two lists": _TWO_LISTS,
+        "numpy str_ values, from np.where": variant(_TWO_LISTS, (_KINDS_LINE, '''import numpy as np
+TASKS = CPU + IO
+WORKLOAD_KIND = dict(zip(TASKS, np.where(np.isin(TASKS, IO), "io", "cpu")))   # numpy str_ values''')),
+        "StrEnum members": variant(_TWO_LISTS, (_KINDS_LINE, _KIND_CLASS.format(bases="StrEnum") + _KIND_MEMBERS)),
+        "members of a (str, Enum) class, whose str() is 'Kind.IO'": variant(
+            _TWO_LISTS, (_KINDS_LINE, _KIND_CLASS.format(bases="str, Enum") + _KIND_MEMBERS)),
         "an OrderedDict built from two lists": '''
 from collections import OrderedDict
 
