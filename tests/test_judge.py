@@ -129,7 +129,7 @@ def test_calls_values_handles_and_errors():
         class AlwaysEqual(int):
             def __eq__(self, other): return True
         def sneaky(): return AlwaysEqual(5)
-        import enum, fractions
+        import enum, fractions, typing
         class Kind(enum.StrEnum):
             IO = "io"
         class Mixed(str, enum.Enum):  # str() gives "Mixed.IO"; it holds "io"
@@ -144,6 +144,18 @@ def test_calls_values_handles_and_errors():
             def __float__(self): return 1e9
         def kinds(): return {"a": Kind.IO, "b": Mixed.IO, Liar("k"): Liar("x"), "n": Level.HIGH, "f": Heavy(0.5)}
         def fraction(): return fractions.Fraction(1, 2)
+        import collections
+        class Lazy(collections.OrderedDict):  # holds a decoy; its methods work the answer out when asked
+            def __getitem__(self, key): return 4
+            def values(self): return [4]
+            def get(self, key, default=None): return 4
+            def __iter__(self): return iter(["n"])
+        class Listed(list):
+            def __iter__(self): return iter([4, 4])
+        class Pair(typing.NamedTuple):
+            a: int
+            b: str
+        def containers(): return Lazy(n="decoy"), Listed([1, 2]), Pair(1, "x"), collections.Counter("aab")
         def mapped():  # an np.memmap the answer wrote into (its file's name gone, the mapping kept)
             import tempfile, os
             with tempfile.TemporaryDirectory() as folder:
@@ -177,6 +189,13 @@ def test_calls_values_handles_and_errors():
         assert type(five) is int and five == 5 and five != 6
         assert ns["kinds"]() == {"a": "io", "b": "io", "k": "x", "n": 3, "f": 0.5}
         assert all(type(k) is str and type(v) in (str, int, float) for k, v in ns["kinds"]().items())
+        # So does a list, tuple, set or dict of a subclass: its items, read by the builtin's own
+        # methods (a dict subclass read through its methods after the call could work the answer out
+        # only then, outside every check's watch).
+        lazy, listed, pair, counter = ns["containers"]()
+        assert type(lazy) is dict and lazy == {"n": "decoy"}
+        assert type(listed) is list and listed == [1, 2] and type(pair) is tuple and pair == (1, "x")
+        assert type(counter) is collections.Counter and counter == {"a": 2, "b": 1}
         half = ns["fraction"]()  # any other class stays there, and is no number here
         assert type(half) is Remote and half != 0.5
         with pytest.raises(AssertionError, match="got Fraction"):

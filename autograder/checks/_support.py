@@ -774,8 +774,8 @@ def type_name(value):
 
 def got_type(value, wanted):
     """'got ndarray' for a refused value, with a hint where a one-element array stood for a number."""
-    hint = ""
-    if isinstance(value, np.ndarray) and value.size == 1:
+    hint = ""  # a handle is not asked anything: its answer could take forever
+    if not _is_handle(value) and isinstance(value, np.ndarray) and value.size == 1:
         hint = f" (a one-element array: return {wanted}(x) instead)"
     return f"got {type_name(value)}{hint}"
 
@@ -838,6 +838,7 @@ def plain_array(value, what):
     """A real numpy array, not a look-alike. A subclass's (an np.memmap the answer wrote into, which
     the judge receives as the array it holds) is read as a plain array, by ndarray's own view, so
     none of its methods runs here; a masked array is refused, as its data alone is not its value."""
+    assert not _is_handle(value), f"{what} must be a numpy.ndarray of numbers, got {type_name(value)}"
     if isinstance(value, np.ndarray) and not isinstance(value, np.ma.MaskedArray):
         return np.ndarray.view(value, np.ndarray)
     assert type(value) is np.ndarray, f"{what} must be a numpy.ndarray, got {type_name(value)}"

@@ -63,6 +63,42 @@ _APPENDS_STARTED = variant(_VA_FORKED.split('    if kind == "thread":\n')[0], (
 
 WRONG = {
     "cpu_info": {
+        "an OrderedDict subclass that holds zeros and asks the course's helper for the counts when read, after the call": '''
+import collections, math, os
+import psutil
+import helpers.system as course_system
+
+class Info(collections.OrderedDict):
+    def __init__(self, cap=None, fixed=None):
+        super().__init__(logical=0, physical=0, usable=0)
+        self._cap, self._fixed = cap, fixed
+    def _now(self):
+        usable = course_system.usable_cores()
+        if self._cap is not None:
+            usable = min(usable, self._cap)
+        return {"logical": os.cpu_count(), "physical": psutil.cpu_count(logical=False), "usable": usable}
+    def __getitem__(self, k):
+        return (self._fixed or self._now())[k]
+    def __reduce__(self):
+        return (Info, (self._cap, self._fixed or self._now()))
+
+def _quota(root):
+    try:
+        q, p = open(os.path.join(root, "cpu.max")).read().split()[:2]
+        return None if q == "max" else int(q) / int(p)
+    except (OSError, ValueError):
+        pass
+    try:
+        q = int(open(os.path.join(root, "cpu", "cpu.cfs_quota_us")).read().split()[0])
+        p = int(open(os.path.join(root, "cpu", "cpu.cfs_period_us")).read().split()[0])
+        return None if q <= 0 else q / p
+    except (OSError, ValueError, IndexError):
+        return None
+
+def cpu_info(cgroup_root: str = "/sys/fs/cgroup") -> dict:
+    q = _quota(cgroup_root)
+    return Info(None if q is None else max(1, math.ceil(q)))
+''',
         "usable is just the logical count": '''
 import os, psutil
 def cpu_info():

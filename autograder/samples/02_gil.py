@@ -608,6 +608,14 @@ async def fetch_all(delays: list) -> list:
     def __str__(self):
         return "io"
 WORKLOAD_KIND = {t: Kind("?") for t in CPU + IO}''')),
+        "an OrderedDict subclass holding cpu for every task, whose get() and values() give the right kinds": variant(
+            _TWO_LISTS, (_KINDS_LINE, '''import collections
+class Kinds(collections.OrderedDict):
+    def values(self):
+        return ["cpu", "io"]
+    def get(self, task, default=None):
+        return "io" if task in IO else "cpu"
+WORKLOAD_KIND = Kinds((t, "cpu") for t in CPU + IO)''')),
         "everything cpu": '''
 TASKS = ["download 200 web pages"]
 WORKLOAD_KIND = {t: "cpu" for t in [

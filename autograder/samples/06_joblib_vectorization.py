@@ -131,8 +131,39 @@ def bootstrap_ci(data, n_boot: int, n_jobs: int, seed: int, alpha: float = 0.05)
     return float(low), float(high)
 '''
 
+_CDIST_INTO_MEMMAP = '''
+import os
+import tempfile
+
+import numpy as np
+from joblib import Parallel, delayed
+from scipy.spatial.distance import cdist
+
+
+def _rows(out, X, Y, start, stop):
+    out[start:stop] = cdist(X[start:stop], Y)
+
+
+def cdist_joblib(X, Y, n_jobs: int, prefer: str = "processes") -> np.ndarray:
+    """Row chunks written by the workers into a shared np.memmap output, returned as is."""
+    if n_jobs < 1:
+        raise ValueError(f"n_jobs must be at least 1, got {n_jobs}")
+    if prefer not in ("processes", "threads"):
+        raise ValueError(f"unknown prefer {prefer!r}")
+    X = np.asarray(X, dtype=float)
+    Y = np.asarray(Y, dtype=float)
+    bounds = np.linspace(0, len(X), min(len(X), 4 * n_jobs) + 1).astype(int)
+    with tempfile.TemporaryDirectory() as folder:
+        out = np.memmap(os.path.join(folder, "D.mmap"), dtype=float, shape=(len(X), len(Y)), mode="w+")
+        Parallel(n_jobs=n_jobs, prefer=prefer)(
+            delayed(_rows)(out, X, Y, a, b) for a, b in zip(bounds[:-1], bounds[1:]) if b > a)
+    return out
+'''
+
 WRONG = {
     "cdist_joblib": {
+        "an np.memmap whose file is cut short before it is returned (reading it kills the process)": variant(
+            _CDIST_INTO_MEMMAP, ("    return out", '        os.truncate(os.path.join(folder, "D.mmap"), 0)\n    return out')),
         "serial: the naive loop, no joblib": '''
 import numpy as np
 from helpers.distances import cdist_naive
@@ -771,34 +802,7 @@ def run_with_blas_threads(fn, n_threads: int):
 
 ALTERNATIVE = {
     "cdist_joblib": {
-        'the workers write into an np.memmap, returned as it is': '''
-import os
-import tempfile
-
-import numpy as np
-from joblib import Parallel, delayed
-from scipy.spatial.distance import cdist
-
-
-def _rows(out, X, Y, start, stop):
-    out[start:stop] = cdist(X[start:stop], Y)
-
-
-def cdist_joblib(X, Y, n_jobs: int, prefer: str = "processes") -> np.ndarray:
-    """Row chunks written by the workers into a shared np.memmap output, returned as is."""
-    if n_jobs < 1:
-        raise ValueError(f"n_jobs must be at least 1, got {n_jobs}")
-    if prefer not in ("processes", "threads"):
-        raise ValueError(f"unknown prefer {prefer!r}")
-    X = np.asarray(X, dtype=float)
-    Y = np.asarray(Y, dtype=float)
-    bounds = np.linspace(0, len(X), min(len(X), 4 * n_jobs) + 1).astype(int)
-    with tempfile.TemporaryDirectory() as folder:
-        out = np.memmap(os.path.join(folder, "D.mmap"), dtype=float, shape=(len(X), len(Y)), mode="w+")
-        Parallel(n_jobs=n_jobs, prefer=prefer)(
-            delayed(_rows)(out, X, Y, a, b) for a, b in zip(bounds[:-1], bounds[1:]) if b > a)
-    return out
-''',
+        'the workers write into an np.memmap, returned as it is': _CDIST_INTO_MEMMAP,
         "joblib's multiprocessing and threading backends (tasks sent with plain pickle)": '''
 import numpy as np
 from joblib import Parallel, delayed, parallel_config

@@ -46,7 +46,7 @@ class Judge:
             # An answer that replaced what grading relies on (a forged threadpoolctl, say), or left
             # processes or threads that keep a core busy (a forged worker spinning since import),
             # leaves its process to no other answer, as in grading, where each submission has its own.
-            if code is not None and not session.broken and session.changed():
+            if code is not None and not session.broken and _changed(session):
                 session.stop("replaced what grading relies on")
             if code is not None and not session.broken and keeps_a_core_busy(session):
                 session.stop("left work running that keeps a core busy")
@@ -56,6 +56,16 @@ class Judge:
             session.stop()
         self.sessions.clear()
         self.references.clear()
+
+
+def _changed(session):
+    """Whether the answer replaced what grading relies on; True where its process has ended (its
+    checks have failed on that already: it is started again for the next answer)."""
+    from ..pipeline.judge import StudentProcessGone
+    try:
+        return session.changed()
+    except StudentProcessGone:
+        return True
 
 
 def keeps_a_core_busy(session, looks=5, every=0.1, settle=0.5):

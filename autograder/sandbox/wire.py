@@ -197,10 +197,11 @@ def encode(value, keep):
         return ("complex", value.real, value.imag)
     if kind is list or kind is tuple or kind is set or kind is frozenset:
         return (kind.__name__, [encode(v, keep) for v in value])
+    # Items read by dict's own method: Counter's are Python code a student could have replaced.
     if kind is dict or kind is collections.OrderedDict or kind is collections.Counter:
-        return (kind.__name__, [(encode(k, keep), encode(v, keep)) for k, v in value.items()])
+        return (kind.__name__, [(encode(k, keep), encode(v, keep)) for k, v in dict.items(value)])
     if kind is collections.defaultdict:
-        return ("defaultdict", [(encode(k, keep), encode(v, keep)) for k, v in value.items()])
+        return ("defaultdict", [(encode(k, keep), encode(v, keep)) for k, v in dict.items(value)])
     if kind is range:
         return ("range", value.start, value.stop, value.step)
     if kind is slice:
@@ -216,13 +217,19 @@ def encode(value, keep):
         encoded = _encode_torch(value, keep)
         if encoded is not None:
             return encoded
-    # A str, int or float of a class of the student's (a StrEnum or IntEnum member, `class
-    # Kind(str, Enum)`) is a correct answer where a string or number is asked: it travels as the
-    # characters or the number it holds, read by the base type's own method, so that none of its
-    # methods (an __eq__ that is always True, a lying __str__) is ever asked.
+    # A value of a class of the student's that derives from a builtin one (a StrEnum or IntEnum
+    # member, a NamedTuple, a dict subclass) is a correct answer where that type is asked: it
+    # travels as the characters, the number or the items it holds, read by the builtin type's own
+    # methods, so that none of the student's (an __eq__ that is always True, a __getitem__ that
+    # works out the answer only when the check reads it, after the call) is ever asked.
     for base, held in _HELD_VALUE:
         if issubclass(kind, base):
             return held(value)
+    for base in (list, tuple, set, frozenset):
+        if issubclass(kind, base):
+            return (base.__name__, [encode(v, keep) for v in base.__iter__(value)])
+    if issubclass(kind, dict):
+        return ("dict", [(encode(k, keep), encode(v, keep)) for k, v in dict.items(value)])
     # Likewise an array of a subclass (an np.memmap the answer wrote its result into): the array it
     # holds, seen through ndarray's own view. Not a masked array: its data alone is not its value.
     numpy = sys.modules.get("numpy")
