@@ -226,6 +226,43 @@ def test_calls_values_handles_and_errors():
             ns["missing"]
 
 
+def test_reading_a_result_runs_none_of_the_students_code():
+    """What the student's process sends back is read after the answer's call, where no check
+    watches: a class's metaclass (its __eq__, which `kind in (...)` would ask, its
+    __getattribute__) and a class that says it is numpy's are asked nothing (a review's answers
+    worked out their result there, with the helper the check forbade during the call)."""
+    from autograder.sandbox.student import _class_names
+    ran = []
+
+    class Meta(type):
+        def __eq__(cls, other):
+            ran.append("__eq__")
+            return type.__eq__(cls, other)
+        __hash__ = type.__hash__
+
+        def __getattribute__(cls, name):
+            ran.append(name)
+            return type.__getattribute__(cls, name)
+
+    class Odd(metaclass=Meta):
+        pass
+
+    class Claims(np.int64):
+        __module__ = "numpy"
+
+        def tobytes(self, *args, **kwargs):
+            ran.append("tobytes")
+            return np.int64(5).tobytes()
+
+    kept = []
+    encoded = wire.encode({"odd": Odd(), "number": Claims(3), "nested": [Odd(), 2]},
+                          keep=lambda obj: kept.append(obj) or ("ref", len(kept)))
+    names = _class_names(Meta("Made", (), {}))
+    assert ran == [], ran
+    assert len(kept) == 3 and names[0].endswith(".Made") and names[1:] == ["builtins.object"]
+    assert dict(encoded[1])["number"] == ("ref", 2)  # kept there, not read as numpy's
+
+
 def test_values_refused_beside_the_answers_say_what_they_are():
     """Where the checks run beside the answers (the notebooks' hidden blocks), an array subclass is
     read through ndarray's view, a masked array refused, and a one-element array named as such."""

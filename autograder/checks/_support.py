@@ -764,32 +764,51 @@ def _is_handle(value):
     return type(value).__name__ == "Remote" and type(value).__module__ == "autograder.pipeline.judge"
 
 
+# Where a check runs in the student's process (through there()), what it asks of a value after the
+# answer's call may run the student's code where the check no longer watches (a number whose
+# __int__ works the answer out only then). So the number helpers below ask a value's class by
+# identity and subclass alone, and read a value with the methods of builtin or numpy types only.
+_NUMPY_SCALARS = tuple(set(np.sctypeDict.values()))
+_TYPE_NAME = type.__dict__["__name__"]
+
+
+def _numpy_scalar(kind, abstract):
+    return issubclass(kind, abstract) and any(kind is each for each in _NUMPY_SCALARS)
+
+
 def type_name(value):
     """The name of a value's class as the student knows it: for a handle on an object that stayed
     in the student's process (a Fraction, a class of their own), that object's class, not Remote."""
     if _is_handle(value):
         return object.__getattribute__(value, "_mro")[0].rpartition(".")[2]
-    return type(value).__name__
+    return _TYPE_NAME.__get__(type(value), type)
 
 
 def got_type(value, wanted):
     """'got ndarray' for a refused value, with a hint where a one-element array stood for a number."""
     hint = ""  # a handle is not asked anything: its answer could take forever
-    if not _is_handle(value) and isinstance(value, np.ndarray) and value.size == 1:
+    if type(value) is np.ndarray and value.size == 1:
         hint = f" (a one-element array: return {wanted}(x) instead)"
     return f"got {type_name(value)}{hint}"
 
 
 def exact_int(value, what):
-    assert type(value) is int or isinstance(value, np.integer) and not isinstance(value, bool), (
-        f"{what} must be an int, {got_type(value, 'int')}")
+    kind = type(value)
+    if kind is not bool and issubclass(kind, int):  # an IntEnum member: the int it holds
+        return int.__int__(value)
+    assert _numpy_scalar(kind, np.integer), f"{what} must be an int, {got_type(value, 'int')}"
     return int(value)
 
 
 def exact_float(value, what):
-    assert isinstance(value, (int, float, np.floating, np.integer)) and not isinstance(value, bool), (
-        f"{what} must be a number, {got_type(value, 'float')}")
-    value = float(value)
+    kind = type(value)
+    if kind is not bool and issubclass(kind, int):
+        value = float(int.__int__(value))
+    elif issubclass(kind, float):  # np.float64 too
+        value = float.__float__(value)
+    else:
+        assert _numpy_scalar(kind, (np.floating, np.integer)), f"{what} must be a number, {got_type(value, 'float')}"
+        value = float(value)
     assert math.isfinite(value), f"{what} must be finite, got {value}"
     return value
 

@@ -63,6 +63,81 @@ _APPENDS_STARTED = variant(_VA_FORKED.split('    if kind == "thread":\n')[0], (
 
 WRONG = {
     "cpu_info": {
+        "usable written into the dict by a metaclass's __eq__ while the result is read, from the course's helper": '''
+import math, os
+import psutil
+import helpers.system as course_system
+
+def _quota(root):
+    try:
+        q, p = open(os.path.join(root, "cpu.max")).read().split()[:2]
+        return None if q == "max" else int(q) / int(p)
+    except (OSError, ValueError):
+        pass
+    try:
+        q = int(open(os.path.join(root, "cpu", "cpu.cfs_quota_us")).read().split()[0])
+        p = int(open(os.path.join(root, "cpu", "cpu.cfs_period_us")).read().split()[0])
+        return None if q <= 0 else q / p
+    except (OSError, ValueError, IndexError):
+        return None
+
+class Meta(type):
+    def __eq__(cls, other):
+        d = cls.pending
+        if d is not None and d.get("usable") is None:
+            n = course_system.usable_cores()
+            d["usable"] = n if cls.cap is None else min(n, cls.cap)
+        return type.__eq__(cls, other)
+    __hash__ = type.__hash__
+
+class Later:
+    def __reduce__(self):
+        return (int, (course_system.usable_cores(),))
+
+def cpu_info(cgroup_root="/sys/fs/cgroup"):
+    q = _quota(cgroup_root)
+    d = {}
+    T = Meta("T", (), {"pending": d, "cap": None if q is None else max(1, math.ceil(q)),
+                       "__reduce__": lambda self: (str, ("x",))})
+    d["note"] = T()
+    d.update(logical=os.cpu_count(), physical=psutil.cpu_count(logical=False), usable=None)
+    return d
+''',
+        "usable a numpy int of its own class that says it is numpy's and asks the course's helper when its bytes are read": '''
+import math, os
+import numpy as np, psutil
+import helpers.system as course_system
+
+def _quota(root):
+    try:
+        q, p = open(os.path.join(root, "cpu.max")).read().split()[:2]
+        return None if q == "max" else int(q) / int(p)
+    except (OSError, ValueError):
+        pass
+    try:
+        q = int(open(os.path.join(root, "cpu", "cpu.cfs_quota_us")).read().split()[0])
+        p = int(open(os.path.join(root, "cpu", "cpu.cfs_period_us")).read().split()[0])
+        return None if q <= 0 else q / p
+    except (OSError, ValueError, IndexError):
+        return None
+
+class Lazy(np.int64):
+    __module__ = "numpy"
+    def _n(self):
+        n = course_system.usable_cores()
+        cap = getattr(self, "cap", None)
+        return n if cap is None else min(n, cap)
+    def tobytes(self, *a, **k):
+        return np.int64(self._n()).tobytes()
+    def __reduce__(self):
+        return (int, (self._n(),))
+
+def cpu_info(cgroup_root="/sys/fs/cgroup"):
+    q = _quota(cgroup_root)
+    u = Lazy(0)
+    u.cap = None if q is None else max(1, math.ceil(q))
+    return {"logical": os.cpu_count(), "physical": psutil.cpu_count(logical=False), "usable": u}
+''',
         "an OrderedDict subclass that holds zeros and asks the course's helper for the counts when read, after the call": '''
 import collections, math, os
 import psutil

@@ -74,6 +74,19 @@ def pick_device(prefer=None) -> torch.device:
     return torch.device("cpu")
 '''
 
+_GPU_ENV_ORDERED = '''
+from collections import OrderedDict
+
+
+def gpu_env(device_ids):
+    ids = list(device_ids)
+    if not all(type(i) is int and i >= 0 for i in ids):
+        raise ValueError("GPU ids must be non-negative integers")
+    if len(ids) != len(set(ids)):
+        raise ValueError("GPU ids must not repeat")
+    return OrderedDict([("CUDA_VISIBLE_DEVICES", ",".join(map(str, ids))), ("CUDA_DEVICE_ORDER", "PCI_BUS_ID")])
+'''
+
 WRONG = {
     "pick_device": {
         "ignores prefer": '''
@@ -898,18 +911,13 @@ def gpu_env(device_ids):
     return {"CUDA_VISIBLE_DEVICES": ",".join(map(str, ids)) if ids else "-1", "CUDA_DEVICE_ORDER": "PCI_BUS_ID"}
 ''',
         # From the twentieth review: failed until the check took an OrderedDict for a dict.
-        "an OrderedDict": '''
-from collections import OrderedDict
-
-
-def gpu_env(device_ids):
-    ids = list(device_ids)
-    if not all(type(i) is int and i >= 0 for i in ids):
-        raise ValueError("GPU ids must be non-negative integers")
-    if len(ids) != len(set(ids)):
-        raise ValueError("GPU ids must not repeat")
-    return OrderedDict([("CUDA_VISIBLE_DEVICES", ",".join(map(str, ids))), ("CUDA_DEVICE_ORDER", "PCI_BUS_ID")])
-''',
+        "an OrderedDict": _GPU_ENV_ORDERED,
+        # From the twenty-second: failed until it took any dict.
+        "a defaultdict(str)": variant(
+            _GPU_ENV_ORDERED, ("from collections import OrderedDict", "from collections import defaultdict"),
+            ('    return OrderedDict([("CUDA_VISIBLE_DEVICES", ",".join(map(str, ids))), ("CUDA_DEVICE_ORDER", "PCI_BUS_ID")])',
+             '    env = defaultdict(str)\n    env["CUDA_VISIBLE_DEVICES"] = ",".join(map(str, ids))\n'
+             '    env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"\n    return env')),
     },
     "to_channels_last": {
         "tensor.to(memory_format=...)": '''

@@ -436,6 +436,20 @@ def changed(before, modules=None):
 
 
 # --- serving the judge ----------------------------------------------------------------------------
+
+# A class's names read through type's own descriptors: a metaclass of the student's is asked
+# nothing (its __getattribute__ could run code after the call, where no check watches).
+_MRO, _MODULE, _QUALNAME = (type.__dict__[name] for name in ("__mro__", "__module__", "__qualname__"))
+
+
+def _class_names(kind):
+    """['module.QualName', ...] of kind's MRO, as the judge presents a handle (judge.Remote)."""
+    names = []
+    for c in _MRO.__get__(kind, type):
+        module, qualname = _MODULE.__get__(c, type), _QUALNAME.__get__(c, type)
+        names.append(f"{module if type(module) is str else '?'}.{qualname if type(qualname) is str else '?'}")
+    return names
+
 class Server:
     """Answers the judge's requests against a namespace (the notebook's globals)."""
 
@@ -450,9 +464,7 @@ class Server:
     def keep(self, obj):
         number = next(self.numbers)
         self.handles[number] = obj
-        kind = type(obj)
-        mro = [f"{c.__module__}.{c.__qualname__}" for c in kind.__mro__]
-        return ("ref", number, mro, callable(obj))
+        return ("ref", number, _class_names(type(obj)), callable(obj))
 
     def send(self, message):
         wire.write_frame(self.replies_fd, wire.dump_plain(message))

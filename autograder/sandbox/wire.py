@@ -188,10 +188,22 @@ def dump_plain(obj):
 
 
 # --- the student's side: encode ----------------------------------------------------------------
+# Encoding runs after the call it reports on, where no check watches: it must run none of the
+# student's code (a lazy value could otherwise do then what the check forbids during the call).
+# So a value's class is only compared by identity (`in` would ask a metaclass's __eq__), asked
+# nothing by attribute (a metaclass's __getattribute__), and a value is read only by the methods
+# of builtin, numpy or torch types that its class is exactly, or by a builtin base's own methods.
+def _one_of(kind, types):
+    for each in types:
+        if kind is each:
+            return True
+    return False
+
+
 def encode(value, keep):
     """`value` as plain data; objects that are not values are kept by `keep(obj) -> handle`."""
     kind = type(value)
-    if kind in PLAIN:
+    if _one_of(kind, PLAIN):
         return value
     if kind is complex:
         return ("complex", value.real, value.imag)
@@ -208,12 +220,13 @@ def encode(value, keep):
         return ("slice", encode(value.start, keep), encode(value.stop, keep), encode(value.step, keep))
     if value is Ellipsis:
         return ("ellipsis",)
-    module = getattr(kind, "__module__", "")
-    if module == "numpy" or module.startswith("numpy."):
-        encoded = _encode_numpy(value)
+    numpy = sys.modules.get("numpy")
+    if numpy is not None:
+        encoded = _encode_numpy(value, kind, numpy)
         if encoded is not None:
             return encoded
-    if module.startswith("torch"):
+    torch = sys.modules.get("torch")
+    if torch is not None:
         encoded = _encode_torch(value, keep)
         if encoded is not None:
             return encoded
@@ -232,24 +245,26 @@ def encode(value, keep):
         return ("dict", [(encode(k, keep), encode(v, keep)) for k, v in dict.items(value)])
     # Likewise an array of a subclass (an np.memmap the answer wrote its result into): the array it
     # holds, seen through ndarray's own view. Not a masked array: its data alone is not its value.
-    numpy = sys.modules.get("numpy")
     if numpy is not None and issubclass(kind, numpy.ndarray) and not issubclass(kind, numpy.ma.MaskedArray):
-        encoded = _encode_numpy(numpy.ndarray.view(value, numpy.ndarray))
+        encoded = _encode_numpy(numpy.ndarray.view(value, numpy.ndarray), numpy.ndarray, numpy)
         if encoded is not None:
             return encoded
     return keep(value)
 
 
 _HELD_VALUE = ((str, str.__str__), (int, int.__int__), (float, float.__float__))
+_NUMPY_SCALARS = []  # numpy's own scalar types (np.float64, np.str_, ...), once numpy is imported
 
 
-def _encode_numpy(value):
-    import numpy as np
-    if type(value) is np.ndarray and value.dtype.kind in NUMPY_KINDS and value.dtype.fields is None:
+def _encode_numpy(value, kind, np):
+    if kind is np.ndarray and value.dtype.kind in NUMPY_KINDS and value.dtype.fields is None:
         return ("ndarray", value.dtype.str, list(value.shape), np.ascontiguousarray(value).tobytes())
-    if isinstance(value, np.generic) and type(value).__module__ == "numpy" and value.dtype.kind in NUMPY_KINDS:
+    if not _NUMPY_SCALARS:
+        _NUMPY_SCALARS.extend(set(np.sctypeDict.values()))
+    # Only numpy's own classes: a class of the student's may say `__module__ = "numpy"`.
+    if _one_of(kind, _NUMPY_SCALARS) and value.dtype.kind in NUMPY_KINDS:
         return ("npscalar", value.dtype.str, value.tobytes())
-    if isinstance(value, np.dtype) and value.kind in NUMPY_KINDS and value.fields is None:
+    if issubclass(kind, np.dtype) and value.kind in NUMPY_KINDS and value.fields is None:  # numpy's alone
         return ("npdtype", value.str)
     return None
 
@@ -263,7 +278,7 @@ def _encode_torch(value, keep):
         return ("torch.device", str(value))
     if kind is torch.Size:
         return ("torch.Size", [int(v) for v in value])
-    if kind in (torch.Tensor, torch.nn.Parameter) and value.layout == torch.strided:
+    if (kind is torch.Tensor or kind is torch.nn.Parameter) and value.layout == torch.strided:
         name = str(value.dtype).removeprefix("torch.")
         if name not in TORCH_DTYPES or value.is_meta:
             return None
