@@ -36,8 +36,9 @@ from ..sandbox import wire, zygote
 from ..sandbox.limits import for_student_code
 from . import lease
 
-# Values of these types always travel by value, and so do the str, int and float of a subclass (as
-# the value they hold): a handle claiming to be one of them is a container's subclass.
+# Values of these types always travel by value, and so do those of a subclass, as the builtin value
+# they hold (wire.encode): a handle claiming to be one is an array or a tensor wire cannot carry
+# (of objects, masked, a tensor subclass), or forged.
 _VALUE_TYPES = {"builtins.int", "builtins.float", "builtins.bool", "builtins.str", "builtins.bytes",
                 "builtins.list", "builtins.tuple", "builtins.dict", "builtins.set", "builtins.frozenset",
                 "builtins.complex", "numpy.ndarray", "torch.Tensor", "torch.nn.parameter.Parameter"}
