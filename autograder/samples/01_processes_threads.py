@@ -61,13 +61,8 @@ _APPENDS_STARTED = variant(_VA_FORKED.split('    if kind == "thread":\n')[0], (
         worker.start()
 '''
 
-WRONG = {
-    "cpu_info": {
-        "usable written into the dict by a metaclass's __eq__ while the result is read, from the course's helper": '''
-import math, os
-import psutil
-import helpers.system as course_system
-
+# How the catalogue's cpu_info answers that forge their counts read a cgroup quota (correctly).
+_CGROUP_QUOTA = '''
 def _quota(root):
     try:
         q, p = open(os.path.join(root, "cpu.max")).read().split()[:2]
@@ -80,7 +75,15 @@ def _quota(root):
         return None if q <= 0 else q / p
     except (OSError, ValueError, IndexError):
         return None
+'''
 
+WRONG = {
+    "cpu_info": {
+        "usable written into the dict by a metaclass's __eq__ while the result is read, from the course's helper": '''
+import math, os
+import psutil
+import helpers.system as course_system
+''' + _CGROUP_QUOTA + '''
 class Meta(type):
     def __eq__(cls, other):
         d = cls.pending
@@ -90,9 +93,6 @@ class Meta(type):
         return type.__eq__(cls, other)
     __hash__ = type.__hash__
 
-class Later:
-    def __reduce__(self):
-        return (int, (course_system.usable_cores(),))
 
 def cpu_info(cgroup_root="/sys/fs/cgroup"):
     q = _quota(cgroup_root)
@@ -107,20 +107,7 @@ def cpu_info(cgroup_root="/sys/fs/cgroup"):
 import math, os
 import numpy as np, psutil
 import helpers.system as course_system
-
-def _quota(root):
-    try:
-        q, p = open(os.path.join(root, "cpu.max")).read().split()[:2]
-        return None if q == "max" else int(q) / int(p)
-    except (OSError, ValueError):
-        pass
-    try:
-        q = int(open(os.path.join(root, "cpu", "cpu.cfs_quota_us")).read().split()[0])
-        p = int(open(os.path.join(root, "cpu", "cpu.cfs_period_us")).read().split()[0])
-        return None if q <= 0 else q / p
-    except (OSError, ValueError, IndexError):
-        return None
-
+''' + _CGROUP_QUOTA + '''
 class Lazy(np.int64):
     __module__ = "numpy"
     def _n(self):
@@ -156,20 +143,7 @@ class Info(collections.OrderedDict):
         return (self._fixed or self._now())[k]
     def __reduce__(self):
         return (Info, (self._cap, self._fixed or self._now()))
-
-def _quota(root):
-    try:
-        q, p = open(os.path.join(root, "cpu.max")).read().split()[:2]
-        return None if q == "max" else int(q) / int(p)
-    except (OSError, ValueError):
-        pass
-    try:
-        q = int(open(os.path.join(root, "cpu", "cpu.cfs_quota_us")).read().split()[0])
-        p = int(open(os.path.join(root, "cpu", "cpu.cfs_period_us")).read().split()[0])
-        return None if q <= 0 else q / p
-    except (OSError, ValueError, IndexError):
-        return None
-
+''' + _CGROUP_QUOTA + '''
 def cpu_info(cgroup_root: str = "/sys/fs/cgroup") -> dict:
     q = _quota(cgroup_root)
     return Info(None if q is None else max(1, math.ceil(q)))
