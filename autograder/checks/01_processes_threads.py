@@ -261,7 +261,9 @@ def test_visible_appends_threads(visible_appends):
             f"with {how_many(n, 'thread')} the parent should see {how_many(n, 'item')}, got {got}")
         assert counts["thread start"] >= n, (
             f"{how_many(n, 'thread')} should have been started, saw {counts['thread start']}")
-        assert counts["thread join"] >= n, f"every thread should be joined: {counts['thread join']} of {n} were"
+        assert counts["thread join"] >= n, (
+            f"every thread should be joined: {counts['thread join']} joins for {how_many(n, 'thread')} (a pool that "
+            "leaves a `with` block is terminated, its threads not joined: close() and join() it)")
     assert visible_appends("thread", 2) == 2, "a second call must start again from an empty list"
 
 
@@ -312,8 +314,7 @@ def test_creation_cost_starts_and_joins(creation_cost):
     seconds, counts = counted(creation_cost, "thread", n, spy=spy)
     wall = time.perf_counter() - start
     assert isinstance(seconds, float) and seconds > 0, "the mean cost must be a positive float"
-    assert seconds * n <= wall, (
-        f"{n} trials of {seconds * 1e3:.3f} ms each take longer than the call itself ({wall * 1e3:.1f} ms)")
+    _assert_fits(seconds, n, wall, "thread")
     assert counts["thread start"] >= n and counts["thread join"] >= n, (
         f"{how_many(n, 'trial')} should start and join {how_many(n, 'thread')}; saw {counts['thread start']} starts, "
         f"{counts['thread join']} joins")
@@ -342,6 +343,16 @@ def test_creation_cost_starts_and_joins(creation_cost):
 
 
 JOIN_DELAY = 0.05  # seconds the spy adds to the join that sees a worker end
+
+
+def _assert_fits(per_trial, n, wall, kind):
+    """The reported time fits in the call: at least half of the n trials took it or longer (true
+    of a mean, and of a median or a best, which the catalogue accepts too), one after another,
+    within the call's wall time. Made-up times far longer than the workers' real ones fail."""
+    half = (n + 1) // 2
+    assert per_trial * half <= wall, (
+        f"creation_cost('{kind}', {n}) reported {per_trial * 1e3:.3f} ms a trial, but the whole call took "
+        f"{wall * 1e3:.1f} ms: {half} of its {n} trials at that time would take longer than that")
 
 
 def _assert_join_timed(per_trial, shortest, kind, n):
@@ -390,8 +401,8 @@ def test_creation_cost_process_dearer(creation_cost):
             process = creation_cost("process", 6)
             wall = time.perf_counter() - start
             assert isinstance(process, float) and isinstance(thread, float), "creation_cost must return a float"
-            assert 0 < process * 6 <= wall, (
-                f"6 processes at {process * 1e3:.3f} ms each do not fit in the call's {wall * 1e3:.1f} ms")
+            assert process > 0, "the mean cost must be a positive float"
+            _assert_fits(process, 6, wall, "process")
             if process > 2 * thread:
                 return
             own_thread, own_process = _own_creation_costs()
