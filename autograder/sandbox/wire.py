@@ -193,7 +193,8 @@ def dump_plain(obj):
 # So a value's class is only compared by identity (`in` would ask a metaclass's __eq__), asked
 # nothing by attribute (a metaclass's __getattribute__), and a value is read only by the methods
 # of builtin, numpy or torch types that its class is exactly, or by a builtin base's own methods.
-def _one_of(kind, types):
+def one_of(kind, types):
+    """Whether kind is one of types, by identity (asks no metaclass)."""
     for each in types:
         if kind is each:
             return True
@@ -203,7 +204,7 @@ def _one_of(kind, types):
 def encode(value, keep):
     """`value` as plain data; objects that are not values are kept by `keep(obj) -> handle`."""
     kind = type(value)
-    if _one_of(kind, PLAIN):
+    if one_of(kind, PLAIN):
         return value
     if kind is complex:
         return ("complex", value.real, value.imag)
@@ -253,16 +254,21 @@ def encode(value, keep):
 
 
 _HELD_VALUE = ((str, str.__str__), (int, int.__int__), (float, float.__float__))
-_NUMPY_SCALARS = []  # numpy's own scalar types (np.float64, np.str_, ...), once numpy is imported
+_NUMPY_SCALARS = []
+
+
+def numpy_scalar_classes(np):
+    """numpy's own scalar classes (np.float64, np.str_, ...): a class of the student's may say
+    `__module__ = "numpy"`, and only these are read by their own methods."""
+    if not _NUMPY_SCALARS:
+        _NUMPY_SCALARS.extend(set(np.sctypeDict.values()))
+    return _NUMPY_SCALARS
 
 
 def _encode_numpy(value, kind, np):
     if kind is np.ndarray and value.dtype.kind in NUMPY_KINDS and value.dtype.fields is None:
         return ("ndarray", value.dtype.str, list(value.shape), np.ascontiguousarray(value).tobytes())
-    if not _NUMPY_SCALARS:
-        _NUMPY_SCALARS.extend(set(np.sctypeDict.values()))
-    # Only numpy's own classes: a class of the student's may say `__module__ = "numpy"`.
-    if _one_of(kind, _NUMPY_SCALARS) and value.dtype.kind in NUMPY_KINDS:
+    if one_of(kind, numpy_scalar_classes(np)) and value.dtype.kind in NUMPY_KINDS:
         return ("npscalar", value.dtype.str, value.tobytes())
     if issubclass(kind, np.dtype) and value.kind in NUMPY_KINDS and value.fields is None:  # numpy's alone
         return ("npdtype", value.str)
