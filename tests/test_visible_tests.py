@@ -1,7 +1,8 @@
 """Every approach a notebook offers passes its visible tests, not only its hidden checks;
 the common mistakes the visible tests are written to catch fail them.
 
-For each assignment, one clean process replays the notebook as grading does
+For each assignment, one clean process (with a thread that waits all along, as a
+kernel's own threads do) replays the notebook as grading does
 (the course's non-demo cells and the reference answers, in order), then, for
 every correct ALTERNATIVE answer in the catalogue, and every WRONG one named in
 CAUGHT_VISIBLY, runs it in place of the reference and executes the visible part
@@ -24,6 +25,8 @@ CHILD = textwrap.dedent('''
         import json, os, sys
         from autograder.sandbox import student as student_side
         spec = json.load(sys.stdin)
+        import threading  # a thread waiting all along, as a kernel's own wait for messages (profilers see it)
+        threading.Thread(target=threading.Event().wait, daemon=True).start()
         sys.path.append(spec["folder"])
         namespace = sys.modules["__main__"].__dict__
         namespace["get_ipython"] = lambda: student_side.QuietShell()
@@ -74,7 +77,9 @@ CAUGHT_VISIBLY = {
     "10_model_pipeline_parallel": {"bubble_fraction": ["no ValueError"], "gpipe_schedule": ["no ValueError", "not sorted"],
                                    "pipeline_forward": ["no ValueError"],
                                    "split_sequential": ["equal numbers of layers per stage"]},
-    "11_profiling_scaling": {"karp_flatt": ["clipped to [0, 1]"]},
+    "11_profiling_scaling": {"karp_flatt": ["clipped to [0, 1]"],
+                             "torch_top_ops": ["with_stack, record_shapes and profile_memory, every row ranked (Python functions too)",
+                                               "with_stack, rows grouped by the Python stack, summed per name (Python functions too)"]},
     "12_collectives_sharding": {
         "ring_allreduce_p2p": ["pieces cut by torch.chunk (fewer than p on short tensors)"],
         "accumulate_gradients": ["every rank trains on the whole global batch (no rank_share)", "no ValueError",

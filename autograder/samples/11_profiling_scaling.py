@@ -352,6 +352,29 @@ def roofline(flops, bytes_moved, peak_flops, bandwidth):
         "the intensity divided out: no bytes moved divides by zero": variant(_ROOFLINE_RIDGE, ("flops * bandwidth >= peak_flops * bytes_moved", "flops / bytes_moved >= peak_flops / bandwidth")),
     },
     "torch_top_ops": {
+        # with_stack=True records the Python functions of every thread: in a notebook the kernel's
+        # threads wait in select() for the whole profile and rank first (the checks run one such thread).
+        "with_stack, record_shapes and profile_memory, every row ranked (Python functions too)": '''
+import torch
+from torch.profiler import ProfilerActivity, profile
+def torch_top_ops(model, x, top=3):
+    with profile(activities=[ProfilerActivity.CPU], record_shapes=True,
+                 with_stack=True, profile_memory=True) as prof:
+        model(x)
+    rows = sorted(prof.key_averages(), key=lambda e: e.self_cpu_time_total, reverse=True)
+    return [e.key for e in rows[:top]]
+''',
+        "with_stack, rows grouped by the Python stack, summed per name (Python functions too)": '''
+import torch
+from torch.profiler import ProfilerActivity, profile
+def torch_top_ops(model, x, top=3):
+    with profile(activities=[ProfilerActivity.CPU], with_stack=True) as prof:
+        model(x)
+    per_name = {}
+    for row in prof.key_averages(group_by_stack_n=5):
+        per_name[row.key] = per_name.get(row.key, 0) + row.self_cpu_time_total
+    return sorted(per_name, key=per_name.get, reverse=True)[:top]
+''',
         "total (inclusive) CPU time": '''
 from torch.profiler import ProfilerActivity, profile
 def torch_top_ops(model, x, top=3):
@@ -439,6 +462,16 @@ def torch_top_ops(model, x, top=3):
 ''',
     },
 }
+
+_ATEN_ONLY = '''
+import torch
+def torch_top_ops(model, x, top=3):
+    with torch.profiler.profile() as prof:
+        model(x)
+    ops = [e for e in prof.key_averages() if e.key.startswith("aten::")]
+    ops.sort(key=lambda e: e.self_cpu_time_total, reverse=True)
+    return [e.key for e in ops[:top]]
+'''
 
 ALTERNATIVE = {
     "hotspots": {
@@ -670,25 +703,8 @@ def torch_top_ops(model, x, top=3):
     averages.sort(key=lambda e: e.self_cpu_time_total, reverse=True)
     return [e.key for e in averages][:top]
 ''',
-        "only real operators (names starting aten::), self time from key_averages": '''
-import torch
-def torch_top_ops(model, x, top=3):
-    with torch.profiler.profile() as prof:
-        model(x)
-    ops = [e for e in prof.key_averages() if e.key.startswith("aten::")]
-    ops.sort(key=lambda e: e.self_cpu_time_total, reverse=True)
-    return [e.key for e in ops[:top]]
-''',
-        "with_stack, record_shapes and profile_memory, every row ranked": '''
-import torch
-from torch.profiler import ProfilerActivity, profile
-def torch_top_ops(model, x, top=3):
-    with profile(activities=[ProfilerActivity.CPU], record_shapes=True,
-                 with_stack=True, profile_memory=True) as prof:
-        model(x)
-    rows = sorted(prof.key_averages(), key=lambda e: e.self_cpu_time_total, reverse=True)
-    return [e.key for e in rows[:top]]
-''',
+        "only real operators (names starting aten::), self time from key_averages": _ATEN_ONLY,
+        "only real operators, the names as a tuple": variant(_ATEN_ONLY, ("return [e.key for e in ops[:top]]", "return tuple(e.key for e in ops[:top])")),
         "with_stack, only operator rows (a namespace in the name)": '''
 import torch
 from torch.profiler import ProfilerActivity, profile
@@ -698,17 +714,6 @@ def torch_top_ops(model, x, top=3):
     ops = [e for e in prof.key_averages() if "::" in e.key]
     ops.sort(key=lambda e: e.self_cpu_time_total, reverse=True)
     return [e.key for e in ops[:top]]
-''',
-        "rows grouped by the Python stack, summed per name": '''
-import torch
-from torch.profiler import ProfilerActivity, profile
-def torch_top_ops(model, x, top=3):
-    with profile(activities=[ProfilerActivity.CPU], with_stack=True) as prof:
-        model(x)
-    per_name = {}
-    for row in prof.key_averages(group_by_stack_n=5):
-        per_name[row.key] = per_name.get(row.key, 0) + row.self_cpu_time_total
-    return sorted(per_name, key=per_name.get, reverse=True)[:top]
 ''',
         "rows grouped by input shape, summed per name": '''
 from collections import defaultdict
