@@ -698,6 +698,12 @@ def parallel_sum(chunks, n_workers):
     },
 }
 
+_BYTECODE_CLASS = '''
+from dis import Bytecode
+def bytecode_ops(fn):
+    return [ins.opname for ins in Bytecode(fn)]
+'''
+
 ALTERNATIVE = {
     "safe_increment": {
         "a counter in a NumPy array": '''
@@ -778,11 +784,8 @@ def safe_increment(n_threads, n):
 ''',
     },
     "bytecode_ops": {
-        "dis.Bytecode": '''
-from dis import Bytecode
-def bytecode_ops(fn):
-    return [ins.opname for ins in Bytecode(fn)]
-''',
+        "dis.Bytecode": _BYTECODE_CLASS,
+        "a tuple of opnames": _variant(_BYTECODE_CLASS, ("[ins.opname for ins in Bytecode(fn)]", "tuple(ins.opname for ins in Bytecode(fn))")),
     },
     "process_safe_counter": {
         "one RLock shared by the Value and the workers": '''

@@ -800,6 +800,21 @@ def run_with_blas_threads(fn, n_threads: int):
     },
 }
 
+_SPAWNED_GENERATORS_THREADS = '''
+import numpy as np
+from joblib import Parallel, delayed
+def bootstrap_ci(data, n_boot, n_jobs, seed, alpha=0.05):
+    data = np.asarray(data, float)
+    if data.size == 0 or n_boot < 1 or n_jobs < 1 or not 0 < alpha < 1:
+        raise ValueError("invalid argument")
+    n_batches = (n_boot + 99) // 100
+    gens = np.random.default_rng(seed).spawn(n_batches)
+    sizes = [100] * (n_batches - 1) + [n_boot - 100 * (n_batches - 1)]
+    draw = lambda g, k: g.choice(data, size=(k, data.size), replace=True).mean(axis=1)
+    means = np.concatenate(Parallel(n_jobs=n_jobs, prefer="threads")(delayed(draw)(g, k) for g, k in zip(gens, sizes)))
+    return float(np.percentile(means, 50 * alpha)), float(np.percentile(means, 100 - 50 * alpha))
+'''
+
 ALTERNATIVE = {
     "cdist_joblib": {
         'the workers write into an np.memmap, returned as it is': _CDIST_INTO_MEMMAP,
@@ -994,20 +1009,11 @@ def bootstrap_ci(data, n_boot, n_jobs, seed, alpha=0.05):
     means = [m for part in Parallel(n_jobs=n_jobs)(delayed(resample_means)(data, b) for b in batches) for m in part]
     return tuple(float(q) for q in np.quantile(means, [alpha / 2, 1 - alpha / 2]))
 ''',
-        "Generator.spawn and threads": '''
-import numpy as np
-from joblib import Parallel, delayed
-def bootstrap_ci(data, n_boot, n_jobs, seed, alpha=0.05):
-    data = np.asarray(data, float)
-    if data.size == 0 or n_boot < 1 or n_jobs < 1 or not 0 < alpha < 1:
-        raise ValueError("invalid argument")
-    n_batches = (n_boot + 99) // 100
-    gens = np.random.default_rng(seed).spawn(n_batches)
-    sizes = [100] * (n_batches - 1) + [n_boot - 100 * (n_batches - 1)]
-    draw = lambda g, k: g.choice(data, size=(k, data.size), replace=True).mean(axis=1)
-    means = np.concatenate(Parallel(n_jobs=n_jobs, prefer="threads")(delayed(draw)(g, k) for g, k in zip(gens, sizes)))
-    return float(np.percentile(means, 50 * alpha)), float(np.percentile(means, 100 - 50 * alpha))
-''',
+        "Generator.spawn and threads": _SPAWNED_GENERATORS_THREADS,
+        "resamples in float32, the bounds NumPy float32 as np.percentile gives them": variant(
+            _SPAWNED_GENERATORS_THREADS, ("data = np.asarray(data, float)", "data = np.asarray(data, np.float32)"),
+            ("return float(np.percentile(means, 50 * alpha)), float(np.percentile(means, 100 - 50 * alpha))",
+             "return np.percentile(means, 50 * alpha), np.percentile(means, 100 - 50 * alpha)")),
     },
     "run_with_blas_threads": {
         "ThreadpoolController, BLAS only": '''
