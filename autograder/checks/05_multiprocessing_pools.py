@@ -159,7 +159,7 @@ def _assert_not_computed_in_caller(spent, serial, n_workers, what, workers_cpu=N
 
 def _reports(out):
     """The rendezvous reports in an answer's output: its items, or the values of (ok, value) pairs."""
-    if type(out) is not list:
+    if type(out) is not list and type(out) is not tuple:
         return []
     items = [as_tuple(item) for item in out]
     items = [item[1] if type(item) is tuple and len(item) == 2 else item for item in items]
@@ -355,11 +355,13 @@ def test_parallel_map_edges(parallel_map):
     False failure of a correct answer: 0 (random items, exact comparison; see _one_at_a_time).
     """
     items = [random.randint(0, 99) for _ in range(5)]
-    assert parallel_map(workers.square, items, 1) == [x * x for x in items], "fails with one worker"
+    assert exact_list(parallel_map(workers.square, items, 1), "parallel_map(fn, items, 1)") == [x * x for x in items], (
+        "fails with one worker")
     _one_at_a_time(lambda: [pid for pid, _ in exact_list(
         parallel_map(pools.slow_pid_square, list(range(12)), 1, chunksize=1), "parallel_map(...)", 12)], "parallel_map")
-    assert parallel_map(workers.square, [], 2) == [], "an empty input gives an empty list"
-    assert parallel_map(workers.square, iter(items), 2) == [x * x for x in items], "items may be any iterable"
+    assert exact_list(parallel_map(workers.square, [], 2), "parallel_map(fn, [], 2)") == [], "an empty input gives an empty list"
+    assert exact_list(parallel_map(workers.square, iter(items), 2), "parallel_map(fn, iter(items), 2)") == [
+        x * x for x in items], "items may be any iterable"
     for bad in ((0, None), (-1, None), (2, 0)):
         with raises_value_error(f"parallel_map(fn, items, {bad[0]}, chunksize={bad[1]})"):
             parallel_map(workers.square, items, *bad)
@@ -404,12 +406,13 @@ def test_parallel_starmap_edges(parallel_starmap):
     False failure of a correct answer: 0 (random arguments, exact comparison; see _one_at_a_time).
     """
     args = [(random.randint(0, 9), random.randint(0, 9)) for _ in range(4)]
-    assert parallel_starmap(workers.add, args, 1) == [a + b for a, b in args], "fails with one worker"
+    assert exact_list(parallel_starmap(workers.add, args, 1), "parallel_starmap(fn, args, 1)") == [a + b for a, b in args], (
+        "fails with one worker")
     _one_at_a_time(lambda: [pid for pid, _ in exact_list(
         parallel_starmap(pools.slow_pid_add, [(i, i) for i in range(12)], 1), "parallel_starmap(...)", 12)],
         "parallel_starmap")
-    assert parallel_starmap(workers.add, [], 2) == [], "an empty input gives an empty list"
-    assert parallel_starmap(workers.slow_square, [(3, 0.0), (4, 0.0)], 2) == [9, 16], (
+    assert exact_list(parallel_starmap(workers.add, [], 2), "parallel_starmap(fn, [], 2)") == [], "an empty input gives an empty list"
+    assert exact_list(parallel_starmap(workers.slow_square, [(3, 0.0), (4, 0.0)], 2), "parallel_starmap(...)") == [9, 16], (
         "each tuple must be unpacked into the function's arguments")
     with raises_value_error("parallel_starmap(fn, args, 0)"):
         parallel_starmap(workers.add, args, 0)
@@ -781,7 +784,7 @@ def test_generate_trajectories_in_workers(generate_trajectories):
     _same_trajectories([out[i] for i in checked], expected)
     _assert_not_computed_in_caller(spent, quarter * n / len(checked), 2, "generate_trajectories",
                                    max(0.0, seen.cpu - spent.seconds))
-    assert generate_trajectories(0, 2, 1) == [], "n = 0 gives an empty list"
+    assert exact_list(generate_trajectories(0, 2, 1), "generate_trajectories(0, 2, 1)") == [], "n = 0 gives an empty list"
     for bad in ((-1, 2), (5, 0)):
         with raises_value_error(f"generate_trajectories({bad[0]}, {bad[1]}, 1)"):
             generate_trajectories(bad[0], bad[1], 1)

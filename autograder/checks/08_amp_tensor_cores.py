@@ -161,7 +161,7 @@ def test_tensor_core_issues_int8(tensor_core_issues):
     """
     a, b = 16 * random.randint(1, 4) + 8, 16 * random.randint(1, 4)
     model = nn.Linear(a, b)
-    assert tensor_core_issues(model, 32, torch.float16) == [], "multiples of 8 are fine for float16"
+    assert exact_list(tensor_core_issues(model, 32, torch.float16), "the messages") == [], "multiples of 8 are fine for float16"
     _check_messages(tensor_core_issues(model, 24, torch.int8), [a, 24], "int8 (multiples of 16)",
                     fewer=f" (too few: {a} and 24 are multiples of 8 but not of 16: is int8 held to 16?)")
 
@@ -169,7 +169,7 @@ def test_tensor_core_issues_int8(tensor_core_issues):
 def test_tensor_core_issues_clean_and_errors(tensor_core_issues):
     """an aligned model gives no message; any dtype but float16, bfloat16 and int8 raises ValueError"""
     model = nn.Sequential(nn.Linear(16, 64), nn.ReLU(), nn.Linear(64, 8))
-    assert tensor_core_issues(model, 64, torch.bfloat16) == [], "an aligned model must give []"
+    assert exact_list(tensor_core_issues(model, 64, torch.bfloat16), "the messages") == [], "an aligned model must give []"
     # Not only by size: int16 has float16's 2 bytes, and uint8, the 8-bit floats and the quantised
     # qint8 int8's 1, yet the notebook names its three types.
     others = (torch.float64, torch.float32, torch.int16, torch.uint8, torch.qint8, torch.float8_e4m3fn)
@@ -601,7 +601,7 @@ def test_train_amp_epoch_means(train_amp):
         expected = sum(recorded[e * per_epoch:(e + 1) * per_epoch]) / per_epoch
         assert abs(value - expected) <= 1e-3 * abs(expected) + 1e-5, (
             f"epoch {e + 1}: the value returned is not the mean of that epoch's batch losses")
-    assert none == [], "0 epochs give an empty list"
+    assert exact_list(none, "train_amp(..., epochs=0)") == [], "0 epochs give an empty list"
 
 
 def _history(train_amp, seed, lr, epochs):

@@ -584,18 +584,6 @@ async def fetch_all(delays: list) -> list:
 
     return list(await asyncio.gather(*(fetch(d) for d in delays)))
 ''',
-        "a tuple returned, not a list": '''
-import asyncio
-
-
-async def fetch_all(delays: list) -> list:
-    """All requests at once; the results handed back as gather built them, in a tuple."""
-    async def fetch(d):
-        await asyncio.sleep(d)
-        return d
-
-    return tuple(await asyncio.gather(*(fetch(d) for d in delays)))
-''',
     },
     "WORKLOAD_KIND": {
         "a str subclass equal to both kinds, holding '?'": variant(_TWO_LISTS, (_KINDS_LINE, '''class Kind(str):
@@ -833,6 +821,18 @@ async def fetch_all(delays):
     async with asyncio.TaskGroup() as group:
         tasks = [group.create_task(request(d)) for d in delays]
     return [t.result() for t in tasks]
+''',
+        "gather's results in a tuple (the text says a list; lists of results may be tuples throughout)": '''
+import asyncio
+
+
+async def fetch_all(delays: list) -> list:
+    """All requests at once; the results handed back as gather built them, in a tuple."""
+    async def fetch(d):
+        await asyncio.sleep(d)
+        return d
+
+    return tuple(await asyncio.gather(*(fetch(d) for d in delays)))
 ''',
         "tasks awaited with asyncio.wait, results read in input order": '''
 import asyncio

@@ -756,9 +756,7 @@ def generate_trajectories(n, n_workers, seed):
     },
 }
 
-ALTERNATIVE = {
-    "parallel_map": {
-        "ProcessPoolExecutor.map": '''
+_EXECUTOR_MAP = '''
 from concurrent.futures import ProcessPoolExecutor
 from helpers.workers import mp_context
 def parallel_map(fn, items, n_workers, chunksize=None):
@@ -768,7 +766,25 @@ def parallel_map(fn, items, n_workers, chunksize=None):
         raise ValueError(f"chunksize must be >= 1, got {chunksize}")
     with ProcessPoolExecutor(n_workers, mp_context=mp_context()) as ex:
         return list(ex.map(fn, items, chunksize=chunksize or 1))
-''',
+'''
+
+_EXECUTOR_STARMAP = '''
+from concurrent.futures import ProcessPoolExecutor
+from helpers.workers import mp_context
+def parallel_starmap(fn, arg_tuples, n_workers):
+    if n_workers < 1:
+        raise ValueError("n_workers must be at least 1")
+    arg_tuples = list(arg_tuples)
+    if not arg_tuples:
+        return []
+    with ProcessPoolExecutor(n_workers, mp_context=mp_context()) as ex:
+        return list(ex.map(fn, *zip(*arg_tuples)))
+'''
+
+ALTERNATIVE = {
+    "parallel_map": {
+        "ProcessPoolExecutor.map": _EXECUTOR_MAP,
+        "ProcessPoolExecutor.map, the results as a tuple": variant(_EXECUTOR_MAP, ("return list(ex.map(", "return tuple(ex.map(")),
         "imap with an explicit default chunk size": '''
 import math
 from helpers.workers import mp_context
@@ -794,18 +810,9 @@ def parallel_map(fn, items, n_workers: int, chunksize: int | None = None) -> lis
 ''',
     },
     "parallel_starmap": {
-        "executor.map over unzipped arguments": '''
-from concurrent.futures import ProcessPoolExecutor
-from helpers.workers import mp_context
-def parallel_starmap(fn, arg_tuples, n_workers):
-    if n_workers < 1:
-        raise ValueError("n_workers must be at least 1")
-    arg_tuples = list(arg_tuples)
-    if not arg_tuples:
-        return []
-    with ProcessPoolExecutor(n_workers, mp_context=mp_context()) as ex:
-        return list(ex.map(fn, *zip(*arg_tuples)))
-''',
+        "executor.map over unzipped arguments": _EXECUTOR_STARMAP,
+        "executor.map over unzipped arguments, the results as a tuple": variant(
+            _EXECUTOR_STARMAP, ("return []", "return ()"), ("return list(ex.map(", "return tuple(ex.map(")),
     },
     "robust_map": {
         "apply_async with error callbacks": '''

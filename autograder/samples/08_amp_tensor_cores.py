@@ -589,18 +589,7 @@ def train_amp(model, loader, optimizer, loss_fn, epochs, device, max_norm=None):
     return history
 '''
 
-ALTERNATIVE = {
-    "pad_to_multiple": {
-        "math.ceil": '''
-import math
-def pad_to_multiple(n, k):
-    if k <= 0 or n < 0:
-        raise ValueError("n >= 0 and k >= 1 please")
-    return math.ceil(n / k) * k
-''',
-    },
-    "tensor_core_issues": {
-        "isinstance on a tuple and a rule function": '''
+_RULE_FUNCTION = '''
 import torch
 def tensor_core_issues(model, batch_size, dtype):
     if dtype == torch.int8:
@@ -620,7 +609,21 @@ def tensor_core_issues(model, batch_size, dtype):
         elif isinstance(m, torch.nn.Conv2d):
             rule(f"{name}.in_channels", m.in_channels); rule(f"{name}.out_channels", m.out_channels)
     return found
+'''
+
+ALTERNATIVE = {
+    "pad_to_multiple": {
+        "math.ceil": '''
+import math
+def pad_to_multiple(n, k):
+    if k <= 0 or n < 0:
+        raise ValueError("n >= 0 and k >= 1 please")
+    return math.ceil(n / k) * k
 ''',
+    },
+    "tensor_core_issues": {
+        "isinstance on a tuple and a rule function": _RULE_FUNCTION,
+        "isinstance on a tuple and a rule function, the messages as a tuple": variant(_RULE_FUNCTION, ("    return found", "    return tuple(found)")),
     },
     "fixed_case_1": {
         "zero-padded features via torch.cat, 16 outputs": '''
