@@ -562,32 +562,6 @@ def autocast_dtype(device) -> torch.dtype:
     },
 }
 
-_CPU_SCALER_ENABLED = '''
-import torch
-def train_amp(model, loader, optimizer, loss_fn, epochs, device, max_norm=None):
-    if epochs < 0:
-        raise ValueError("negative epochs")
-    device = torch.device(device)
-    scaler = torch.amp.GradScaler(device.type)
-    model.to(device)
-    history = []
-    for _ in range(epochs):
-        values = []
-        for x, y in loader:
-            x, y = x.to(device), y.to(device)
-            optimizer.zero_grad()
-            with torch.autocast(device.type, dtype=torch.float16 if device.type == "cuda" else torch.bfloat16):
-                loss = loss_fn(model(x), y)
-            scaler.scale(loss).backward()
-            if max_norm:
-                scaler.unscale_(optimizer)
-                torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)
-            scaler.step(optimizer)
-            scaler.update()
-            values.append(float(loss))
-        history.append(sum(values) / len(values))
-    return history
-'''
 
 _RULE_FUNCTION = '''
 import torch
@@ -961,11 +935,35 @@ def autocast_dtype(device):
             variant(_TRAIN_SCALED, ("    model.to(device)\n", "    model = model.to(device=device)\n"), (
                 "            x, y = x.to(device), y.to(device)\n",
                 "            x, y = torch.as_tensor(x, device=device), y.to(device, non_blocking=True)\n")),
-        "an enabled CPU GradScaler, unscaled before clipping": _CPU_SCALER_ENABLED,
-        "epoch means as NumPy float32 (np.mean of the losses as arrays)": variant(
-            _CPU_SCALER_ENABLED, ("import torch\n", "import numpy as np\nimport torch\n"),
-            ("values.append(float(loss))", "values.append(loss.detach().float().cpu().numpy())"),
-            ("history.append(sum(values) / len(values))", "history.append(np.mean(values))")),
+        "an enabled CPU GradScaler, unscaled before clipping": '''
+import torch
+def train_amp(model, loader, optimizer, loss_fn, epochs, device, max_norm=None):
+    if epochs < 0:
+        raise ValueError("negative epochs")
+    device = torch.device(device)
+    scaler = torch.amp.GradScaler(device.type)
+    model.to(device)
+    history = []
+    for _ in range(epochs):
+        values = []
+        for x, y in loader:
+            x, y = x.to(device), y.to(device)
+            optimizer.zero_grad()
+            with torch.autocast(device.type, dtype=torch.float16 if device.type == "cuda" else torch.bfloat16):
+                loss = loss_fn(model(x), y)
+            scaler.scale(loss).backward()
+            if max_norm:
+                scaler.unscale_(optimizer)
+                torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)
+            scaler.step(optimizer)
+            scaler.update()
+            values.append(float(loss))
+        history.append(sum(values) / len(values))
+    return history
+''',
+        "epoch means as NumPy float32 (the losses summed as a tensor, read with .numpy())": variant(
+            _SCALER_ON_CUDA_ONLY, ("total += loss.item() * len(inputs)", "total += loss.detach().float() * len(inputs)"),
+            ("out.append(total / count)", "out.append(total.cpu().numpy() / count)")),
     },
 }
 
