@@ -59,12 +59,15 @@ CAUGHT_VISIBLY = {
     "02_gil": {"run_threads": ["results in completion order"], "run_processes": ["threads instead of processes"]},
     "03_race_conditions": {"transfer_many": ["changes the list passed in"]},
     "04_rng_reproducibility": {"independent_draws": ["no argument checks",
-                                                     "worker i seeded with seed + i (the notebook's half-right fix)"],
+                                                     "worker i seeded with seed + i (the notebook's half-right fix)",
+                                                     "the draws stacked into one array (np.stack: a 2-D array, not a list)"],
+                               "forked_draws": ["the draws stacked into one array (np.stack: a 2-D array, not a list)"],
                                "seeded_loader": ["num_workers=0 written in for the one-process branch: no ValueError for -1"]},
     "05_multiprocessing_pools": {
         "amdahl_speedup": ["no argument checks"],
         "generate_trajectories": ["the seeds' version: global RNG in forked workers",
-                                  "chunksize n // n_workers: 0, and Nones, for fewer trajectories than workers"]},
+                                  "chunksize n // n_workers: 0, and Nones, for fewer trajectories than workers",
+                                  "the trajectories stacked into one array (np.array: a 3-D array, not a list)"]},
     "06_joblib_vectorization": {"run_with_blas_threads": ["swallows fn's exception"]},
     "07_pytorch_devices": {
         "to_device": ["breaks named tuples", "turns every container into a list"],

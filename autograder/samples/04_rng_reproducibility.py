@@ -62,8 +62,45 @@ def forked_draws(n_procs: int, size: int) -> list:
         return pool.map(legacy_draws, [size] * n_procs, chunksize=1)
 '''
 
+_FORK_EXECUTOR_PER_CHILD = '''
+import multiprocessing
+import numpy as np
+from helpers.rng import legacy_draws
+def forked_draws(n_procs, size):
+    if n_procs < 1:
+        raise ValueError("n_procs must be >= 1")
+    if size < 0:
+        raise ValueError("size must be >= 0")
+    ctx = multiprocessing.get_context("fork")
+    from concurrent.futures import ProcessPoolExecutor
+    out = []
+    pools = [ProcessPoolExecutor(max_workers=1, mp_context=ctx) for _ in range(n_procs)]
+    try:
+        futures = [p.submit(legacy_draws, size) for p in pools]
+        out = [f.result(timeout=30) for f in futures]
+    finally:
+        for p in pools:
+            p.shutdown()
+    return out
+'''
+
+_SPAWNED_GENERATORS_EXECUTOR = '''
+import numpy as np
+from concurrent.futures import ProcessPoolExecutor
+from helpers.rng import uniform_draws
+from helpers.workers import mp_context
+def independent_draws(n_workers, seed, size):
+    if n_workers < 1 or size < 0:
+        raise ValueError(f"invalid n_workers={n_workers} or size={size}")
+    generators = np.random.default_rng(seed).spawn(n_workers)
+    with ProcessPoolExecutor(n_workers, mp_context=mp_context()) as pool:
+        return list(pool.map(uniform_draws, generators, [size] * n_workers))
+'''
+
 WRONG = {
     "forked_draws": {
+        "the draws stacked into one array (np.stack: a 2-D array, not a list)": variant(
+            _FORK_EXECUTOR_PER_CHILD, ("    return out\n", "    return np.stack(out)\n")),
         "spawned children": '''
 import multiprocessing
 from helpers.rng import legacy_draws
@@ -139,6 +176,8 @@ def forked_draws(n_procs, size):
             ("mp_context().Pool(", "multiprocessing.Pool(")),
     },
     "independent_draws": {
+        "the draws stacked into one array (np.stack: a 2-D array, not a list)": variant(
+            _SPAWNED_GENERATORS_EXECUTOR, ("return list(pool.map(", "return np.stack(pool.map(")),
         "same seed in every worker": '''
 from helpers.rng import uniform_draws
 from helpers.workers import mp_context
@@ -462,27 +501,7 @@ def forked_draws(n_procs, size):
         os.waitpid(pid, 0)
     return out
 ''',
-        "one single-worker fork executor per child": '''
-import multiprocessing
-import numpy as np
-from helpers.rng import legacy_draws
-def forked_draws(n_procs, size):
-    if n_procs < 1:
-        raise ValueError("n_procs must be >= 1")
-    if size < 0:
-        raise ValueError("size must be >= 0")
-    ctx = multiprocessing.get_context("fork")
-    from concurrent.futures import ProcessPoolExecutor
-    out = []
-    pools = [ProcessPoolExecutor(max_workers=1, mp_context=ctx) for _ in range(n_procs)]
-    try:
-        futures = [p.submit(legacy_draws, size) for p in pools]
-        out = [f.result(timeout=30) for f in futures]
-    finally:
-        for p in pools:
-            p.shutdown()
-    return out
-''',
+        "one single-worker fork executor per child": _FORK_EXECUTOR_PER_CHILD,
         "a one-worker fork pool that replaces its worker after every task": '''
 import multiprocessing
 from helpers.rng import legacy_draws
@@ -519,18 +538,7 @@ def independent_draws(n_workers, seed, size):
     children = np.random.SeedSequence(seed).spawn(n_workers)
     return Parallel(n_jobs=n_workers)(delayed(_draw)(c, size) for c in children)
 ''',
-        "Generator.spawn and a ProcessPoolExecutor": '''
-import numpy as np
-from concurrent.futures import ProcessPoolExecutor
-from helpers.rng import uniform_draws
-from helpers.workers import mp_context
-def independent_draws(n_workers, seed, size):
-    if n_workers < 1 or size < 0:
-        raise ValueError(f"invalid n_workers={n_workers} or size={size}")
-    generators = np.random.default_rng(seed).spawn(n_workers)
-    with ProcessPoolExecutor(n_workers, mp_context=mp_context()) as pool:
-        return list(pool.map(uniform_draws, generators, [size] * n_workers))
-''',
+        "Generator.spawn and a ProcessPoolExecutor": _SPAWNED_GENERATORS_EXECUTOR,
         "seed list [seed, worker index]": '''
 from helpers.rng import uniform_draws
 from helpers.workers import mp_context

@@ -676,6 +676,9 @@ def fit_serial_fraction(workers: list, speedups: list) -> float:
 ''',
     },
     "generate_trajectories": {
+        "the trajectories stacked into one array (np.array: a 3-D array, not a list)": variant(
+            _TRAJECTORIES_CHUNKED, ("return pool.map(trajectory, children, chunksize=max(1, math.ceil(n / n_workers)))",
+                                    "return np.array(pool.map(trajectory, children, chunksize=max(1, math.ceil(n / n_workers))))")),
         "calls the serial reference": '''
 from helpers.ode import serial_trajectories
 def generate_trajectories(n, n_workers, seed):
