@@ -192,3 +192,19 @@ def test_run_ddp_weights_that_equal_a_known_slip_say_which():
         assert said in checks._what_went_wrong(weights, seed, epochs, world_size), variant
     other = {name: value + 0.01 for name, value in checks._single_process(seed, epochs).items()}
     assert checks._what_went_wrong(other, seed, epochs, world_size).startswith("look at the averaging")
+
+
+def test_a_wrong_type_is_named_where_the_check_runs_in_the_students_process(judge):
+    """07's counter check reads layer_flops' result in the student's process (there()), where the
+    checks' helpers travel by value: a module-level copy of type's __name__ descriptor arrived as
+    the string "type", and the refused float was reported as the check's own AttributeError."""
+    code = ("def layer_flops(layer, input_shape):\n"
+            "    raise_if = not hasattr(layer, 'weight')\n"
+            "    if raise_if:\n        raise ValueError('not a layer with weights')\n"
+            "    return 2.0 * layer.weight.numel() * (input_shape[0] if len(input_shape) > 1 else 1)\n")
+    failed = [o for o in judge("07_pytorch_devices", "layer_flops", code) if not o.passed]
+    assert failed and not any(o.undecided for o in failed), failed
+    messages = [o.message for o in failed]
+    assert not any("could not use what your code returned" in m for m in messages), messages
+    assert any("the count comes from the sizes" in o.description and "must be an int, got float" in o.message
+               for o in failed), messages

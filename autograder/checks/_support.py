@@ -768,7 +768,6 @@ def _is_handle(value):
 # answer's call may run the student's code where the check no longer watches (a number whose
 # __int__ works the answer out only then). So the number helpers below ask a value's class by
 # identity and subclass alone, and read a value with the methods of builtin or numpy types only.
-_TYPE_NAME = type.__dict__["__name__"]
 
 
 def _numpy_scalar(kind, abstract):
@@ -781,7 +780,9 @@ def type_name(value):
     in the student's process (a Fraction, a class of their own), that object's class, not Remote."""
     if _is_handle(value):
         return object.__getattribute__(value, "_mro")[0].rpartition(".")[2]
-    return _TYPE_NAME.__get__(type(value), type)
+    # type's own descriptor, looked up here: a module-level copy travels to the student's process by
+    # value (cloudpickle), where it arrives as getattr(type, "__name__"), the string "type".
+    return type.__dict__["__name__"].__get__(type(value), type)
 
 
 def got_type(value, wanted):
