@@ -84,7 +84,8 @@ CAUGHT_VISIBLY = {
                              "torch_top_ops": ["with_stack, record_shapes and profile_memory, every row ranked (Python functions too)",
                                                "with_stack, rows grouped by the Python stack, summed per name (Python functions too)"]},
     "12_collectives_sharding": {
-        "ring_allreduce_p2p": ["pieces cut by torch.chunk (fewer than p on short tensors)"],
+        "ring_allreduce_p2p": ["pieces cut by torch.chunk (fewer than p on short tensors)",
+                               "the sums made in place, in the caller's tensor (a view of it, no clone)"],
         "accumulate_gradients": ["every rank trains on the whole global batch (no rank_share)", "no ValueError",
                                  "the first micro_batches - 1 forward passes first, then their backward passes"],
         "train_fsdp": ["returns rank 0's local shards, not the full tensors", "no ValueError",

@@ -11,7 +11,7 @@ from torch import nn
 from torch.nn.modules.linear import NonDynamicallyQuantizableLinear
 from torch.utils.data import DataLoader, TensorDataset
 
-from autograder.checks._support import exact_float, exact_int, exact_list, raises_value_error, there, timeout
+from autograder.checks._support import exact_float, exact_int, exact_list, raises_value_error, there, timeout, type_name
 
 
 @contextmanager
@@ -500,6 +500,8 @@ def _dtypes_on_a_bf16_gpu(autocast_dtype, devices):
 
 def test_autocast_dtype_values(autocast_dtype):
     """float16 for CUDA devices (whatever the GPU supports), bfloat16 for the CPU, strings or torch.device"""
+    got = autocast_dtype("cpu")
+    assert type(got) is torch.dtype, f"return a torch.dtype (torch.bfloat16, torch.float16), got {type_name(got)}"
     for device in ("cuda", "cuda:1", torch.device("cuda"), torch.device("cuda", 0)):
         assert autocast_dtype(device) is torch.float16, "CUDA autocasts to float16"
     for device in ("cpu", torch.device("cpu")):

@@ -45,8 +45,9 @@ def _ring_on_rank(ring, cases):
     for seed, shape, dtype, *tamper in cases:
         x = torch.randn(shape, generator=torch.Generator().manual_seed(seed * 1000 + rank)).to(dtype)
         before, sent_before = ranks.local_counts(), len(ranks.local_destinations())
+        given = x.clone()  # the caller's tensor, which the text says stays as it was
         with _tampering(*(tamper[0] if tamper and tamper[0][0] == rank else (None, 0))) as first:
-            y = ring(x.clone())
+            y = ring(given)
         after, sent_to = ranks.local_counts(), ranks.local_destinations()[sent_before:]
         used = {}
         for name, entry in after.items():
@@ -54,7 +55,8 @@ def _ring_on_rank(ring, cases):
             calls = entry["calls"] - old.get("calls", 0)
             if calls:
                 used[name] = {"calls": calls, "bytes": entry["bytes"] - old.get("bytes", 0)}
-        out.append((x, y.detach().clone() if isinstance(y, torch.Tensor) else y, used, sent_to, first.get("sent")))
+        out.append((x, y.detach().clone() if isinstance(y, torch.Tensor) else y, used, sent_to, first.get("sent"),
+                    torch.equal(given, x)))
     return out
 
 
@@ -120,7 +122,8 @@ def _launch_ring(ring, world_size, cases):
     """(in the student's process) the ranks' results of _ring_on_rank, as plain data.
 
     Per rank and case: (input, the result as a plain tensor or None, the calls it made,
-    the result's type name, the destination of each of its sends in order).
+    the result's type name, the destination of each of its sends in order, the first message as
+    sent, whether the input was left as it was).
     """
     import torch
 
@@ -128,7 +131,7 @@ def _launch_ring(ring, world_size, cases):
 
     run = ranks.launch(_ring_on_rank, world_size, ring, cases, timeout=90)
     return [[(x, y.detach().as_subclass(torch.Tensor).clone() if isinstance(y, torch.Tensor) else None,
-              used, type(y).__name__, sent_to, first) for x, y, used, sent_to, first in results]
+              used, type(y).__name__, sent_to, first, kept) for x, y, used, sent_to, first, kept in results]
             for results in run.results]
 
 
@@ -145,8 +148,10 @@ def _check_ring(ring, world_size, cases):
         if tamper:
             expected, undecided = _tampered_sum(expected, inputs, results, k, *tamper[0])
         for r in range(p):
-            _, y, used, kind, sent_to, _ = results[r][k]
+            _, y, used, kind, sent_to, _, kept = results[r][k]
             assert isinstance(y, torch.Tensor), f"ring_allreduce_p2p must return a tensor, got {kind}"
+            assert kept, (f"rank {r}'s input tensor was changed: return a new tensor and leave the caller's "
+                          "as it was (work on a clone)")
             assert tuple(y.shape) == tuple(shape), (
                 f"the result has shape {tuple(y.shape)}, the input {tuple(shape)}")
             assert torch.allclose(y.double(), expected, rtol=1e-4, atol=1e-4), (

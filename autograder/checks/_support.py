@@ -808,7 +808,8 @@ def exact_float(value, what):
     elif issubclass(kind, float):  # np.float64 too
         value = float.__float__(value)
     else:
-        assert _numpy_scalar(kind, (np.floating, np.integer)), f"{what} must be a number, {got_type(value, 'float')}"
+        assert _numpy_scalar(kind, (np.floating, np.integer)), (
+            f"{what} must be a float (or an int), {got_type(value, 'float')}")
         value = float(value)
     assert math.isfinite(value), f"{what} must be finite, got {value}"
     return value

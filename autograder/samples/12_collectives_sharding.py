@@ -302,6 +302,9 @@ def _fsdp_root(wrapper):
 
 WRONG = {
     "ring_allreduce_p2p": {
+        # The text: "return a new tensor" (the visible test already refused it; the checks now too).
+        "the sums made in place, in the caller's tensor (a view of it, no clone)": variant(
+            _RING_HEAD + _REDUCE_SCATTER + _ALL_GATHER, ("flat = tensor.detach().reshape(-1).clone()", "flat = tensor.detach().view(-1)")),
         # The red team's: the tensors travel through the rendezvous store (not counted), and the
         # ring's messages, of the right sizes to the right neighbours, are never used.
         "every rank's tensor through the rendezvous store, summed; decoy ring messages never used": '''
