@@ -56,8 +56,10 @@ CHILD = textwrap.dedent('''
 # Catalogued wrong answers that a student's own run of the visible tests must already reject
 # (bin/validate, the Validate button): {assignment: {exercise: [labels]}}.
 CAUGHT_VISIBLY = {
-    "02_gil": {"run_threads": ["results in completion order"], "run_processes": ["threads instead of processes"]},
-    "03_race_conditions": {"transfer_many": ["changes the list passed in"]},
+    "02_gil": {"run_threads": ["results in completion order"], "run_processes": ["threads instead of processes"],
+               "fetch_all": ["not a coroutine function"]},
+    "03_race_conditions": {"transfer_many": ["changes the list passed in"],
+                           "process_safe_counter": ["the shared Value itself returned, not its .value"]},
     "04_rng_reproducibility": {"independent_draws": ["no argument checks",
                                                      "worker i seeded with seed + i (the notebook's half-right fix)",
                                                      "the draws stacked into one array (np.stack: a 2-D array, not a list)"],

@@ -396,11 +396,13 @@ def test_creation_cost_process_dearer(creation_cost):
     creation_cost("thread", 1)  # untimed: an answer that raises does so before the machine is taken
     with alone():
         for _ in range(tries):
-            thread = min(creation_cost("thread", 30) for _ in range(2))
+            threads = [creation_cost("thread", 30) for _ in range(2)]
             start = time.perf_counter()
             process = creation_cost("process", 6)
             wall = time.perf_counter() - start
-            assert isinstance(process, float) and isinstance(thread, float), "creation_cost must return a float"
+            for value in (*threads, process):  # before they are compared: a handle has no order
+                assert isinstance(value, float), f"creation_cost must return a float, got {type_name(value)}"
+            thread = min(threads)
             assert process > 0, "the mean cost must be a positive float"
             _assert_fits(process, 6, wall, "process")
             if process > 2 * thread:

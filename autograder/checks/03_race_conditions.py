@@ -880,7 +880,7 @@ def test_process_safe_counter_under_spawn(process_safe_counter):
     False failure of a correct answer: 0 (see _support.works_under_spawn).
     """
     n = random.randint(100, 300)
-    assert works_under_spawn(process_safe_counter, 2, n) == 2 * n, (
+    assert exact_int(works_under_spawn(process_safe_counter, 2, n), "the count") == 2 * n, (
         "under the spawn start method the count is not n_procs * n")
 
 

@@ -396,7 +396,7 @@ def test_set_seed_generators(set_seed):
     for _ in range(3):
         seed = random.randrange(2**31)
         returned, got_random, got_numpy, got_torch = there(_seed_and_draw, set_seed, seed)
-        assert returned is None, f"set_seed should return None; it returned {type(returned).__name__} (drop the return)"
+        assert returned is None, f"set_seed should return None; it returned an object of type {returned} (drop the return)"
         expected = random.Random(seed)
         assert got_random == [expected.random() for _ in range(3)], (
             "Python's random module is not seeded with the seed")

@@ -13,7 +13,7 @@ import pytest
 from autograder.checks._support import (WAITING_CPU, assert_worked_outside, broken_when_stalled, caller_allowance,
                                         caller_cpu, capped, counting, created, exact_float, exact_list, kernel_decides, observe,
                                         raises_value_error, reused_workers, student_pid, tasks_wrapped, there, timeout,
-                                        witnessed_in, work_for_workers)
+                                        type_name, witnessed_in, work_for_workers)
 from autograder.checks._support import as_tuple, exact_tuple, works_under_spawn
 from helpers import ode, pools, workers
 
@@ -441,6 +441,7 @@ def _robust_case(robust_map, n_workers):
     pids = set()
     for i, item in enumerate(out):
         ok, value = exact_tuple(item, "each result, the tuple (ok, value_or_exception),", 2)
+        assert type(ok) is bool, f"each result's ok must be True or False, got {type_name(ok)}"
         assert ok is (i not in failing), "a result is marked ok/failed wrongly, or results are out of input order"
         if ok:
             assert value[1] == i * 10, "a value is wrong, or results are out of input order"

@@ -379,6 +379,8 @@ def bytecode_ops(fn):
     },
     "process_safe_counter": {
         "no lock (v.value += 1 style)": _PSC_NO_LOCK,
+        "the shared Value itself returned, not its .value": _variant(
+            _PSC_NO_LOCK, ("args=(v, n)", "args=(v, n, v.get_lock())"), ("return v.value", "return v")),
         # Workers run one after another never race: the result is exact without the lock.
         "no lock, each process joined before the next starts": _variant(
             _PSC_NO_LOCK, ("    for p in ps: p.start()\n    for p in ps: p.join()\n",
