@@ -6,7 +6,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from autograder.checks._support import exact_float, exact_list, raises_value_error, there
+from autograder.checks._support import exact_float, exact_list, raises_value_error, there, type_name
 
 
 class _Residual(nn.Module):
@@ -163,7 +163,9 @@ def test_pipeline_forward_equals_model(pipeline_forward):
         m = random.randint(2, 5)
         x = torch.randn(m * random.randint(2, 4) + random.randint(1, m - 1), d_in)
         out = pipeline_forward(stages, x, m)
-        assert isinstance(out, torch.Tensor) and out.shape == model(x).shape, "the output has the wrong shape"
+        assert isinstance(out, torch.Tensor), (
+            f"pipeline_forward must return one tensor, the micro-batches' outputs concatenated, got {type_name(out)}")
+        assert out.shape == model(x).shape, "the output has the wrong shape"
         assert torch.allclose(out, model(x), atol=1e-5), "the output differs from the model's"
 
 
@@ -231,6 +233,8 @@ def test_pipeline_forward_keeps_the_graph(pipeline_forward):
     m = random.randint(2, 5)
     x = torch.randn(m * random.randint(2, 4) + random.randint(1, m - 1), d_in)
     facts = there(_gradients, pipeline_forward, model, cut, x, m)
+    assert "type" not in facts, (
+        f"pipeline_forward must return one tensor, the micro-batches' outputs concatenated, not a {facts.get('type')}")
     assert facts["requires_grad"], (
         "the output must keep the autograd graph (requires_grad, when the stages' parameters do): "
         "no torch.no_grad() and no .detach(), or a pipeline built on it cannot be trained")
@@ -249,7 +253,9 @@ def _gradients(pipeline_forward, model, cut, x, m):
     (None for one it did not reach)."""
     with torch.enable_grad():  # grad mode is per thread: set it here, whatever the caller's
         out = pipeline_forward([model[:cut], model[cut:]], x, m)
-        if not (isinstance(out, torch.Tensor) and out.requires_grad):
+        if not isinstance(out, torch.Tensor):
+            return {"requires_grad": False, "grads": None, "type": type(out).__name__}
+        if not out.requires_grad:
             return {"requires_grad": False, "grads": None}
         out.sum().backward()
     return {"requires_grad": True, "grads": [None if p.grad is None else p.grad.clone() for p in model.parameters()]}
@@ -267,7 +273,9 @@ def test_pipeline_forward_errors(pipeline_forward):
     with raises_value_error("pipeline_forward with more micro-batches than samples"):
         pipeline_forward([model], x, 5)
     out = pipeline_forward([model], x, 4)  # one sample per micro-batch is allowed
-    assert isinstance(out, torch.Tensor) and out.shape == model(x).shape, (
+    assert isinstance(out, torch.Tensor), (
+        f"pipeline_forward must return one tensor, the micro-batches' outputs concatenated, got {type_name(out)}")
+    assert out.shape == model(x).shape, (
         "pipeline_forward(stages, x, len(x)) runs one sample per micro-batch")
 
 

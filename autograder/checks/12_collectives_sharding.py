@@ -168,15 +168,25 @@ def _check_ring(ring, world_size, cases):
             sent = sum(used.get(name, {}).get("bytes", 0) for name in _SENDS)
             most = 2 * (p - 1) * math.ceil(n / p) * itemsize
             least = 2 * (p - 1) * (n // p) * itemsize
+            wider = _wider_elements(sent, least, most, dtype)
             assert least <= sent <= most, (
                 f"in a ring each rank sends 2(p-1) chunks of about n/p elements: {least}-{most} bytes "
-                f"here; rank {r} sent {sent} (cut the tensor's {n} elements, flattened, into {p} pieces of "
-                f"{n // p} or {math.ceil(n / p)}: rows are too coarse when a tensor has few)")
+                f"here; rank {r} sent {sent}" + (wider or f" (cut the tensor's {n} elements, flattened, into {p} "
+                f"pieces of {n // p} or {math.ceil(n / p)}: rows are too coarse when a tensor has few)"))
             if p > 1:
                 _assert_one_neighbour_per_half(sent_to, r, p)
     if undecided:
         pytest.skip(undecided)
     _decided_if_seen(watched)
+
+
+def _wider_elements(sent, least, most, dtype):
+    """A hint where a rank sent as many elements as a ring should, at 2, 4 or 8 times the bytes."""
+    for k in (2, 4, 8):
+        if most < sent and k * least <= sent <= k * most:
+            return (f" (as many elements at {k} times the bytes: send the chunks in the input's own dtype, "
+                    f"{str(dtype).removeprefix('torch.')})")
+    return ""
 
 
 def _tampered_sum(expected, inputs, results, k, rank, delta):
