@@ -263,6 +263,33 @@ def test_reading_a_result_runs_none_of_the_students_code():
     assert dict(encoded[1])["number"] == ("ref", 2)  # kept there, not read as numpy's
 
 
+def test_a_numpy_of_the_students_own_in_sys_modules_reads_nothing(monkeypatch):
+    """The student's process reads results with the numpy and torch it loaded before the answer's
+    code ran: a module the answer put in sys.modules under numpy's name, whose ndarray is a class
+    of its own, would otherwise have its array's `dtype` and `tobytes` asked after the call."""
+    import types
+    ran = []
+
+    class Fake:
+        @property
+        def dtype(self):
+            ran.append("dtype")
+            return np.dtype(float)
+
+        def tobytes(self):
+            ran.append("tobytes")
+            return b""
+
+    monkeypatch.setattr(wire, "_TRUSTED", None)
+    wire.remember_libraries()  # as the student's process does before the answer's code
+    fake = types.ModuleType("numpy")
+    fake.ndarray, fake.dtype, fake.sctypeDict = Fake, np.dtype, {}
+    monkeypatch.setitem(sys.modules, "numpy", fake)
+    kept = []
+    encoded = wire.encode([Fake(), np.arange(2.0)], keep=lambda obj: kept.append(obj) or ("ref", len(kept)))
+    assert ran == [] and encoded[1][0] == ("ref", 1) and encoded[1][1][0] == "ndarray", (ran, encoded)
+
+
 def test_values_refused_beside_the_answers_say_what_they_are():
     """Where the checks run beside the answers (the notebooks' hidden blocks), an array subclass is
     read through ndarray's view, a masked array refused, and a one-element array named as such."""

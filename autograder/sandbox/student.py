@@ -578,6 +578,7 @@ def main():
         # torch.profiler (and torch.compile) import torch._dynamo on first use, which
         # re-wraps torch.manual_seed: done here, before the snapshot, it is not tampering.
         import torch._dynamo  # noqa: F401
+    wire.remember_libraries()  # results are read with these, not with modules the student's code puts in sys.modules
     # The student's own modules (a `%%writefile defs.py`) import from the submission's
     # folder, which comes last: it cannot stand in for a library or the course.
     sys.path.append(os.getcwd())
@@ -613,6 +614,7 @@ def serve_reference_main():
     requests_fd, replies_fd, assignment = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
     from .. import notebooks
     module = notebooks.reference_module(assignment)
+    wire.remember_libraries()
     # The snapshot lets the tests see an answer that replaces what grading relies on.
     server = _REFERENCE_SERVER[:] = [Server(requests_fd, replies_fd, vars(module), snapshot())]
     server = server[0]

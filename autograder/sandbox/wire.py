@@ -193,6 +193,22 @@ def dump_plain(obj):
 # So a value's class is only compared by identity (`in` would ask a metaclass's __eq__), asked
 # nothing by attribute (a metaclass's __getattribute__), and a value is read only by the methods
 # of builtin, numpy or torch types that its class is exactly, or by a builtin base's own methods.
+_TRUSTED = None  # {"numpy": module, "torch": module}: as loaded before the student's code ran
+
+
+def remember_libraries():
+    """Keep numpy and torch as loaded now, before the student's code runs: encode asks these, not
+    sys.modules, whose entries that code could replace with modules of its own (an `ndarray` that is
+    its class would then be read by its methods). A library not loaded now has no values here: what
+    it makes stays in the student's process (its checks do not use it)."""
+    global _TRUSTED
+    _TRUSTED = {name: sys.modules[name] for name in ("numpy", "torch") if name in sys.modules}
+
+
+def _library(name):
+    return sys.modules.get(name) if _TRUSTED is None else _TRUSTED.get(name)
+
+
 def one_of(kind, types):
     """Whether kind is one of types, by identity (asks no metaclass)."""
     for each in types:
@@ -221,14 +237,14 @@ def encode(value, keep):
         return ("slice", encode(value.start, keep), encode(value.stop, keep), encode(value.step, keep))
     if value is Ellipsis:
         return ("ellipsis",)
-    numpy = sys.modules.get("numpy")
+    numpy = _library("numpy")
     if numpy is not None:
         encoded = _encode_numpy(value, kind, numpy)
         if encoded is not None:
             return encoded
-    torch = sys.modules.get("torch")
+    torch = _library("torch")
     if torch is not None:
-        encoded = _encode_torch(value, keep)
+        encoded = _encode_torch(value, torch)
         if encoded is not None:
             return encoded
     # A value of a class of the student's that derives from a builtin one (a StrEnum or IntEnum
@@ -275,8 +291,7 @@ def _encode_numpy(value, kind, np):
     return None
 
 
-def _encode_torch(value, keep):
-    import torch
+def _encode_torch(value, torch):
     kind = type(value)
     if kind is torch.dtype:
         return ("torch.dtype", str(value).removeprefix("torch."))
@@ -293,7 +308,7 @@ def _encode_torch(value, keep):
             data.reshape(1).view(torch.uint8).numpy().tobytes() if data.numel() else b"")
         grad = value.grad if value.is_leaf and value.grad is not None else None
         return ("tensor", name, list(value.shape), raw, bool(value.requires_grad), str(value.device),
-                kind is torch.nn.Parameter, None if grad is None else _encode_torch(grad, keep))
+                kind is torch.nn.Parameter, None if grad is None else _encode_torch(grad, torch))
     return None
 
 
