@@ -948,8 +948,8 @@ def count_starts_and_joins(join_delay=0.0, run_delay=0.0):
     (`w.start(); w.is_alive()`, or after a sleep) is no join.
 
     Two options make a wrong way of waiting show, and cost a correct answer only time:
-    `join_delay` seconds are added to the call (join() or is_alive()) that sees a Process end,
-    so that a time that leaves out the join misses them; each Thread started waits `run_delay`
+    `join_delay` seconds are added to the call (join() or is_alive()) that sees a worker (a
+    Thread or a Process) end, so that a time that leaves out the join misses them; each Thread started waits `run_delay`
     seconds before it runs, so that whatever it does is not yet done where nobody waited for it."""
     from concurrent.futures import process as process_pool
     from concurrent.futures import thread as thread_pool
