@@ -97,6 +97,21 @@ def independent_draws(n_workers, seed, size):
         return list(pool.map(uniform_draws, generators, [size] * n_workers))
 '''
 
+# Draws made in the caller while one idle process starts and ends beside them.
+_CALLER_DRAWS_BESIDE_IDLE = '''
+import time
+import numpy as np
+from helpers.workers import mp_context
+def independent_draws(n_workers, seed, size):
+    if n_workers < 1 or size < 0:
+        raise ValueError("bad arguments")
+    idle = mp_context().Process(target=time.sleep, args=(0,))
+    idle.start()
+    out = [np.random.default_rng(c).random(size) for c in np.random.SeedSequence(seed).spawn(n_workers)]
+    idle.join()
+    return out
+'''
+
 WRONG = {
     "forked_draws": {
         "the draws stacked into one array (np.stack: a 2-D array, not a list)": variant(
@@ -215,6 +230,8 @@ def independent_draws(n_workers, seed, size):
     with mp_context().Pool(n_workers) as pool:
         return pool.starmap(uniform_draws, [(None, size)] * n_workers)
 ''',
+        "drawn in the caller as float32, one idle process started beside": variant(
+            _CALLER_DRAWS_BESIDE_IDLE, ("random(size)", "random(size, dtype=np.float32)")),
         "drawn serially in the caller": '''
 import numpy as np
 def independent_draws(n_workers, seed, size):
@@ -222,19 +239,7 @@ def independent_draws(n_workers, seed, size):
         raise ValueError("bad arguments")
     return [np.random.default_rng(c).random(size) for c in np.random.SeedSequence(seed).spawn(n_workers)]
 ''',
-        "drawn in the caller, one idle process started beside": '''
-import time
-import numpy as np
-from helpers.workers import mp_context
-def independent_draws(n_workers, seed, size):
-    if n_workers < 1 or size < 0:
-        raise ValueError("bad arguments")
-    idle = mp_context().Process(target=time.sleep, args=(0,))
-    idle.start()
-    out = [np.random.default_rng(c).random(size) for c in np.random.SeedSequence(seed).spawn(n_workers)]
-    idle.join()
-    return out
-''',
+        "drawn in the caller, one idle process started beside": _CALLER_DRAWS_BESIDE_IDLE,
         "no argument checks": '''
 import numpy as np
 from helpers.rng import uniform_draws
@@ -539,6 +544,9 @@ def independent_draws(n_workers, seed, size):
     return Parallel(n_jobs=n_workers)(delayed(_draw)(c, size) for c in children)
 ''',
         "Generator.spawn and a ProcessPoolExecutor": _SPAWNED_GENERATORS_EXECUTOR,
+        "the workers' draws cast to float32 in the caller": variant(
+            _SPAWNED_GENERATORS_EXECUTOR, ("return list(pool.map(uniform_draws, generators, [size] * n_workers))",
+                                           "return [d.astype(np.float32) for d in pool.map(uniform_draws, generators, [size] * n_workers)]")),
         "seed list [seed, worker index]": '''
 from helpers.rng import uniform_draws
 from helpers.workers import mp_context
