@@ -635,7 +635,7 @@ def accumulate_gradients(world_size, micro_batches, seed):
             else:
                 loss.backward()
 '''),
-        # The red team's (/work/rev115): the catalogued summed loss, with a zero loss of the first
+        # The red team's: the catalogued summed loss, with a zero loss of the first
         # parameter backpropagated after each forward pass, which a hook on that parameter counted.
         "the micro-batch losses summed, a zero backward pass through the first parameter after each forward": variant(_acc(_ACC_SUMMED_LOOP), (
             "micro_batches)\n        sum(",
@@ -653,7 +653,7 @@ def accumulate_gradients(world_size, micro_batches, seed):
                 (_ACC_SHARE, ""),
                 (_ACC_MODEL, "DistributedDataParallel(Tagged(sharding.make_model(seed)))"),
                 ("model.module.state_dict()", "model.module.net.state_dict()"))),
-        # The second red team's (/work/rev116):
+        # The second red team's:
         "the micro-batch losses summed, a zero loss of each output backpropagated first (graph retained)": _acc('''
         losses = []
         for i, (x, t) in enumerate(pieces):
@@ -687,7 +687,7 @@ def accumulate_gradients(world_size, micro_batches, seed):
              "        for p in model.parameters():\n"
              "            p.grad.div_(micro_batches)\n"
              "    opt.register_step_post_hook(rescale)\n")),
-        # The fourth red team's (/work/rev117): every rank on the whole batch, the rows beyond its share
+        # The fourth red team's: every rank on the whole batch, the rows beyond its share
         # stashed on a Linear subclass that runs them too (every count of rows looks right; the
         # gradient each rank hands to the all-reduce is not its share's).
         "every rank on the whole global batch, the rows beyond its share run by the first layer itself": '''
@@ -839,7 +839,7 @@ def accumulate_gradients(world_size, micro_batches, seed):
 '''),
         "every rank trains on the whole global batch (no rank_share)": variant(_acc(), (_ACC_SHARE, "")),
         "the micro-batch losses summed, one backward pass per step": _acc(_ACC_SUMMED_LOOP),
-        # The red team's (/work/rev113): the weights are exact, the memory accumulation saves is not.
+        # The red team's: the weights are exact, the memory accumulation saves is not.
         "the first micro_batches - 1 forward passes first, then their backward passes": _acc('''
         with model.no_sync():
             losses = [nn.functional.mse_loss(model(x), t) / micro_batches for x, t in pieces[:-1]]
@@ -922,7 +922,7 @@ def fsdp_rank(steps, seed):
     full = {k: v.full_tensor() for k, v in model.state_dict().items()}
     return full if rank == 0 else None
 ''',
-        # The red team's (/work/rev113): FSDP averages the ranks' gradients, so the weights are exact.
+        # The red team's: FSDP averages the ranks' gradients, so the weights are exact.
         "every rank trains on the whole global batch (no rank_share)": variant(_fsdp(), (_ACC_SHARE, "")),
         # Catalogued as correct before: every layer stays gathered from its forward pass to its
         # backward pass, so each rank holds the whole model, where the contract allows its shard
@@ -933,7 +933,7 @@ def fsdp_rank(steps, seed):
             fully_shard(module, reshard_after_forward=False)
     fully_shard(model, reshard_after_forward=False)
 ''', result=_FSDP_FULL_STATE),
-        # The red team's (/work/rev115):
+        # The red team's:
         "reshard_after_forward=False on every layer but the last, the loss printed under no_grad each step": variant(
             _fsdp(wrap='''
     linears = [layer for layer in model if isinstance(layer, nn.Linear)]
@@ -974,7 +974,7 @@ def fsdp_rank(steps, seed):
         for name, p in model.named_parameters():
             p.copy_(distribute_tensor(plain.get_parameter(name).detach(), p.device_mesh, p.placements))
 ''' + _FSDP_RESULT)),
-        # The second red team's (/work/rev116) and the review's checkpointed root:
+        # The second red team's and the review's checkpointed root:
         "the last layer prefetching every earlier one for backward": _fsdp(wrap=_FSDP_WRAP + '''
     linears = [m for m in model if isinstance(m, nn.Linear)]
     linears[-1].set_modules_to_backward_prefetch(linears[-2::-1])
@@ -1009,7 +1009,7 @@ class Root(nn.Module):
     model.parameters = lambda recurse=True: iter(list(net.parameters()))
     model.state_dict = lambda *args, **kwargs: net.state_dict()
 '''), ("torch.optim.SGD(model.parameters()", "torch.optim.SGD(net.parameters()")),
-        # The fourth red team's (/work/rev117): every rank on the whole batch, the rows beyond its share
+        # The fourth red team's: every rank on the whole batch, the rows beyond its share
         # carried by the first layer, or through every layer (no count of rows can see them; what each
         # rank hands to the reduce-scatters is not its share's gradient).
         "every rank on the whole global batch, the rows beyond its share run by the first layer itself": '''
@@ -1349,7 +1349,7 @@ def accumulate_rank(micro_batches, seed, steps):
             for p in model.parameters():
                 p.grad /= micro_batches
 '''),
-        # The false-failure review's (/work/rev114), each failing or undecided before:
+        # The false-failure review's, each failing or undecided before:
         "optimizer.step(closure), the closure computing the micro-batches' gradients": variant(
             _acc('''
         def closure():
@@ -1370,7 +1370,7 @@ def accumulate_rank(micro_batches, seed, steps):
                      "    from torch.distributed.optim import ZeroRedundancyOptimizer\n"
                      "    opt = ZeroRedundancyOptimizer(model.parameters(), optimizer_class=torch.optim.SGD, "
                      "lr=sharding.LR)\n")),
-        # The second false-failure review's (/work/rev118), each failing before:
+        # The second false-failure review's, each failing before:
         "reentrant activation checkpointing of every layer, the input made to require grad (rows not seen: the gradients decide)": '''
 import torch
 import torch.distributed as dist
@@ -1530,7 +1530,7 @@ def accumulate_gradients(world_size: int, micro_batches: int, seed: int) -> dict
     steps = sharding.N_SAMPLES // sharding.GLOBAL_BATCH
     return ranks.launch(accumulate_rank, world_size, micro_batches, seed, steps, timeout=120).results[0]
 ''',
-        # The third red team's (/work/rev116): the global batch cut first, each micro-batch shared out.
+        # The third red team's: the global batch cut first, each micro-batch shared out.
         "the global batch cut into micro-batches first, the rank's share taken of each": variant(
             _acc(), (_ACC_SHARE, ""),
             ("        pieces = list(zip(xb.chunk(micro_batches), yb.chunk(micro_batches)))\n",
@@ -1571,7 +1571,7 @@ def accumulate_gradients(world_size: int, micro_batches: int, seed: int) -> dict
             ("        nn.functional.mse_loss(model(xb), yb).backward()\n",
              "        for x, t in zip(xb.chunk(2), yb.chunk(2)):\n"
              "            (nn.functional.mse_loss(model(x), t) / 2).backward()\n")),
-        # The false-failure review's (/work/rev114), each failing or undecided before:
+        # The false-failure review's, each failing or undecided before:
         "the FSDP root returns (predictions detached, loss)": '''
 from torch import nn
 class Regressor(nn.Module):
@@ -1584,7 +1584,7 @@ class Regressor(nn.Module):
 ''' + variant(
             _fsdp_root("Regressor(model)"), ("        nn.functional.mse_loss(model(xb), yb).backward()\n",
        "        pred, loss = model(xb, yb)\n        loss.backward()\n")),
-        # The second false-failure review's (/work/rev118), each failing before:
+        # The second false-failure review's, each failing before:
         "apply_activation_checkpointing after fully_shard (a wrapper around each sharded layer)": '''
 import torch
 import torch.distributed as dist
