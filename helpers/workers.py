@@ -32,6 +32,39 @@ def mp_context(method=None):
     return multiprocessing.get_context(method or start_method())
 
 
+def call_with_deadlock_hint(fn, *args, hint_after=20.0, **kwargs):
+    """fn(*args, **kwargs), for a visible test whose call could deadlock.
+
+    A deadlock freezes the cell without a word, so a hint is printed if the call still runs after
+    `hint_after` seconds (it is not stopped: a slow machine is not a wrong answer). If the call is
+    interrupted (Kernel > Interrupt), the processes it started and left running are stopped, so
+    that a deadlocked worker does not outlive the cell.
+    """
+    before = {p.pid for p in multiprocessing.active_children()}
+    done = threading.Event()
+
+    def hint():
+        if not done.wait(hint_after):
+            print(f"... still running after {hint_after:.0f} s. If its workers wait for one another (a deadlock: "
+                  "a lock taken twice, or locks taken in different orders), it never ends: interrupt the kernel "
+                  "(the ■ button, or I, I) and read your locking again.", flush=True)
+
+    threading.Thread(target=hint, name="deadlock hint", daemon=True).start()
+    try:
+        return fn(*args, **kwargs)
+    except KeyboardInterrupt:
+        stuck = [p for p in multiprocessing.active_children() if p.pid not in before]
+        for p in stuck:
+            p.terminate()
+        for p in stuck:
+            p.join(5)
+        if stuck:
+            print(f"stopped the {len(stuck)} process(es) the call had left running", flush=True)
+        raise
+    finally:
+        done.set()
+
+
 # --- tiny tasks --------------------------------------------------------------------
 def square(x):
     return x * x

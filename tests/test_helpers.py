@@ -254,3 +254,68 @@ def test_both_numpy_jobs_compute_what_they_say_over_every_block():
     x = np.random.default_rng(3).random(3 * gil.BLOCK + 17)
     assert gil.numpy_chunk(x) == pytest.approx(float(np.exp(np.sin(x)).sum()), rel=1e-12)
     assert gil.numpy_memory_chunk(x) == pytest.approx(float((x * 2.0 + 1.0).sum()), rel=1e-12)
+
+
+def test_a_call_still_running_gets_a_deadlock_hint_and_its_result(monkeypatch):
+    """The hint comes while the call runs, the call is not stopped, and a quick call prints nothing."""
+    import io
+    printed = io.StringIO()
+    monkeypatch.setattr(sys, "stdout", printed)
+    assert workers.call_with_deadlock_hint(sum, [1, 2]) == 3
+    time.sleep(0.1)
+
+    def until_hinted():
+        deadline = time.monotonic() + 60
+        while "still running" not in printed.getvalue() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        return "finished"
+
+    assert workers.call_with_deadlock_hint(until_hinted, hint_after=0.1) == "finished"
+    assert printed.getvalue().startswith("... still running after 0 s") and "interrupt the kernel" in printed.getvalue()
+
+
+def _deadlocked_counter(ctx, children):
+    """A process that holds a Value's own lock (a plain Lock, not the default RLock) while it reads
+    the Value, which takes that lock again: it waits forever, and so does the join."""
+    from helpers import races
+    lock = ctx.Lock()
+    total = ctx.Value("i", 0, lock=lock)
+    child = ctx.Process(target=races.add_ones, args=(total, 3, lock))
+    child.start()
+    children.append(child)
+    child.join()
+    return total.value
+
+
+@pytest.mark.parametrize("method", multiprocessing.get_all_start_methods())
+def test_an_interrupted_deadlock_leaves_no_process_running(method, capsys):
+    """Jupyter's interrupt (SIGINT to the kernel) ends the call with KeyboardInterrupt and stops the
+    deadlocked process it started; a process started before the call is left alone."""
+    import signal
+    import threading
+    ctx = workers.mp_context(method)
+    bystander = ctx.Process(target=time.sleep, args=(60,))
+    bystander.start()
+    children, main = [], threading.get_ident()
+
+    def interrupt_once_it_waits():
+        deadline = time.monotonic() + 60
+        while not children and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.5)
+        signal.pthread_kill(main, signal.SIGINT)
+
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)  # a kernel's, and a background shell's
+    try:
+        threading.Thread(target=interrupt_once_it_waits, daemon=True).start()
+        with pytest.raises(KeyboardInterrupt):
+            workers.call_with_deadlock_hint(_deadlocked_counter, ctx, children, hint_after=600)
+    finally:
+        signal.signal(signal.SIGINT, before)
+    try:
+        assert children and not children[0].is_alive(), "the deadlocked process still runs"
+        assert "stopped the 1 process(es)" in capsys.readouterr().out
+        assert bystander.is_alive(), "a process started before the call was stopped"
+    finally:
+        bystander.terminate()
+        bystander.join()
