@@ -290,6 +290,71 @@ def test_a_numpy_of_the_students_own_in_sys_modules_reads_nothing(monkeypatch):
     assert ran == [] and encoded[1][0] == ("ref", 1) and encoded[1][1][0] == "ndarray", (ran, encoded)
 
 
+def test_a_torch_mode_left_on_reads_no_tensor(monkeypatch):
+    """A TorchFunctionMode the answer enters and leaves on sees every read of a tensor's attributes
+    and methods, and can change what they say (a tensor "on the meta device" that never moved):
+    the student's process refuses to send a tensor, or any result of code it ran, under one.
+    torch.set_default_device's own mode, which only places new tensors, is no reason to refuse, as
+    torch made it (an instance given a hook of its own lies as well as any mode)."""
+    import types
+
+    from torch.overrides import TorchFunctionMode
+
+    from autograder.sandbox import student as student_side
+
+    class OnMeta(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            if getattr(func, "__self__", None) is torch._C.TensorBase.__dict__["device"]:
+                return torch.device("meta")
+            return func(*args, **(kwargs or {}))
+
+    monkeypatch.setattr(wire, "_TRUSTED", None)
+    wire.remember_libraries()
+    sent = []
+    server = student_side.Server(None, None, {})
+    monkeypatch.setattr(server, "send", sent.append)
+    torch.set_default_device("cpu")
+    try:
+        assert wire.lingering_modes() == []
+        assert wire.encode(torch.ones(2), keep=None)[5] == "cpu"
+        with OnMeta():
+            assert torch.ones(1).device.type == "meta"  # the lie the reads would see
+            assert wire.lingering_modes() == ["test_a_torch_mode_left_on_reads_no_tensor.<locals>.OnMeta"]
+            with pytest.raises(TypeError, match=r"a torch mode your code entered is still on \(test_a_torch.*OnMeta\)"):
+                wire.encode([torch.ones(2)], keep=None)
+            with pytest.raises(TypeError, match="still on"):
+                server.reply("cpu", "run")  # what a check's code read in this process
+            server.reply(["x"], "names")  # a name looked up: nothing read under the mode
+        server.reply("cpu", "run")
+        # set_default_device's own mode, given a lying hook of the answer's on the instance
+        default = torch._C._get_function_stack_at(0)
+        default.__torch_function__ = types.MethodType(OnMeta.__torch_function__, default)
+        assert torch.ones(1).device.type == "meta" and wire.lingering_modes() == ["DeviceContext"]
+    finally:
+        torch.set_default_device(None)
+    assert sent == [("ok", ("list", ["x"])), ("ok", "cpu")]
+
+
+def test_a_patch_of_the_tensor_class_is_not_asked(monkeypatch):
+    """A tensor is read through TensorBase's own C descriptors, taken before the answer's code ran:
+    a property put on torch.Tensor (one that takes itself off once read leaves no trace for the
+    tampering record) is not asked, by the wire or by a check's own reads in the student's process."""
+    asked = []
+
+    def on_meta(self):
+        asked.append("device")
+        return torch.device("meta")
+
+    monkeypatch.setattr(wire, "_TRUSTED", None)
+    wire.remember_libraries()
+    monkeypatch.setattr(torch.Tensor, "device", property(on_meta), raising=False)
+    assert torch.ones(1).device.type == "meta" and asked == ["device"]
+    encoded = wire.encode(torch.ones(2), keep=None)
+    assert encoded[0] == "tensor" and encoded[5] == "cpu"
+    assert wire.tensor_attributes(torch.ones(2), "device")[0].type == "cpu"
+    assert asked == ["device"]
+
+
 def test_values_refused_beside_the_answers_say_what_they_are():
     """Where the checks run beside the answers (the notebooks' hidden blocks), an array subclass is
     read through ndarray's view, a masked array refused, and a one-element array named as such."""

@@ -190,7 +190,9 @@ def _describe(obj, marker):
     if obj is marker:
         return ("marker",)
     if isinstance(obj, torch.Tensor):
-        return ("tensor", obj.device.type, [int(n) for n in obj.shape], str(obj.dtype))
+        from autograder.sandbox import wire  # its readers were taken before the answer's code ran
+        device, shape, dtype = wire.tensor_attributes(obj, "device", "shape", "dtype")
+        return ("tensor", device.type, [int(n) for n in shape], str(dtype))
     if kind is Pair:
         return ("Pair", [_describe(v, marker) for v in obj])
     if kind in (list, tuple):

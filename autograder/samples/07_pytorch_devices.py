@@ -175,6 +175,28 @@ def pick_device(prefer=None):
             "torch.cuda.is_available()", "torch.backends.mps.is_built()"),
     },
     "to_device": {
+        "moves nothing, and leaves on a TorchFunctionMode that says every tensor is on the meta device": '''
+import torch
+from torch.overrides import TorchFunctionMode
+class _OnMeta(TorchFunctionMode):
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        if getattr(func, "__self__", None) is torch._C.TensorBase.__dict__["device"]:
+            return torch.device("meta")
+        return func(*args, **(kwargs or {}))
+_OnMeta().__enter__()
+def to_device(batch, device, non_blocking=False):
+    return batch
+''',
+        "moves nothing, and puts a property on torch.Tensor that says it is on the meta device, off 2 s later": '''
+import threading
+import torch
+def _on_meta(self):
+    return torch.device("meta")
+def to_device(batch, device, non_blocking=False):
+    torch.Tensor.device = property(_on_meta)  # on while the checks read, then gone without a trace
+    threading.Timer(2.0, lambda: vars(torch.Tensor).get("device") and delattr(torch.Tensor, "device")).start()
+    return batch
+''',
         "only moves a bare tensor": '''
 import torch
 def to_device(batch, device, non_blocking=False):

@@ -50,6 +50,8 @@ class Judge:
                 session.stop("replaced what grading relies on")
             if code is not None and not session.broken and keeps_a_core_busy(session):
                 session.stop("left work running that keeps a core busy")
+            if code is not None and not session.broken and _left_a_torch_mode_on(session):
+                session.stop("left a torch mode on, under which no later answer's results are sent")
 
     def stop(self):
         for session in [*self.sessions.values(), *self.references.values()]:
@@ -66,6 +68,21 @@ def _changed(session):
         return session.changed()
     except StudentProcessGone:
         return True
+
+
+def _left_a_torch_mode_on(session):
+    """Whether the answer left a torch mode on in its process (the process refuses to reply to
+    any request that runs code while one is: wire.refuse_lingering_modes); True where its process
+    has ended."""
+    from ..pipeline.judge import StudentProcessGone
+    from ..sandbox import wire
+    try:
+        session.run(wire.lingering_modes)
+    except TypeError:
+        return True
+    except StudentProcessGone:
+        return True
+    return False
 
 
 def keeps_a_core_busy(session, looks=5, every=0.1, settle=0.5):

@@ -459,6 +459,7 @@ class Server:
         self.before = before
         self.handles = {}
         self.numbers = itertools.count(1)
+        self.loading = False  # set while the course's tests load an answer (use_candidate)
 
     # objects the judge holds by number
     def keep(self, obj):
@@ -469,7 +470,18 @@ class Server:
     def send(self, message):
         wire.write_frame(self.replies_fd, wire.dump_plain(message))
 
-    def reply(self, value):
+    # The requests that run code here (the student's or a check's): a torch mode the student's code
+    # left on would see, and could change, what that code read. Those that only look up a name or a
+    # process are answered as before (a tensor is never read under such a mode: wire._encode_torch).
+    COMPUTING = frozenset({"call", "run", "getattr", "getitem", "len", "iter", "next", "bool", "contains",
+                           "str", "repr", "enter", "exit"})
+
+    def reply(self, value, op=None):
+        # Not for the reply that ends loading an answer (the course's tests: use_candidate), which
+        # grading does not send either: the checks that follow are refused.
+        loading, self.loading = self.loading, False
+        if op in self.COMPUTING and not loading:
+            wire.refuse_lingering_modes()
         self.send(("ok", wire.encode(value, self.keep)))
 
     def _unpickler(self, data):
@@ -549,7 +561,7 @@ class Server:
                            _safe_str(err), "".join(traceback.format_exception(err))[-4000:]))
                 continue
             try:
-                self.reply(result)
+                self.reply(result, request[0])
             except BaseException as err:  # noqa: BLE001 (a value that cannot be sent)
                 self.send(("raise", ["builtins.TypeError", "builtins.Exception"],
                            f"the result could not be sent to the grader ({type(err).__name__}: {err})", ""))
@@ -640,3 +652,4 @@ def use_candidate(assignment, exercise, code):
                                         workdir=course.SOURCE / assignment)
         namespace.update({k: v for k, v in vars(module).items() if not k.startswith("__")})
     _REFERENCE_SERVER[0].namespace = {k: v for k, v in namespace.items() if not k.startswith("__")}
+    _REFERENCE_SERVER[0].loading = True

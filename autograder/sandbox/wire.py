@@ -200,13 +200,88 @@ def remember_libraries():
     """Keep numpy and torch as loaded now, before the student's code runs: encode asks these, not
     sys.modules, whose entries that code could replace with modules of its own (an `ndarray` that is
     its class would then be read by its methods). A library not loaded now has no values here: what
-    it makes stays in the student's process (its checks do not use it)."""
+    it makes stays in the student's process (its checks do not use it). torch's readers are taken
+    now too (_TorchKit)."""
     global _TRUSTED
     _TRUSTED = {name: sys.modules[name] for name in ("numpy", "torch") if name in sys.modules}
+    if "torch" in _TRUSTED:
+        _torch_kit(_TRUSTED["torch"])
 
 
 def _library(name):
     return sys.modules.get(name) if _TRUSTED is None else _TRUSTED.get(name)
+
+
+class _TorchKit:
+    """How the student's process reads a tensor: torch's classes, and the C descriptors of
+    `TensorBase` (a type Python cannot change), taken before the student's code runs. A patch of
+    `torch.Tensor`'s attributes, even one that undoes itself once read, is never asked."""
+
+    def __init__(self, torch):
+        from torch.utils._device import DeviceContext
+        base = torch._C.TensorBase.__dict__
+        self.Tensor, self.Parameter, self.strided, self.uint8 = torch.Tensor, torch.nn.Parameter, torch.strided, torch.uint8
+        self.dtype_type, self.device_type, self.size_type = torch.dtype, torch.device, torch.Size
+        self.get = {name: base[name].__get__ for name in
+                    ("layout", "dtype", "is_meta", "shape", "requires_grad", "device", "grad", "is_leaf")}
+        self.call = {name: base[name] for name in ("detach", "to", "contiguous", "view", "reshape", "numpy",
+                                                   "numel", "dim")}
+        self.function_modes = (torch._C._len_torch_function_stack, torch._C._get_function_stack_at)
+        self.dispatch_modes = (torch._C._len_torch_dispatch_stack, torch._C._get_dispatch_stack_at)
+        # The mode torch.set_default_device leaves on (it only places new tensors), as it was.
+        self.default_device = DeviceContext, DeviceContext.__dict__["__torch_function__"]
+        self.default_device_code = self.default_device[1].__code__
+
+
+_KITS = {}  # id(torch module) -> (module, _TorchKit)
+_QUALNAME = type.__dict__["__qualname__"]
+
+
+def _torch_kit(torch):
+    held = _KITS.get(id(torch))
+    if held is None or held[0] is not torch:
+        held = _KITS[id(torch)] = (torch, _TorchKit(torch))
+    return held[1]
+
+
+def tensor_attributes(tensor, *names):
+    """The attributes `names` (device, shape, dtype, ...) of a tensor, read through TensorBase's own
+    descriptors: for checks that read a tensor in the student's process."""
+    get = _torch_kit(_library("torch")).get
+    return tuple(get[name](tensor) for name in names)
+
+
+def lingering_modes():
+    """The torch modes active now, by class name, besides torch.set_default_device's: none is
+    active when a check reads a result, unless the student's code entered one and left it on (a
+    TorchFunctionMode sees every read of a tensor's attributes, and can change what they say)."""
+    torch = _library("torch")
+    if torch is None:
+        return []
+    kit = _torch_kit(torch)
+    found = []
+    for (count, at), allowed in ((kit.function_modes, _default_device_mode), (kit.dispatch_modes, None)):
+        for i in range(count()):
+            mode = at(i)
+            if allowed is None or not allowed(mode, kit):
+                found.append(_QUALNAME.__get__(type(mode), type))
+    return found
+
+
+def _default_device_mode(mode, kit):
+    """Whether `mode` is torch.set_default_device's, its class and instance as torch made them."""
+    kind, hook = kit.default_device
+    return (type(mode) is kind and kind.__dict__.get("__torch_function__") is hook
+            and hook.__code__ is kit.default_device_code
+            and set(object.__getattribute__(mode, "__dict__")) <= {"device", "prev_mode", "old_device"})
+
+
+def refuse_lingering_modes():
+    """Raise TypeError if a torch mode is left on (lingering_modes): nothing is read under it."""
+    found = lingering_modes()
+    if found:
+        raise TypeError(f"a torch mode your code entered is still on ({', '.join(map(str, found))}): "
+                        "leave it before returning (enter it in a `with` block); the grader reads no result under it")
 
 
 def one_of(kind, types):
@@ -292,23 +367,29 @@ def _encode_numpy(value, kind, np):
 
 
 def _encode_torch(value, torch):
+    kit = _torch_kit(torch)
     kind = type(value)
-    if kind is torch.dtype:
+    if kind is kit.dtype_type:
         return ("torch.dtype", str(value).removeprefix("torch."))
-    if kind is torch.device:
+    if kind is kit.device_type:
         return ("torch.device", str(value))
-    if kind is torch.Size:
+    if kind is kit.size_type:
         return ("torch.Size", [int(v) for v in value])
-    if (kind is torch.Tensor or kind is torch.nn.Parameter) and value.layout == torch.strided:
-        name = str(value.dtype).removeprefix("torch.")
-        if name not in TORCH_DTYPES or value.is_meta:
+    get, call = kit.get, kit.call
+    if kind is kit.Tensor or kind is kit.Parameter:
+        refuse_lingering_modes()
+        if get["layout"](value) != kit.strided:
             return None
-        data = value.detach().to("cpu").contiguous()
-        raw = data.view(torch.uint8).numpy().tobytes() if data.numel() and data.dim() else (
-            data.reshape(1).view(torch.uint8).numpy().tobytes() if data.numel() else b"")
-        grad = value.grad if value.is_leaf and value.grad is not None else None
-        return ("tensor", name, list(value.shape), raw, bool(value.requires_grad), str(value.device),
-                kind is torch.nn.Parameter, None if grad is None else _encode_torch(grad, torch))
+        name = str(get["dtype"](value)).removeprefix("torch.")
+        if name not in TORCH_DTYPES or get["is_meta"](value):
+            return None
+        data = call["contiguous"](call["to"](call["detach"](value), "cpu"))
+        if call["numel"](data) and not call["dim"](data):
+            data = call["reshape"](data, 1)
+        raw = call["numpy"](call["view"](data, kit.uint8)).tobytes() if call["numel"](data) else b""
+        grad = get["grad"](value) if get["is_leaf"](value) else None
+        return ("tensor", name, list(get["shape"](value)), raw, bool(get["requires_grad"](value)),
+                str(get["device"](value)), kind is kit.Parameter, None if grad is None else _encode_torch(grad, torch))
     return None
 
 
