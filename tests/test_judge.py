@@ -320,9 +320,9 @@ def test_a_torch_mode_left_on_reads_no_tensor(monkeypatch):
         with OnMeta():
             assert torch.ones(1).device.type == "meta"  # the lie the reads would see
             assert wire.lingering_modes() == ["test_a_torch_mode_left_on_reads_no_tensor.<locals>.OnMeta"]
-            with pytest.raises(TypeError, match=r"a torch mode your code entered is still on \(test_a_torch.*OnMeta\)"):
+            with pytest.raises(wire.ModeLeftOn, match=r"a torch mode your code entered is still on \(test_a_torch.*OnMeta\)"):
                 wire.encode([torch.ones(2)], keep=None)
-            with pytest.raises(TypeError, match="still on"):
+            with pytest.raises(wire.ModeLeftOn, match="still on"):
                 server.reply("cpu", "run")  # what a check's code read in this process
             server.reply(["x"], "names")  # a name looked up: nothing read under the mode
         server.reply("cpu", "run")

@@ -562,6 +562,9 @@ class Server:
                 continue
             try:
                 self.reply(result, request[0])
+            except wire.ModeLeftOn as err:  # the check fails, saying why
+                self.send(("raise", ["builtins.AssertionError", "builtins.Exception", "builtins.BaseException",
+                                     "builtins.object"], str(err), ""))
             except BaseException as err:  # noqa: BLE001 (a value that cannot be sent)
                 self.send(("raise", ["builtins.TypeError", "builtins.Exception"],
                            f"the result could not be sent to the grader ({type(err).__name__}: {err})", ""))

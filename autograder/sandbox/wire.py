@@ -276,12 +276,16 @@ def _default_device_mode(mode, kit):
             and set(object.__getattribute__(mode, "__dict__")) <= {"device", "prev_mode", "old_device"})
 
 
+class ModeLeftOn(AssertionError):
+    """A result refused because a torch mode is left on: the check fails, in these words."""
+
+
 def refuse_lingering_modes():
-    """Raise TypeError if a torch mode is left on (lingering_modes): nothing is read under it."""
+    """Raise ModeLeftOn if a torch mode is left on (lingering_modes): nothing is read under it."""
     found = lingering_modes()
     if found:
-        raise TypeError(f"a torch mode your code entered is still on ({', '.join(map(str, found))}): "
-                        "leave it before returning (enter it in a `with` block); the grader reads no result under it")
+        raise ModeLeftOn(f"a torch mode your code entered is still on ({', '.join(map(str, found))}): leave it "
+                         "before returning (enter it in a `with` block); the grader reads no result under it")
 
 
 def one_of(kind, types):
