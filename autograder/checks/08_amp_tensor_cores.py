@@ -364,7 +364,16 @@ def _batches(data):
     yields [inputs])."""
     if isinstance(data, torch.Tensor):
         return [data]
-    return [batch[0] if isinstance(batch, (list, tuple)) else batch for batch in data]
+    # A data set iterates sample by sample: each "batch" would be one sample's features.
+    assert not isinstance(data, torch.utils.data.Dataset), (
+        f"return the data as a tensor or a DataLoader, not a {type_name(data)} (DataLoader(dataset, batch_size=...))")
+    batches = []
+    for batch in data:
+        inputs = batch[0] if isinstance(batch, (list, tuple)) and len(batch) else batch
+        assert isinstance(inputs, torch.Tensor), (
+            f"each batch must be a tensor of inputs, or a list or tuple that starts with one, not a {type_name(inputs)}")
+        batches.append(inputs)
+    return batches
 
 
 def _forward(model, inputs):
@@ -623,8 +632,9 @@ def test_train_amp_learns(train_amp):
     400 draws gave at most 0.21 too). Other correct answers differ from these
     by rounding only.
     """
-    history = there(_history, train_amp, random.randint(0, 100), 0.05, 6)
-    assert history[-1] < 0.6 * history[0], "the training loss should fall clearly over 6 epochs"
+    history = exact_list(there(_history, train_amp, random.randint(0, 100), 0.05, 6), "the result", length=6)
+    first, last = (exact_float(history[e], f"the loss of epoch {e + 1}") for e in (0, 5))
+    assert last < 0.6 * first, "the training loss should fall clearly over 6 epochs"
 
 
 def _autocast_depth():

@@ -271,6 +271,15 @@ def tensor_core_issues(model, batch_size, dtype):
 """)),
     },
     "fixed_case_1": {
+        "a TensorDataset returned, not the data tensor or a DataLoader": '''
+import torch
+from torch import nn
+from torch.utils.data import TensorDataset
+def fixed_case_1():
+    model = nn.Sequential(nn.Linear(16, 64), nn.ReLU(), nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 16), nn.ReLU(),
+                          nn.Linear(16, 8))
+    return model, TensorDataset(torch.randn(128, 16))
+''',
         "the seed's code unchanged": '''
 import torch
 def fixed_case_1():
@@ -335,6 +344,21 @@ def fixed_case_1():
 ''',
     },
     "fixed_case_2": {
+        "a loader of dict batches, which model(batch) cannot take": '''
+import torch
+from torch import nn
+from torch.utils.data import DataLoader, Dataset
+class _Rows(Dataset):
+    def __init__(self):
+        self.x = torch.randn(123, 16)
+    def __len__(self):
+        return 120
+    def __getitem__(self, i):
+        return {"x": self.x[i]}
+def fixed_case_2():
+    model = nn.Sequential(nn.Linear(16, 64), nn.ReLU(), nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 16))
+    return model, DataLoader(_Rows(), batch_size=8)
+''',
         "last batch of 59": '''
 import torch
 from torch import nn
@@ -498,6 +522,8 @@ def autocast_dtype(device) -> torch.dtype:
 ''',
     },
     "train_amp": {
+        "the epochs' losses as a generator, not a list": variant(_TRAIN_SCALED, ("    return history\n",
+                                                                               "    return (loss for loss in history)\n")),
         "the loss after the forward's autocast block, by a helper decorated autocast(enabled=False) inside a disabled block": variant(_TRAIN_SCALED, ("import torch\n", "import torch\n\n\n@torch.autocast(\"cpu\", enabled=False)\n"
             "def float32_loss(loss_fn, out, y):\n    return loss_fn(out.float(), y)\n"), ("                loss = loss_fn(model(x), y)\n",
             "                out = model(x)\n"
