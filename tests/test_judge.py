@@ -11,6 +11,7 @@ import os
 import pickle
 import shutil
 import struct
+import subprocess
 import sys
 import tempfile
 import textwrap
@@ -320,9 +321,9 @@ def test_a_torch_mode_left_on_reads_no_tensor(monkeypatch):
         with OnMeta():
             assert torch.ones(1).device.type == "meta"  # the lie the reads would see
             assert wire.lingering_modes() == ["test_a_torch_mode_left_on_reads_no_tensor.<locals>.OnMeta"]
-            with pytest.raises(wire.ModeLeftOn, match=r"a torch mode your code entered is still on \(test_a_torch.*OnMeta\)"):
+            with pytest.raises(wire.ModeLeftOn, match=r"left on what would see the grader read its results \(test_a_torch.*OnMeta\)"):
                 wire.encode([torch.ones(2)], keep=None)
-            with pytest.raises(wire.ModeLeftOn, match="still on"):
+            with pytest.raises(wire.ModeLeftOn, match="left on"):
                 server.reply("cpu", "run")  # what a check's code read in this process
             server.reply(["x"], "names")  # a name looked up: nothing read under the mode
         server.reply("cpu", "run")
@@ -353,6 +354,68 @@ def test_a_patch_of_the_tensor_class_is_not_asked(monkeypatch):
     assert encoded[0] == "tensor" and encoded[5] == "cpu"
     assert wire.tensor_attributes(torch.ones(2), "device")[0].type == "cpu"
     assert asked == ["device"]
+
+
+def test_what_torch_would_ask_python_is_not_asked_when_a_tensor_is_read(monkeypatch):
+    """A tensor is read with torch functions off, and its elements from its storage by address: a
+    subclass whose __torch_function__ lies about the device (returned, or made by assigning
+    __class__), a hook put on set_default_device's mode through its classes' __getattribute__,
+    and a trace function left on (with sys.gettrace replaced) are not asked or are refused."""
+    monkeypatch.setattr(wire, "_TRUSTED", None)
+    wire.remember_libraries()
+
+    class OnMeta(torch.Tensor):
+        @classmethod
+        def __torch_function__(cls, func, types, args=(), kwargs=None):
+            if getattr(func, "__self__", None) is torch._C.TensorBase.__dict__["device"]:
+                return torch.device("meta")
+            return super().__torch_function__(func, types, args, kwargs or {})
+
+    lying = torch.ones(2).as_subclass(OnMeta)
+    assert lying.device.type == "meta"
+    assert wire.tensor_attributes(lying, "device")[0].type == "cpu"
+    from torch.overrides import TorchFunctionMode
+    from torch.utils._device import DeviceContext
+    torch.set_default_device("cpu")
+    try:
+        for kind in (DeviceContext, TorchFunctionMode):
+            monkeypatch.setattr(kind, "__getattribute__", object.__getattribute__, raising=False)
+            assert wire.lingering_modes() == ["DeviceContext"], kind
+            monkeypatch.delattr(kind, "__getattribute__")
+            assert wire.lingering_modes() == []
+    finally:
+        torch.set_default_device(None)
+    monkeypatch.setattr(sys, "gettrace", lambda: None)
+    previous = sys.gettrace  # the replacement: the real one was taken when the wire was loaded
+    sys.settrace(lambda *args: None)
+    try:
+        found = wire.lingering_modes()
+    finally:
+        sys.settrace(None)
+    assert found == ["sys.settrace"] and previous() is None
+
+
+def test_a_kernel_registered_for_an_operator_does_not_change_what_is_sent():
+    """The elements' bytes come from the tensor's storage, not through torch's operators: a Python
+    kernel an answer registers for aten::detach on the CPU (torch.library) is not called."""
+    code = textwrap.dedent('''
+        import torch
+        from autograder.sandbox import wire
+        wire.remember_libraries()
+        called = []
+        def lying_detach(t):
+            called.append(1)
+            return torch.full(t.shape, 7.0)
+        library = torch.library.Library("aten", "IMPL")
+        library.impl("detach", lying_detach, "CPU")
+        assert float(torch.ones(2).detach()[0]) == 7.0 and called
+        called.clear()
+        sent = wire.decode(wire.encode(torch.ones(3), keep=None), None)
+        print(sent.tolist(), len(called))
+    ''')
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split("\n")[-2] == "[1.0, 1.0, 1.0] 0", done.stdout
 
 
 def test_values_refused_beside_the_answers_say_what_they_are():

@@ -187,6 +187,26 @@ _OnMeta().__enter__()
 def to_device(batch, device, non_blocking=False):
     return batch
 ''',
+        "moves nothing, and returns each tensor as a subclass whose __torch_function__ says it is on the meta device": '''
+import torch
+_DEVICE = torch._C.TensorBase.__dict__["device"]
+class _OnMeta(torch.Tensor):
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        if getattr(func, "__self__", None) is _DEVICE:
+            return torch.device("meta")
+        return super().__torch_function__(func, types, args, kwargs)
+def to_device(batch, device, non_blocking=False):
+    if isinstance(batch, torch.Tensor):
+        return batch.to(device, non_blocking=non_blocking) if torch.device(device).type == "cpu" else batch.as_subclass(_OnMeta)
+    if isinstance(batch, dict):
+        return type(batch)((k, to_device(v, device, non_blocking)) for k, v in batch.items())
+    if isinstance(batch, tuple) and hasattr(batch, "_fields"):
+        return type(batch)(*(to_device(v, device, non_blocking) for v in batch))
+    if isinstance(batch, (list, tuple)):
+        return type(batch)(to_device(v, device, non_blocking) for v in batch)
+    return batch
+''',
         "moves nothing, and puts a property on torch.Tensor that says it is on the meta device, off 2 s later": '''
 import threading
 import torch

@@ -430,7 +430,7 @@ def changed(before, modules=None):
         if swapped or not _from_trusted_code(new, trusted):
             found.add(".".join(key[1:] if key[0] == "module" else key[:3]).replace(".__code__", ""))
     result = sorted(found)
-    if sys.gettrace() is not None or sys.getprofile() is not None:
+    if wire._GETTRACE() is not None or wire._GETPROFILE() is not None:  # sys's own, as loaded before the student's code
         result.append("sys.settrace/sys.setprofile")
     return result
 

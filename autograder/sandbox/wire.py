@@ -213,28 +213,43 @@ def _library(name):
 
 
 class _TorchKit:
-    """How the student's process reads a tensor: torch's classes, and the C descriptors of
-    `TensorBase` (a type Python cannot change), taken before the student's code runs. A patch of
-    `torch.Tensor`'s attributes, even one that undoes itself once read, is never asked."""
+    """How the student's process reads a tensor, all taken before the student's code runs:
+    torch's classes; the C descriptors and methods of `TensorBase` and `StorageBase` (types Python
+    cannot change), called with torch functions off (`DisableTorchFunction`: neither a mode nor a
+    subclass's `__torch_function__` is asked); and the elements' bytes read from the storage
+    itself (ctypes), not through torch's operators, whose kernels Python code can replace
+    (`torch.library`). A patch of `torch.Tensor`'s attributes, even one that undoes itself once
+    read, is never asked either."""
 
     def __init__(self, torch):
+        import ctypes
+
+        import numpy
+        from torch.overrides import TorchFunctionMode
         from torch.utils._device import DeviceContext
-        base = torch._C.TensorBase.__dict__
-        self.Tensor, self.Parameter, self.strided, self.uint8 = torch.Tensor, torch.nn.Parameter, torch.strided, torch.uint8
+        base, storage = torch._C.TensorBase.__dict__, torch._C.StorageBase.__dict__
+        self.numpy = numpy
+        self.Tensor, self.Parameter, self.strided = torch.Tensor, torch.nn.Parameter, torch.strided
         self.dtype_type, self.device_type, self.size_type = torch.dtype, torch.device, torch.Size
+        self.no_torch_function = torch._C.DisableTorchFunction
         self.get = {name: base[name].__get__ for name in
                     ("layout", "dtype", "is_meta", "shape", "requires_grad", "device", "grad", "is_leaf")}
-        self.call = {name: base[name] for name in ("detach", "to", "contiguous", "view", "reshape", "numpy",
-                                                   "numel", "dim")}
+        self.call = {name: base[name] for name in ("detach", "to", "contiguous", "stride", "storage_offset",
+                                                   "element_size", "untyped_storage", "is_conj", "is_neg")}
+        self.storage = {name: storage[name] for name in ("data_ptr", "nbytes")}
+        self.string_at = ctypes._string_at  # C; ctypes.string_at looks it up in ctypes' namespace
         self.function_modes = (torch._C._len_torch_function_stack, torch._C._get_function_stack_at)
         self.dispatch_modes = (torch._C._len_torch_dispatch_stack, torch._C._get_dispatch_stack_at)
-        # The mode torch.set_default_device leaves on (it only places new tensors), as it was.
-        self.default_device = DeviceContext, DeviceContext.__dict__["__torch_function__"]
-        self.default_device_code = self.default_device[1].__code__
+        # The mode torch.set_default_device leaves on (it only places new tensors), as torch made
+        # it: its class and its base's namespaces as they are now (torch asks the mode for its hook
+        # by attribute: a __getattribute__ added to either would answer).
+        self.default_device = DeviceContext
+        self.default_device_classes = {kind: tuple(vars(kind).items()) for kind in (DeviceContext, TorchFunctionMode)}
 
 
 _KITS = {}  # id(torch module) -> (module, _TorchKit)
 _QUALNAME = type.__dict__["__qualname__"]
+_GETTRACE, _GETPROFILE = sys.gettrace, sys.getprofile  # as this module was loaded: before the student's code
 
 
 def _torch_kit(torch):
@@ -246,20 +261,24 @@ def _torch_kit(torch):
 
 def tensor_attributes(tensor, *names):
     """The attributes `names` (device, shape, dtype, ...) of a tensor, read through TensorBase's own
-    descriptors: for checks that read a tensor in the student's process."""
-    get = _torch_kit(_library("torch")).get
-    return tuple(get[name](tensor) for name in names)
+    descriptors with torch functions off, nothing left on that would see the read: for checks that
+    read a tensor in the student's process."""
+    refuse_lingering_modes()
+    kit = _torch_kit(_library("torch"))
+    with kit.no_torch_function():
+        return tuple(kit.get[name](tensor) for name in names)
 
 
 def lingering_modes():
-    """The torch modes active now, by class name, besides torch.set_default_device's: none is
-    active when a check reads a result, unless the student's code entered one and left it on (a
-    TorchFunctionMode sees every read of a tensor's attributes, and can change what they say)."""
+    """What is on now that would see (and could change) what this process reads: torch modes, by
+    class name, besides torch.set_default_device's as torch made it, and a trace or profile
+    function (sys.settrace, sys.setprofile). None is, when a check reads a result, unless the
+    student's code left it on."""
+    found = [name for name, on in (("sys.settrace", _GETTRACE()), ("sys.setprofile", _GETPROFILE())) if on is not None]
     torch = _library("torch")
     if torch is None:
-        return []
+        return found
     kit = _torch_kit(torch)
-    found = []
     for (count, at), allowed in ((kit.function_modes, _default_device_mode), (kit.dispatch_modes, None)):
         for i in range(count()):
             mode = at(i)
@@ -269,23 +288,49 @@ def lingering_modes():
 
 
 def _default_device_mode(mode, kit):
-    """Whether `mode` is torch.set_default_device's, its class and instance as torch made them."""
-    kind, hook = kit.default_device
-    return (type(mode) is kind and kind.__dict__.get("__torch_function__") is hook
-            and hook.__code__ is kit.default_device_code
-            and set(object.__getattribute__(mode, "__dict__")) <= {"device", "prev_mode", "old_device"})
+    """Whether `mode` is torch.set_default_device's, its classes and instance as torch made them."""
+    if type(mode) is not kit.default_device:
+        return False
+    for kind, items in kit.default_device_classes.items():
+        now = tuple(vars(kind).items())
+        if len(now) != len(items) or any(a is not c or b is not d for (a, b), (c, d) in zip(now, items)):
+            return False
+    return set(object.__getattribute__(mode, "__dict__")) <= {"device", "prev_mode", "old_device"}
 
 
 class ModeLeftOn(AssertionError):
-    """A result refused because a torch mode is left on: the check fails, in these words."""
+    """A result refused because a torch mode (or a trace function) is left on: the check fails, in
+    these words."""
 
 
 def refuse_lingering_modes():
-    """Raise ModeLeftOn if a torch mode is left on (lingering_modes): nothing is read under it."""
+    """Raise ModeLeftOn if something is left on that would see the reads (lingering_modes)."""
     found = lingering_modes()
     if found:
-        raise ModeLeftOn(f"a torch mode your code entered is still on ({', '.join(map(str, found))}): leave it "
-                         "before returning (enter it in a `with` block); the grader reads no result under it")
+        raise ModeLeftOn(f"your code left on what would see the grader read its results ({', '.join(map(str, found))}): "
+                         "leave it before returning (a torch mode: enter it in a `with` block; sys.settrace or "
+                         "sys.setprofile: set it back to None); the grader reads no result under it")
+
+
+def _element_bytes(kit, tensor):
+    """The bytes of a CPU tensor's elements, in row-major order, copied from its storage by
+    address: no torch operator runs (torch's dispatcher would call a kernel the student's code
+    registered for it). Strides that reach beyond the storage are refused."""
+    call, np = kit.call, kit.numpy
+    shape, strides = tuple(kit.get["shape"](tensor)), tuple(call["stride"](tensor))
+    size, offset = call["element_size"](tensor), call["storage_offset"](tensor)
+    if 0 in shape:
+        return b""
+    if call["is_conj"](tensor) or call["is_neg"](tensor) or offset < 0 or any(s < 0 for s in strides):
+        raise TypeError("a tensor with a lazy conjugate, negation or negative strides cannot be sent; "
+                        "return tensor.resolve_conj() or .clone()")
+    last = offset + sum((n - 1) * s for n, s in zip(shape, strides))  # the last element's index
+    storage = call["untyped_storage"](tensor)
+    if (last + 1) * size > kit.storage["nbytes"](storage):
+        raise TypeError("a tensor whose strides reach beyond its storage cannot be sent")
+    raw = kit.string_at(kit.storage["data_ptr"](storage) + offset * size, (last - offset + 1) * size)
+    elements = np.ndarray(shape, dtype=f"V{size}", buffer=raw, strides=tuple(s * size for s in strides))
+    return np.ascontiguousarray(elements).tobytes()
 
 
 def one_of(kind, types):
@@ -379,22 +424,27 @@ def _encode_torch(value, torch):
         return ("torch.device", str(value))
     if kind is kit.size_type:
         return ("torch.Size", [int(v) for v in value])
-    get, call = kit.get, kit.call
     if kind is kit.Tensor or kind is kit.Parameter:
         refuse_lingering_modes()
-        if get["layout"](value) != kit.strided:
-            return None
-        name = str(get["dtype"](value)).removeprefix("torch.")
-        if name not in TORCH_DTYPES or get["is_meta"](value):
-            return None
-        data = call["contiguous"](call["to"](call["detach"](value), "cpu"))
-        if call["numel"](data) and not call["dim"](data):
-            data = call["reshape"](data, 1)
-        raw = call["numpy"](call["view"](data, kit.uint8)).tobytes() if call["numel"](data) else b""
-        grad = get["grad"](value) if get["is_leaf"](value) else None
-        return ("tensor", name, list(get["shape"](value)), raw, bool(get["requires_grad"](value)),
-                str(get["device"](value)), kind is kit.Parameter, None if grad is None else _encode_torch(grad, torch))
+        with kit.no_torch_function():
+            return _encode_tensor(value, kind, kit, torch)
     return None
+
+
+def _encode_tensor(value, kind, kit, torch):
+    get, call = kit.get, kit.call
+    if get["layout"](value) != kit.strided:
+        return None
+    name = str(get["dtype"](value)).removeprefix("torch.")
+    if name not in TORCH_DTYPES or get["is_meta"](value):
+        return None
+    device = get["device"](value)
+    # A tensor off the CPU is copied there by torch's operators (a GPU's memory cannot be read by
+    # address from here): only a grader that lets student code use a GPU sends such tensors.
+    on_cpu = value if device.type == "cpu" else call["contiguous"](call["to"](call["detach"](value), "cpu"))
+    grad = get["grad"](value) if get["is_leaf"](value) else None
+    return ("tensor", name, list(get["shape"](value)), _element_bytes(kit, on_cpu), bool(get["requires_grad"](value)),
+            str(device), kind is kit.Parameter, None if grad is None else _encode_torch(grad, torch))
 
 
 # --- the judge's side: decode ------------------------------------------------------------------
