@@ -187,8 +187,8 @@ _OnMeta().__enter__()
 def to_device(batch, device, non_blocking=False):
     return batch
 ''',
-        "moves nothing, and returns each tensor as a subclass whose __torch_function__ says it is on the meta device": '''
-import torch
+        "moves nothing, and returns each tensor as a subclass whose __torch_function__ says it is on the meta device": variant(
+            _TO_DEVICE, ("import torch\n", """import torch
 _DEVICE = torch._C.TensorBase.__dict__["device"]
 class _OnMeta(torch.Tensor):
     @classmethod
@@ -196,17 +196,9 @@ class _OnMeta(torch.Tensor):
         if getattr(func, "__self__", None) is _DEVICE:
             return torch.device("meta")
         return super().__torch_function__(func, types, args, kwargs)
-def to_device(batch, device, non_blocking=False):
-    if isinstance(batch, torch.Tensor):
-        return batch.to(device, non_blocking=non_blocking) if torch.device(device).type == "cpu" else batch.as_subclass(_OnMeta)
-    if isinstance(batch, dict):
-        return type(batch)((k, to_device(v, device, non_blocking)) for k, v in batch.items())
-    if isinstance(batch, tuple) and hasattr(batch, "_fields"):
-        return type(batch)(*(to_device(v, device, non_blocking) for v in batch))
-    if isinstance(batch, (list, tuple)):
-        return type(batch)(to_device(v, device, non_blocking) for v in batch)
-    return batch
-''',
+"""), ("        return batch.to(device, non_blocking=non_blocking)\n",
+       "        return batch.to(device, non_blocking=non_blocking) if torch.device(device).type == \"cpu\" else "
+       "batch.as_subclass(_OnMeta)\n")),
         "moves nothing, and puts a property on torch.Tensor that says it is on the meta device, off 2 s later": '''
 import threading
 import torch
