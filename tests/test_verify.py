@@ -132,6 +132,25 @@ def test_library_laziness_is_not_tampering_but_student_patches_are():
                      "['numpy.allclose']"]
 
 
+def test_a_special_method_added_to_a_library_class_is_tampering():
+    """A name the snapshot never saw is looked at too, where it matters: a __getattribute__ put on
+    torch.Tensor answers every attribute read of every tensor (a check's own reads in the student's
+    process too), sys.gettrace replaced or not; a method of the student's added under another
+    name, and the special methods of classes a library makes after the snapshot, are not."""
+    lines = _run('''
+        from autograder.sandbox import student as student_side
+        import sys, torch
+        before = student_side.snapshot()
+        torch.nn.Module.describe = lambda self: "a helper"         # a name of the student's: harmless
+        import torch.distributed.fsdp                              # a library's new classes
+        print(student_side.changed(before))
+        torch.Tensor.__getattribute__ = lambda self, name: torch._C.TensorBase.__getattribute__(self, name)
+        sys.gettrace = lambda: None
+        print(student_side.changed(before))
+    ''')
+    assert lines == ["[]", "['torch.Tensor.__getattribute__']"]
+
+
 def test_the_quick_look_finds_what_the_full_look_finds():
     """changed() passes over a module whose objects are all the same at C speed; for every kind
     of change it reports what looking at every object (a plain snapshot dict) reports."""

@@ -429,7 +429,16 @@ def changed(before, modules=None):
         swapped = key[-1] != "__code__" and id(new) in known and known[id(new)] != key
         if swapped or not _from_trusted_code(new, trusted):
             found.add(".".join(key[1:] if key[0] == "module" else key[:3]).replace(".__code__", ""))
-    result = sorted(found)
+    # A special method added by the student's code to a watched class it already had: a
+    # __getattribute__ put on torch.Tensor answers every attribute read of every tensor.
+    added = {}  # (class, name) -> its shortest path (a class is reached from every module that imports it)
+    for key, new in now.items():
+        if len(key) == 3 and key[2][:2] == key[2][-2:] == "__" and key not in before:
+            owner = before.get(key[:2])
+            if owner is not None and now.get(key[:2]) is owner and not _from_trusted_code(new, trusted):
+                path = ".".join(key)
+                added[id(owner), key[2]] = min(added.get((id(owner), key[2]), path), path, key=len)
+    result = sorted(found | set(added.values()))
     if wire._GETTRACE() is not None or wire._GETPROFILE() is not None:  # sys's own, as loaded before the student's code
         result.append("sys.settrace/sys.setprofile")
     return result
@@ -470,9 +479,10 @@ class Server:
     def send(self, message):
         wire.write_frame(self.replies_fd, wire.dump_plain(message))
 
-    # The requests that run code here (the student's or a check's): a torch mode the student's code
-    # left on would see, and could change, what that code read. Those that only look up a name or a
-    # process are answered as before (a tensor is never read under such a mode: wire._encode_torch).
+    # The requests that run code here (the student's or a check's): a torch mode, a trace or a profile
+    # function the student's code left on would see, and could change, what that code read. Those that
+    # only look up a name or a process are answered as before (a tensor is never read under one:
+    # wire._encode_torch).
     COMPUTING = frozenset({"call", "run", "getattr", "getitem", "len", "iter", "next", "bool", "contains",
                            "str", "repr", "enter", "exit"})
 
