@@ -663,9 +663,12 @@ def _forward_states(train_amp, draw):
         lowest[0] = min(lowest[0], depth)
         return depth
 
+    from autograder.sandbox import wire  # dtypes as torch keeps them: a subclass the answer made is not asked
+
     def on_forward(module, inputs, output):
         forward_depth[0] = lowest[0] = _autocast_depth()
-        seen.append((torch.is_autocast_enabled("cpu"), output.dtype, module.weight.dtype))
+        seen.append((torch.is_autocast_enabled("cpu"), wire.tensor_attributes(output, "dtype", during_call=True)[0],
+                     module.weight.dtype))
 
     model[0].register_forward_hook(on_forward)
     mse = nn.MSELoss()

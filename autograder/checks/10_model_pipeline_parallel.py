@@ -310,8 +310,10 @@ def _on_meta(pipeline_forward, model, cut, first, x, m):
     what went wrong, if anything. Where the output goes afterwards is the answer's to choose
     (moving it back to x's device fails on meta)."""
     stages = [model[:cut] if cut else nn.Sequential(nn.Identity()), nn.Sequential(first, *model[cut:]).to("meta")]
+    from autograder.sandbox import wire  # a tensor's device as torch keeps it: no subclass or mode asked
     devices = []
-    hook = stages[1].register_forward_pre_hook(lambda mod, args: devices.append(args[0].device.type))
+    hook = stages[1].register_forward_pre_hook(
+        lambda mod, args: devices.append(wire.tensor_attributes(args[0], "device", during_call=True)[0].type))
     try:
         pipeline_forward(stages, x, m)
     except RuntimeError as err:  # a CPU tensor given to a meta layer, or a meta output copied out

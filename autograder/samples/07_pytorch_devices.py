@@ -1,5 +1,5 @@
 """Wrong and alternative answers of 07_pytorch_devices (see autograder/samples/__init__.py)."""
-from autograder.samples import variant
+from autograder.samples import CLAIMS_META, variant
 
 
 # pick_device by hand, the default order in a function of its own: for wrong answers that differ
@@ -188,15 +188,7 @@ def to_device(batch, device, non_blocking=False):
     return batch
 ''',
         "moves nothing, and returns each tensor as a subclass whose __torch_function__ says it is on the meta device": variant(
-            _TO_DEVICE, ("import torch\n", """import torch
-_DEVICE = torch._C.TensorBase.__dict__["device"]
-class _OnMeta(torch.Tensor):
-    @classmethod
-    def __torch_function__(cls, func, types, args=(), kwargs=None):
-        if getattr(func, "__self__", None) is _DEVICE:
-            return torch.device("meta")
-        return super().__torch_function__(func, types, args, kwargs)
-"""), ("        return batch.to(device, non_blocking=non_blocking)\n",
+            _TO_DEVICE, ("import torch\n", "import torch\n" + CLAIMS_META), ("        return batch.to(device, non_blocking=non_blocking)\n",
        "        return batch.to(device, non_blocking=non_blocking) if torch.device(device).type == \"cpu\" else "
        "batch.as_subclass(_OnMeta)\n")),
         "moves nothing, and puts a property on torch.Tensor that says it is on the meta device, off 2 s later": '''

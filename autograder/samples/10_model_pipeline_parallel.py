@@ -1,5 +1,5 @@
 """Wrong and alternative answers of 10_model_pipeline_parallel (see autograder/samples/__init__.py)."""
-from autograder.samples import variant
+from autograder.samples import CLAIMS_META, variant
 
 # The best split by trying every set of cut positions (correct); a wrong answer below copies its layers.
 _BRUTE_FORCE = '''
@@ -167,6 +167,9 @@ def split_sequential(model, n_stages: int) -> list:
 ''',
     },
     "pipeline_forward": {
+        "never moves a micro-batch: one for a stage off the CPU is a subclass whose __torch_function__ names its device": variant(
+            _PIPELINE, ("import torch\n", "import torch\n" + CLAIMS_META), ("                micro = micro.to(params[0].device)\n",
+       "                micro = micro.as_subclass(_OnMeta) if params[0].device.type == \"meta\" else micro\n")),
         "whole batch in one pass": '''
 def pipeline_forward(stages, x, n_microbatches):
     if not 1 <= n_microbatches <= len(x):

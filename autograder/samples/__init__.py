@@ -37,6 +37,18 @@ def variant(code, *edits):
         code = code.replace(old, new)
     return code
 
+# A tensor subclass an answer can return instead of moving a tensor: its __torch_function__ says
+# it is on the meta device when torch's own device reader asks (after `import torch`).
+CLAIMS_META = """
+_DEVICE = torch._C.TensorBase.__dict__["device"]
+class _OnMeta(torch.Tensor):
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        if getattr(func, "__self__", None) is _DEVICE:
+            return torch.device("meta")
+        return super().__torch_function__(func, types, args, kwargs)
+"""
+
 # Code a student who has read autograder/ could add to a serial answer: find the grader's spy
 # (its dict of Thread/Process starts and joins) in the callers' frames and raise every count.
 # The catalogue's answers that use it must still fail: the judge backs the spy's starts with

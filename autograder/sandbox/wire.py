@@ -259,11 +259,14 @@ def _torch_kit(torch):
     return held[1]
 
 
-def tensor_attributes(tensor, *names):
+def tensor_attributes(tensor, *names, during_call=False):
     """The attributes `names` (device, shape, dtype, ...) of a tensor, read through TensorBase's own
-    descriptors with torch functions off, nothing left on that would see the read: for checks that
-    read a tensor in the student's process."""
-    refuse_lingering_modes()
+    descriptors with torch functions off: for checks that read a tensor in the student's process.
+    After the answer's call nothing may be left on that would see the read (refuse_lingering_modes);
+    during it (a hook of the check's that the answer's code runs), what the answer has on is its own
+    business, and is not asked either."""
+    if not during_call:
+        refuse_lingering_modes()
     kit = _torch_kit(_library("torch"))
     with kit.no_torch_function():
         return tuple(kit.get[name](tensor) for name in names)
