@@ -34,8 +34,15 @@ class Judge:
         from .. import hidden
         from ..pipeline import lease
         from ..sandbox import student as student_side
+        from ..sandbox import wire
         session = self.session(assignment)
-        session.run(student_side.use_candidate, assignment, exercise, code)
+        # Loaded, even where the answer left on what would see the reads and its process refuses the
+        # reply: grading sends none for loading, and the checks that follow say why they fail.
+        try:
+            session.run(student_side.use_candidate, assignment, exercise, code)
+        except AssertionError as err:
+            if not str(err).startswith(wire.LEFT_ON):
+                raise
         namespace = session.namespace()
         hidden.STUDENT = session
         try:

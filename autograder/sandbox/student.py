@@ -468,7 +468,6 @@ class Server:
         self.before = before
         self.handles = {}
         self.numbers = itertools.count(1)
-        self.loading = False  # set while the course's tests load an answer (use_candidate)
 
     # objects the judge holds by number
     def keep(self, obj):
@@ -487,10 +486,7 @@ class Server:
                            "str", "repr", "enter", "exit"})
 
     def reply(self, value, op=None):
-        # Not for the reply that ends loading an answer (the course's tests: use_candidate), which
-        # grading does not send either: the checks that follow are refused.
-        loading, self.loading = self.loading, False
-        if op in self.COMPUTING and not loading:
+        if op in self.COMPUTING:
             wire.refuse_lingering_modes()
         self.send(("ok", wire.encode(value, self.keep)))
 
@@ -665,4 +661,3 @@ def use_candidate(assignment, exercise, code):
                                         workdir=course.SOURCE / assignment)
         namespace.update({k: v for k, v in vars(module).items() if not k.startswith("__")})
     _REFERENCE_SERVER[0].namespace = {k: v for k, v in namespace.items() if not k.startswith("__")}
-    _REFERENCE_SERVER[0].loading = True

@@ -301,6 +301,9 @@ def _default_device_mode(mode, kit):
     return set(object.__getattribute__(mode, "__dict__")) <= {"device", "prev_mode", "old_device"}
 
 
+LEFT_ON = "your code left on what would see the grader read its results"
+
+
 class ModeLeftOn(AssertionError):
     """A result refused because a torch mode (or a trace function) is left on: the check fails, in
     these words."""
@@ -310,7 +313,7 @@ def refuse_lingering_modes():
     """Raise ModeLeftOn if something is left on that would see the reads (lingering_modes)."""
     found = lingering_modes()
     if found:
-        raise ModeLeftOn(f"your code left on what would see the grader read its results ({', '.join(map(str, found))}): "
+        raise ModeLeftOn(f"{LEFT_ON} ({', '.join(map(str, found))}): "
                          "leave it before returning (a torch mode: enter it in a `with` block; sys.settrace or "
                          "sys.setprofile: set it back to None); the grader reads no result under it")
 
