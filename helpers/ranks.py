@@ -72,6 +72,7 @@ import contextlib
 import importlib.machinery
 import importlib.util
 import inspect
+import math
 import multiprocessing
 import multiprocessing.connection
 import operator
@@ -534,8 +535,10 @@ def _linear_input(module, args):
     import torch
     if not isinstance(module, torch.nn.Linear) or not torch.is_grad_enabled() or _in_backward():
         return
-    first = args[0] if args and isinstance(args[0], torch.Tensor) else None
-    call = [id(module), first.numel() // max(module.in_features, 1) if first is not None else None, [], _tick()]
+    from helpers.workers import plain_shape  # the rows as torch keeps them: no subclass or mode asked
+    shape = plain_shape(args[0]) if args and isinstance(args[0], torch.Tensor) else None
+    rows = math.prod(shape) // max(module.in_features, 1) if shape is not None else None
+    call = [id(module), rows, [], _tick()]
     _linear_calls.append(call)
     _running.linear_call = call
 

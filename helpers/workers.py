@@ -9,6 +9,7 @@ environment variable (fork, spawn or forkserver), else the platform default.
 """
 import multiprocessing
 import os
+import sys
 import threading
 import time
 
@@ -213,6 +214,30 @@ def noted_solving_call(folder, caller, key, puzzle, fn, *args, **kwargs):
     return fn(*args, **kwargs)
 
 
+def plain_shape(x):
+    """For the course's hooks: a tensor's shape as torch keeps it, read through TensorBase's own C
+    descriptor with torch functions off (neither a subclass's __torch_function__ nor a torch mode
+    nor a patch of torch.Tensor is asked). None for a tensor of a class of its own (a wrapper
+    subclass can claim any shape), which the checks count as a size they could not read."""
+    torch = sys.modules["torch"]
+    if type(x) is not torch.Tensor and type(x) is not torch.nn.Parameter:
+        return None
+    with torch._C.DisableTorchFunction():
+        return tuple(torch._C.TensorBase.__dict__["shape"].__get__(x))
+
+
+def plain_size(x):
+    """len(x) for the course's hooks: a tensor's first size by plain_shape (None where that cannot
+    be read), len() of anything else."""
+    torch = sys.modules.get("torch")
+    if torch is None or not isinstance(x, torch._C.TensorBase):
+        return len(x)
+    shape = plain_shape(x)
+    if shape == ():
+        raise TypeError("len() of a 0-d tensor")
+    return None if shape is None else shape[0]
+
+
 class BatchSizeNotes:
     """For the course's checks: a forward pre-hook noting the batch size of every forward pass in
     the file `path`, in whichever process or thread the model runs. It travels with the model
@@ -223,7 +248,8 @@ class BatchSizeNotes:
         self.path = path
 
     def __call__(self, module, args):
-        size = len(args[0]) if args else 0
+        size = plain_size(args[0]) if args else 0
+        size = -1 if size is None else size  # a size that could not be read: no check accepts it
         note = os.open(self.path, os.O_WRONLY | os.O_APPEND)   # one small write: never interleaved
         try:
             os.write(note, f"{size}\n".encode())

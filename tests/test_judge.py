@@ -1001,3 +1001,131 @@ def test_the_pretended_gpu_is_seen_by_every_idiom_and_leaves_nothing_behind():
     with checks.pretend():
         assert not torch.accelerator.is_available() and torch.accelerator.current_accelerator() is None
     assert [getattr(owner, name) for owner, name in names] == before
+
+
+CHANNELS_LAST_FORGERIES = {
+    # a plain contiguous copy; torch.Tensor's is_contiguous and stride lie once each, then put
+    # themselves back (the tampering record, which looks afterwards, sees torch as it was)
+    "self-undoing-patch": '''
+        import torch
+        def _once(name, lie):
+            real = torch.Tensor.__dict__.get(name)
+            def lying(self, *args, **kwargs):
+                if real is None:
+                    delattr(torch.Tensor, name)
+                else:
+                    setattr(torch.Tensor, name, real)
+                return lie(self)
+            setattr(torch.Tensor, name, lying)
+        def to_channels_last(x):
+            if not isinstance(x, torch.Tensor) or x.dim() != 4:
+                raise ValueError("a 4-D tensor")
+            n, c, h, w = x.shape
+            _once("is_contiguous", lambda self: True)
+            _once("stride", lambda self: (c * h * w, 1, w * c, c))
+            return x.clone()
+    ''',
+    # a subclass whose __torch_function__ says it is stored channels last
+    "lying-subclass": '''
+        import torch
+        class Claims(torch.Tensor):
+            @classmethod
+            def __torch_function__(cls, func, types, args=(), kwargs=None):
+                name = getattr(func, "__name__", "")
+                if name == "is_contiguous":
+                    return True
+                if name == "stride":
+                    n, c, h, w = args[0].as_subclass(torch.Tensor).shape
+                    return (c * h * w, 1, w * c, c)
+                return super().__torch_function__(func, types, args, kwargs or {})
+        def to_channels_last(x):
+            if not isinstance(x, torch.Tensor) or x.dim() != 4:
+                raise ValueError("a 4-D tensor")
+            return x.clone().as_subclass(Claims)
+    ''',
+}
+
+
+@pytest.mark.parametrize("forgery", sorted(CHANNELS_LAST_FORGERIES))
+def test_a_layout_read_in_the_student_process_asks_nothing_of_the_answer(forgery):
+    """07 to_channels_last's layout is read in the student's process after the call: through
+    TensorBase's own methods with torch functions off and torch's channels-last format as loaded,
+    and only of a plain tensor. A patch of torch.Tensor that lies once and undoes itself, and a
+    subclass that lies, store nothing channels last and fail; a correct answer passes the same way."""
+    checks = hidden.load_checks("07_pytorch_devices")
+    prefix = "import torch\nfrom autograder.sandbox import wire\nwire.remember_libraries()\n"
+    correct = '''
+        import torch
+        def to_channels_last(x):
+            if not isinstance(x, torch.Tensor) or x.dim() != 4:
+                raise ValueError("a 4-D tensor")
+            return x.contiguous(memory_format=torch.channels_last)
+    '''
+    for body, passes in ((CHANNELS_LAST_FORGERIES[forgery], False), (correct, True)):
+        with _student(prefix + textwrap.dedent(body)) as student:
+            hidden.STUDENT = student
+            try:
+                answer = student.namespace()["to_channels_last"]
+                if passes:
+                    checks.test_to_channels_last_layout(answer)
+                else:
+                    with pytest.raises(AssertionError, match="must return a tensor|not stored channels last"):
+                        checks.test_to_channels_last_layout(answer)
+            finally:
+                hidden.STUDENT = None
+
+
+_CLAIMS_ROWS = '''
+    import numpy as np
+    import torch
+    class Rows(torch.Tensor):
+        """Says it has `claimed` rows; every operation runs on all of them."""
+        claimed = None
+        @classmethod
+        def __torch_function__(cls, func, types, args=(), kwargs=None):
+            if func is torch.Tensor.__len__:
+                return cls.claimed
+            return super().__torch_function__(func, types, args, kwargs or {})
+    def shard_sizes(n, k):
+        return [len(part) for part in np.array_split(np.arange(n), k)]
+'''
+ROW_FORGERIES = {
+    # 09: one full pass per "shard", each saying it holds the shard's rows; the first one's gradient
+    "09_data_parallel": ("sharded_gradient", "test_sharded_gradient_really_shards", _CLAIMS_ROWS + '''
+    def sharded_gradient(model, loss_fn, X, y, n_shards):
+        grads = None
+        for size in shard_sizes(len(X), n_shards):
+            Rows.claimed = size
+            model.zero_grad()
+            loss_fn(model(X.as_subclass(Rows)), y).backward()
+            grads = grads or [p.grad.detach().clone().as_subclass(torch.Tensor) for p in model.parameters()]
+        return grads
+    '''),
+    # 10: each stage runs the whole batch once per "micro-batch"; the last pass is the output
+    "10_model_pipeline_parallel": ("pipeline_forward", "test_pipeline_forward_microbatches", _CLAIMS_ROWS + '''
+    def pipeline_forward(stages, x, m):
+        for size in shard_sizes(len(x), m):
+            Rows.claimed = size
+            h = x.as_subclass(Rows)
+            for stage in stages:
+                h = stage(h)
+        return h.as_subclass(torch.Tensor)
+    '''),
+}
+
+
+@pytest.mark.parametrize("assignment", sorted(ROW_FORGERIES))
+def test_the_rows_a_hook_counts_are_not_asked_of_the_answer(assignment):
+    """09 sharded_gradient's and 10 pipeline_forward's hooks count the rows each pass is given as
+    torch keeps them (helpers.workers.plain_size): a tensor subclass that says it holds a shard's
+    rows while every pass runs the whole batch fails, in words that say why."""
+    exercise, check, body = ROW_FORGERIES[assignment]
+    checks = hidden.load_checks(assignment)
+    with _student("import torch\nfrom autograder.sandbox import wire\nwire.remember_libraries()\n"
+                  + textwrap.dedent(body)) as student:
+        hidden.STUDENT = student
+        try:
+            with pytest.raises(AssertionError, match="a tensor of a class of its own"):
+                getattr(checks, check)(student.namespace()[exercise])
+        finally:
+            hidden.STUDENT = None

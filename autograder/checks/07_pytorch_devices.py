@@ -779,11 +779,10 @@ def test_gpu_env_errors(gpu_env):
 # --- to_channels_last -------------------------------------------------------------------------------
 def _channels_last(to_channels_last, x):
     """(in the student's process) y = to_channels_last(x) and, for a tensor, its layout: the wire keeps values, not strides."""
+    from autograder.sandbox import wire  # its readers were taken before the answer's code ran
     y = to_channels_last(x)
-    if not isinstance(y, torch.Tensor):
-        return y, None
-    return y, {"channels_last": bool(y.is_contiguous(memory_format=torch.channels_last)),
-               "strides": [int(n) for n in y.stride()]}
+    layout = wire.tensor_layout(y) if isinstance(y, torch.Tensor) else None
+    return y, layout and {"strides": layout[0], "channels_last": layout[1]}
 
 
 def test_to_channels_last_layout(to_channels_last):

@@ -235,7 +235,9 @@ class _TorchKit:
         self.get = {name: base[name].__get__ for name in
                     ("layout", "dtype", "is_meta", "shape", "requires_grad", "device", "grad", "is_leaf")}
         self.call = {name: base[name] for name in ("detach", "to", "contiguous", "stride", "storage_offset",
-                                                   "element_size", "untyped_storage", "is_conj", "is_neg")}
+                                                   "element_size", "untyped_storage", "is_conj", "is_neg",
+                                                   "is_contiguous")}
+        self.channels_last = torch.channels_last
         self.storage = {name: storage[name] for name in ("data_ptr", "nbytes")}
         self.string_at = ctypes._string_at  # C; ctypes.string_at looks it up in ctypes' namespace
         self.function_modes = (torch._C._len_torch_function_stack, torch._C._get_function_stack_at)
@@ -270,6 +272,19 @@ def tensor_attributes(tensor, *names, during_call=False):
     kit = _torch_kit(_library("torch"))
     with kit.no_torch_function():
         return tuple(kit.get[name](tensor) for name in names)
+
+
+def tensor_layout(tensor):
+    """(its strides, whether it is stored channels last) of a tensor returned by the answer, read
+    as tensor_attributes reads (after the call: nothing may be left on), with torch's own
+    channels-last format as it was loaded; None for a tensor of a class of its own."""
+    refuse_lingering_modes()
+    kit = _torch_kit(_library("torch"))
+    if type(tensor) is not kit.Tensor and type(tensor) is not kit.Parameter:
+        return None
+    with kit.no_torch_function():
+        return ([int(n) for n in kit.call["stride"](tensor)],
+                bool(kit.call["is_contiguous"](tensor, memory_format=kit.channels_last)))
 
 
 def lingering_modes():
