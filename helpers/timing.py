@@ -4,8 +4,11 @@ Absolute seconds change from run to run; the ratio between two candidates
 measured side by side, in interleaved rounds, is far steadier. Every speed
 claim in the course is such a ratio.
 """
+import os
 import time
 from contextlib import contextmanager
+
+from helpers import system
 
 
 class Stopwatch:
@@ -66,13 +69,83 @@ def compare(candidates, repeat=3, before=None):
     every candidate alike instead of spoiling one of them. `before(name)`, when
     given, runs untimed right before each timed call: a setting to apply (a
     thread count) or a warm-up that must not count (workers to restart).
+    Where other programs kept the machine busy meanwhile, a note says so
+    (others_load): no interleaving helps a parallel run whose cores are taken.
     """
     samples = {name: [] for name in candidates}
-    for _ in range(max(1, repeat)):
-        for name, fn in candidates.items():
-            if before is not None:
-                before(name)
-            start = time.perf_counter()
-            fn()
-            samples[name].append(time.perf_counter() - start)
+    with others_load() as others:
+        for _ in range(max(1, repeat)):
+            for name, fn in candidates.items():
+                if before is not None:
+                    before(name)
+                start = time.perf_counter()
+                fn()
+                samples[name].append(time.perf_counter() - start)
+    _note_busy(others.share)
     return Comparison({name: min(values) for name, values in samples.items()})
+
+
+# --- how busy other programs kept the machine ------------------------------------------------
+BUSY_SHARE = 0.25  # of the machine's CPU time: half a core of 2, two cores of 8
+_last_note = [float("-inf")]
+
+
+class OthersLoad:
+    share = None  # the fraction of the machine's CPU time others used, 0 to 1; None: not read
+
+
+def _own_cpu(psutil):
+    """CPU seconds of this process and its descendants so far, the reaped ones included (their
+    time is added to their parent's children_* when it waits for them)."""
+    total = 0.0
+    processes = [psutil.Process()]
+    try:
+        processes += processes[0].children(recursive=True)
+    except psutil.Error:
+        pass
+    for process in processes:
+        try:
+            times = process.cpu_times()
+        except psutil.Error:  # ended meanwhile: its time is its parent's now, or lost (a zombie)
+            continue
+        total += times.user + times.system + times.children_user + times.children_system
+    return total
+
+
+def _machine_busy(psutil):
+    """(CPU seconds the cores this process may use spent on anything but idling so far, how many
+    cores): from Linux's /proc/stat (system.busy_cpu_seconds), else all cores through psutil."""
+    busy = system.busy_cpu_seconds()
+    if busy is not None:
+        return busy, len(os.sched_getaffinity(0))
+    t = psutil.cpu_times()
+    return t.user + t.system + getattr(t, "nice", 0.0), psutil.cpu_count() or 1
+
+
+@contextmanager
+def others_load():
+    """with others_load() as others: ...   then others.share: the fraction of the machine's CPU
+    time that programs other than this one and the processes it started used while the block
+    ran (None for a block under half a second, whose clock ticks say too little, or without
+    psutil). A busy browser tab, a video call or another notebook all count: they take cores
+    a parallel run was counting on."""
+    others = OthersLoad()
+    try:
+        import psutil
+        start, (busy, cores), own = time.perf_counter(), _machine_busy(psutil), _own_cpu(psutil)
+    except Exception:  # noqa: BLE001 (no psutil, or a platform that hides the counters)
+        yield others
+        return
+    yield others
+    wall = time.perf_counter() - start
+    if wall >= 0.5:
+        used = (_machine_busy(psutil)[0] - busy) - (_own_cpu(psutil) - own)
+        others.share = min(1.0, max(0.0, used / (wall * cores)))
+
+
+def _note_busy(share):
+    """Print a note where others used more than BUSY_SHARE (at most one every 10 s)."""
+    if share is not None and share > BUSY_SHARE and time.monotonic() - _last_note[0] > 10:
+        _last_note[0] = time.monotonic()
+        print(f"note: other programs used {share:.0%} of this machine's CPU while this was timed, so the "
+              "times and ratios may be off (parallel runs most). Close what you can and run the cell again.")

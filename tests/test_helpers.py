@@ -1,5 +1,7 @@
 """helpers/: fast to import, no torch, no solutions, workers usable under every start method."""
 import multiprocessing
+import os
+import signal
 import subprocess
 import sys
 import time
@@ -77,6 +79,47 @@ def test_compare_runs_before_untimed_and_in_rounds():
     assert calls == ["before a", "a", "before b", "b"] * 2
     # A timed `before` would add its 0.2 s sleep (which never returns early) to every round.
     assert max(result.values()) < 0.2, "what `before` does is not timed"
+
+
+def _spin_cpu(seconds):
+    spent = time.process_time()
+    while time.process_time() - spent < seconds:
+        pass
+    return time.process_time()
+
+
+@pytest.mark.parametrize("method", ["fork", "spawn", "forkserver"])
+def test_the_work_of_our_own_workers_is_not_counted_as_others_load(method):
+    """others_load subtracts what this process and every process it started spent (those already
+    joined too): a pool's workers are the timed work, not other programs."""
+    import psutil
+
+    before = timing._own_cpu(psutil)
+    with multiprocessing.get_context(method).Pool(2) as pool:
+        spent = sum(pool.map(_spin_cpu, [0.3, 0.3]))
+    assert timing._own_cpu(psutil) - before >= spent - 0.05  # ticks of 10 ms
+
+
+def test_a_program_we_did_not_start_counts_as_others_load(monkeypatch, capsys):
+    """A busy process outside this process's tree (started by a shell that exits at once) makes
+    compare() say that other programs were busy while it timed (the course says so above a
+    quarter of the machine: here, above one busy core's share)."""
+    cores = len(os.sched_getaffinity(0))
+    monkeypatch.setattr(timing, "_last_note", [float("-inf")])
+    monkeypatch.setattr(timing, "BUSY_SHARE", 0.6 / cores)  # one busy core of this machine's
+    spinner = subprocess.run(
+        ["sh", "-c", f"{sys.executable} -c 'import time\nt = time.time()\nwhile time.time() - t < 20: pass' "
+                     ">/dev/null 2>&1 & echo $!"], capture_output=True, text=True, check=True)
+    pid = int(spinner.stdout.split()[0])
+    try:
+        time.sleep(0.2)  # started
+        with timing.others_load() as others:
+            timing.compare({"a": lambda: time.sleep(0.3)}, repeat=3)
+    finally:
+        os.kill(pid, signal.SIGKILL)
+    # one core busy: 1 / cores alone, more with other load (scheduling noise: at most a few ticks)
+    assert others.share is not None and others.share >= 0.6 / cores
+    assert "note: other programs used" in capsys.readouterr().out
 
 
 def test_plots_draw(tmp_path):
