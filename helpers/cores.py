@@ -77,8 +77,9 @@ def load_plot(load, *, title="Utilisation of each logical CPU", ax=None):
     import matplotlib.pyplot as plt
 
     ax = ax or plt.subplots(figsize=(7, 3))[1]
-    for cpu in range(load.n_cpus):
-        ax.plot(load.times, [s[cpu] for s in load.percent], label=f"CPU {cpu}", lw=1.2)
+    for cpu in range(load.n_cpus):  # a dash pattern each: CPUs busy alike draw one line over another
+        ax.plot(load.times, [s[cpu] for s in load.percent], label=f"CPU {cpu}", lw=1.2,
+                ls=("-", "--", "-.", ":")[cpu % 4])
     for seconds, label in load.marks:
         ax.axvline(seconds, color="grey", ls=":", lw=1)
         ax.text(seconds, 102, " " + label, fontsize=7, va="bottom", rotation=0)
