@@ -22,12 +22,16 @@ def speedup_plot(workers, speedups, *, usable=None, label="measured",
     return ax
 
 
-def times_plot(workers, seconds, *, title="Time against workers", ax=None):
-    """Measured time vs workers, with the ideal 1/x line through the first point."""
+def times_plot(workers, seconds, *, title="Time against workers", usable=None, ax=None):
+    """Measured time vs workers, with the ideal 1/x line through the first point (and a line at
+    the usable cores, when given); the time axis starts at 0, so that heights compare."""
     ax = ax or plt.subplots(figsize=(6, 4))[1]
     workers = np.asarray(workers, dtype=float)
     ax.plot(workers, seconds, "o-", label="measured")
     ax.plot(workers, seconds[0] * workers[0] / workers, "--", color="grey", label="ideal (1/x)")
+    if usable is not None:
+        ax.axvline(usable, color="tab:green", alpha=0.4, label=f"usable cores ({usable})")
+    ax.set_ylim(bottom=0)
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel("workers")
     ax.set_ylabel("seconds")
