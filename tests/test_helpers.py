@@ -122,6 +122,25 @@ def test_a_program_we_did_not_start_counts_as_others_load(monkeypatch, capsys):
     assert "note: other programs used" in capsys.readouterr().out
 
 
+def test_compare_times_where_the_load_cannot_be_read(monkeypatch):
+    """A machine whose counters cannot be read (no psutil, a sandbox's /proc) still gets its
+    comparison, without a note: at the start of the block or at its end."""
+    for failing_call in (0, 1):
+        calls = []
+
+        def busy(psutil, calls=calls, failing_call=failing_call):
+            calls.append(1)
+            if len(calls) - 1 == failing_call:
+                raise OSError("no counters here")
+            return 0.0, 1
+
+        monkeypatch.setattr(timing, "_machine_busy", busy)
+        with timing.others_load() as others:
+            time.sleep(0.6)
+        assert others.share is None and len(calls) == 1 + failing_call
+        assert set(timing.compare({"a": lambda: None}, repeat=1)) == {"a"}
+
+
 def test_plots_draw(tmp_path):
     import matplotlib.pyplot as plt
 
