@@ -173,6 +173,16 @@ INTERRUPTED = {
 }
 
 
+def _outside_the_environment(verb, missing):
+    """A package missing where the course's environment is not the one running (a new shell
+    without `source bin/env.sh`): one line saying so, not the import's traceback."""
+    venv = course.ROOT / ".venv"
+    if Path(sys.prefix).resolve() != venv.resolve():
+        raise SystemExit(f"{verb}: this Python ({sys.executable}) has no `{missing.name}`: the course's commands "
+                         f"run in its environment, {venv}. Run `source bin/env.sh` first (it sets the "
+                         "environment up if needed and activates it), then the command again.")
+
+
 def main(argv=None):
     _environment()
     args = parser().parse_args(argv)
@@ -192,6 +202,9 @@ def main(argv=None):
     previous = {signum: signal.signal(signum, stop) for signum in (signal.SIGTERM, signal.SIGHUP)}
     try:
         return args.fn(args)
+    except ModuleNotFoundError as missing:
+        _outside_the_environment(args.verb, missing)
+        raise
     except KeyboardInterrupt as stopped:  # Ctrl-C: what was done stays done; no traceback for it
         # On a Dask cluster, a stop the workers did not all confirm says so (cluster.py).
         said = getattr(stopped, "course_said", None) or INTERRUPTED.get(args.verb, "")

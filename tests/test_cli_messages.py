@@ -257,3 +257,19 @@ def test_all_ends_with_short_paths_in_the_repository(monkeypatch, cli_steps, cap
     assert cli.main(["all"]) == 0
     last = capsys.readouterr().out.strip().splitlines()[-1]
     assert last == "Done. Release: release/   Graded: autograded/   Feedback: feedback/   Reports: reports/", last
+
+
+def test_a_command_run_outside_the_environment_says_to_source_env_sh(work, monkeypatch, capsys):
+    """A new shell without `source bin/env.sh`: the verb's first import fails; the command says
+    which package is missing and what to run, with no traceback. Inside the environment the same
+    error is the course's own bug and keeps its traceback."""
+    def missing(name):
+        raise ModuleNotFoundError("No module named 'nbgrader'", name="nbgrader")
+
+    monkeypatch.setattr(cli.importlib, "import_module", missing)
+    monkeypatch.setattr(cli.sys, "prefix", "/usr")
+    with pytest.raises(SystemExit, match=r"release: this Python .* has no `nbgrader`: .*Run `source bin/env.sh` first"):
+        cli.main(["release", A1])
+    monkeypatch.setattr(cli.sys, "prefix", str(course.ROOT / ".venv"))
+    with pytest.raises(ModuleNotFoundError):
+        cli.main(["release", A1])
