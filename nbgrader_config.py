@@ -20,6 +20,10 @@ c.CourseDirectory.root = str(WORK.workdir)
 c.CourseDirectory.source_directory = str(WORK.root / "source")
 c.CourseDirectory.release_directory = str(WORK.root / "release")
 c.CourseDirectory.db_url = WORK.db_url
+# nbgrader's exchange on a JupyterHub (course/instructor_guide.md): the folder the administrator
+# made, for release_assignment, collect and release_feedback alike (the student folder's config
+# names the same one); COURSE_EXCHANGE names another.
+c.Exchange.root = os.environ.get("COURSE_EXCHANGE", "/srv/nbgrader/exchange")
 c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedback", ".pytest_cache"]
 
 # What students see in place of a solution.

@@ -14,6 +14,7 @@ import csv
 import datetime
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -44,28 +45,40 @@ class Exchange:
         self.work.mkdir()
         self.db_url = f"sqlite:///{self.work / 'gradebook.db'}"
         self.tools = course_tools
+        # The exchange is named as on a hub: by the course's nbgrader_config.py for the instructor,
+        # by the student folder's for the students (COURSE_EXCHANGE in place of /srv/nbgrader/exchange).
         self.env = {**os.environ, "COURSE_WORKDIR": str(self.work), "COURSE_DB_URL": self.db_url,
                     "COURSE_LATE_PENALTY": "zero", "JUPYTER_CONFIG_DIR": str(tmp_path / "jupyter-config"),
-                    "MPLBACKEND": "Agg"}
+                    "MPLBACKEND": "Agg", "COURSE_EXCHANGE": str(self.root)}
+        # /srv/course on the hub: the student folder's nbgrader_config.py, beside the helpers it reads
+        self.srv = tmp_path / "srv-course"
+        shutil.copytree(course.ROOT / "helpers", self.srv / "helpers", ignore=shutil.ignore_patterns("__pycache__"))
+        shutil.copy(course.ROOT / "autograder" / "student" / "bundle" / "nbgrader_config.py", self.srv)
 
     def nbgrader(self, *args, cwd=None, home=None):
         """An nbgrader verb, run by a user with a home of their own (nbgrader keeps a cache of
         submissions there); the instructor's run in the course folder (its nbgrader_config.py)."""
         home = home or self.tmp / "home-instructor"
         home.mkdir(exist_ok=True)
-        env = {**self.env, "HOME": str(home), "JUPYTER_DATA_DIR": str(home / ".local" / "share" / "jupyter")}
+        env = {**self.env, "HOME": str(home), "JUPYTER_DATA_DIR": str(home / ".local" / "share" / "jupyter"),
+               "JUPYTER_CONFIG_DIR": str(home / ".jupyter")}  # a student's own config (student())
         # No lease held around them (unlike the course's short verbs, tests/conftest.py): there are
         # thirteen, each would wait behind every check that takes the machine alone, and the test
         # then became part 2's longest chain (98 s before, 137 and 172 s with the lease held).
-        done = subprocess.run([sys.executable, "-c", NBGRADER, *args, f"--Exchange.root={self.root}"],
+        done = subprocess.run([sys.executable, "-c", NBGRADER, *args],
                               cwd=cwd or course.ROOT, env=env, capture_output=True, text=True, timeout=300)
         assert done.returncode == 0, f"nbgrader {' '.join(args)} failed:\n{done.stdout[-2000:]}{done.stderr[-3000:]}"
         return done
 
     def student(self, name, *args):
+        """A student's verb, configured as the guide has the administrator do it: a
+        ~/.jupyter/nbgrader_config.py naming the course and loading the student folder's."""
         home = self.tmp / f"home-{name}"
-        home.mkdir(exist_ok=True)
-        return self.nbgrader(*args, f"--course={COURSE_ID}", cwd=home, home=home), home
+        (home / ".jupyter").mkdir(parents=True, exist_ok=True)
+        (home / ".jupyter" / "nbgrader_config.py").write_text(
+            f'c = get_config()\nc.CourseDirectory.course_id = "{COURSE_ID}"\n'
+            f'load_subconfig({str(self.srv / "nbgrader_config.py")!r})\n')
+        return self.nbgrader(*args, cwd=home, home=home), home
 
     def autograder(self, *args):
         return self.tools.cli(*args, workdir=self.work, env=self.env)
@@ -80,6 +93,9 @@ def test_exchange_round_trip_with_late_penalty(tmp_path, course_tools):
     # The gradebook learns the assignment (as `python -m autograder release` does).
     course_tools.prepare(ex.work, [ASSIGNMENT], ex.db_url, with_samples=False)
     ex.nbgrader("release_assignment", ASSIGNMENT)
+    # into the exchange the configuration names (nbgrader's default folder would do as well, for a
+    # test run as root, and on a hub would not be the administrator's)
+    assert (ex.root / COURSE_ID / "outbound" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb").is_file()
 
     perfect = samples.submissions(ASSIGNMENT)["sample_perfect"]
     for name in ("alice", "bob"):

@@ -6,9 +6,13 @@ c.Execute.timeout = 180
 # measurements and plots that grade nothing). The student runs those; a self-check that
 # passes only because a demo ran first would fail when graded.
 c.Execute.skip_cells_with_tag = "demo"
+# On a JupyterHub (the instructor's guide), nbgrader's exchange: the folder the administrator made,
+# the one the instructor's nbgrader_config.py names too; COURSE_EXCHANGE names another.
+import os  # noqa: E402
+
+c.Exchange.root = os.environ.get("COURSE_EXCHANGE", "/srv/nbgrader/exchange")
 
 # Grading reads the notebook's cells by the rules of helpers/demos.py; validate follows the same.
-import os  # noqa: E402
 import sys  # noqa: E402
 
 from nbgrader.preprocessors import CheckCellMetadata, ClearOutput, Execute, NbGraderPreprocessor  # noqa: E402
