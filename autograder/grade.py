@@ -113,7 +113,9 @@ def _write_review_list(unsure, graded, work, overrides=()):
             kept = [row for row in csv.DictReader(old)
                     if (row.get("assignment"), row.get("student")) not in graded]
     rows = kept + [{"student": student, "assignment": assignment, "cell": cell,
-                    "why": "a hidden check could not decide, twice"}
+                    "why": "a hidden check could not decide, twice: grade it again on a quiet machine "
+                           f"(python -m autograder grade {assignment} --students {student}), or enter the "
+                           "cell's score in formgrader"}
                    for (assignment, student), cells in unsure.items() for cell in cells]
     rows += [{"student": o["student"], "assignment": o["assignment"], "cell": o["cell"],
               "why": f"a score entered by hand ({o['manual_score']:g}) counts, not this autograde's "
@@ -262,7 +264,8 @@ def main(args):
         print(f"grade: {len(left_out)} more submission(s) left out (see above): "
               f"{', '.join(f'{s}/{a}' for a, s in sorted(left_out))}")
     if unsure:
-        print(f"grade: {len(unsure)} submission(s) need a person (a check could not decide): "
+        print(f"grade: {len(unsure)} submission(s) need a person (a check could not decide, twice; grade them "
+              f"again when the machine is quiet, or enter the cells' scores in formgrader): "
               f"{course.Course().reports / 'manual_review.csv'}")
     mended = mended_submissions([(r.assignment, r.student) for r in results if r.ok])
     if mended:

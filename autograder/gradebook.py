@@ -119,6 +119,26 @@ def cell_scores(assignments=None, work=None):
     return rows
 
 
+def scored_by_hand(pairs, work=None, db_url=None):
+    """{(assignment, student): {test cell: its score entered by hand}} of the `pairs` whose cells
+    a person scored (in formgrader): a check that could not decide is settled then."""
+    from nbgrader.api import Gradebook
+
+    wanted, found = set(pairs), {}
+    if not wanted:
+        return found
+    with Gradebook(db_url or (work or course.Course()).db_url) as gb:
+        for assignment in sorted({a for a, _ in wanted}):
+            for submission in gb.assignment_submissions(assignment):
+                if (assignment, submission.student_id) in wanted:
+                    for nb in submission.notebooks:
+                        for grade in nb.grades:
+                            if grade.manual_score is not None:
+                                found.setdefault((assignment, submission.student_id), {})[grade.name] = float(
+                                    grade.manual_score)
+    return found
+
+
 def hand_overrides(pairs, work=None):
     """Test cells of the (assignment, student) `pairs` whose score a person entered by hand
     differs from the autograder's: one {"student", "assignment", "cell", "auto_score",

@@ -48,8 +48,11 @@ def graded(tmp_path_factory, course_tools):
     run("samples", A)
     for other in ("sample_blank", "sample_partial"):
         shutil.rmtree(work / "submitted" / other)
+    def run_in(folder, *args):
+        return course_tools.cli(*args, workdir=folder, root=root, env={"COURSE_LEASE": str(lease)}).stdout
+
     return {"work": work, "grade": run("grade", A, "--students", STUDENT),
-            "feedback": run("feedback", A, "--students", STUDENT), "report": run("report", A)}
+            "feedback": run("feedback", A, "--students", STUDENT), "report": run("report", A), "run_in": run_in}
 
 
 def test_the_submission_was_graded_again_alone(graded):
@@ -81,6 +84,34 @@ def test_the_review_list_names_it(graded):
 def test_the_feedback_says_why(graded):
     html = (graded["work"] / "feedback" / STUDENT / A / f"{A}.html").read_text()
     assert "could not decide" in html and "looked at by a person" in html
+
+
+@pytest.mark.filterwarnings("ignore::sqlalchemy.exc.SAWarning")
+def test_a_score_a_person_entered_settles_the_undecided_cell(graded, tmp_path):
+    """Once a person has scored the cell (in formgrader: its manual score in the gradebook),
+    report and the feedback page say so, instead of "need a person" and "score to follow"; the
+    review list says what to do (grade again on a quiet machine, or score it by hand)."""
+    from nbgrader.api import Gradebook
+
+    assert "grade it again on a quiet machine" in _review_list(graded)[0]["why"]
+    assert "need a person" in graded["report"] and "score to follow" in _feedback_table(graded["work"])
+    work = tmp_path / "work"
+    shutil.copytree(graded["work"], work)
+    with Gradebook(f"sqlite:///{work / 'gradebook.db'}") as gb:
+        cell = gb.find_grade("test_pad_to_multiple", A, A, STUDENT)
+        cell.manual_score = cell.max_score
+        gb.db.commit()
+    said = graded["run_in"](work, "report", A)
+    assert "need a person" not in said and "1 test cell(s) that no check could decide were scored by a person" in said
+    graded["run_in"](work, "feedback", A, "--students", STUDENT)
+    table = _feedback_table(work)
+    assert "score to follow" not in table and "a person graded it" in table
+
+
+def _feedback_table(work):
+    """The results table at the top of the student's feedback page."""
+    html = (work / "feedback" / STUDENT / A / f"{A}.html").read_text()
+    return html[html.index("course-results"):html.index("</table>", html.index("course-results"))]
 
 
 def test_the_regrade_alone_stays_on_this_machine_with_a_scheduler_set(monkeypatch, tmp_path):

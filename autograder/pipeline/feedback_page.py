@@ -48,15 +48,20 @@ def _errors(cell):
     return [o for o in (cell.get("outputs", []) if cell is not None else []) if o.get("output_type") == "error"]
 
 
-def status(cell, answer=None):
-    """What happened in a graded test cell, in a few words (plain text); `answer`: its answer cell."""
+UNDECIDED_SAID = "⏳ a hidden check could not decide: a person will look at it (score to follow)"
+SETTLED_SAID = "a hidden check could not decide: a person graded it"
+
+
+def status(cell, answer=None, by_hand=False):
+    """What happened in a graded test cell, in a few words (plain text); `answer`: its answer cell;
+    `by_hand`: whether a person has entered its score."""
     errors = _errors(cell)
     if not errors:
         return "✓ passed"
     first = errors[0]
     name, value = str(first.get("ename", "")), str(first.get("evalue", ""))
     if name == UNDECIDED or any(o.get("ename") == UNDECIDED for o in errors):
-        return "⏳ a hidden check could not decide: a person will look at it (score to follow)"
+        return SETTLED_SAID if by_hand else UNDECIDED_SAID
     if name == "NotImplementedError" or any(o.get("ename") == "NotImplementedError" for o in _errors(answer)):
         return "not answered: the answer cell still raises NotImplementedError"
     if name == "HiddenCheckFailed":
@@ -79,8 +84,9 @@ def _text(cell):
     return "".join(o.get("text", "") for o in cell.get("outputs", []) if o.get("output_type") == "stream")
 
 
-def rows(nb):
-    """[(grade_id, score, points, status)] of the notebook's graded test cells, in order."""
+def rows(nb, by_hand=()):
+    """[(grade_id, score, points, status)] of the notebook's graded test cells, in order; `by_hand`:
+    the grade_ids a person has scored."""
     found, answers = [], {}
     for cell in nb.cells:
         if cell.cell_type == "code" and is_solution(cell):
@@ -90,7 +96,7 @@ def rows(nb):
         meta = cell.metadata.nbgrader
         grade_id = str(meta.get("grade_id", ""))
         found.append((grade_id, float(meta.get("score") or 0), float(meta.get("points") or 0),
-                      status(cell, answers.get(grade_id.removeprefix("test_")))))
+                      status(cell, answers.get(grade_id.removeprefix("test_")), grade_id in by_hand)))
     return found
 
 
@@ -125,7 +131,7 @@ class FeedbackSummary(NbGraderPreprocessor):
     notebook's title and introduction (below them, it began past a laptop's first screen)."""
 
     def preprocess(self, nb, resources):
-        found = rows(nb)
+        found = rows(nb, _scored_by_hand(resources))
         for cell in nb.cells:
             # nbgrader's own comment on an answer left as released, which read as the teacher's silence.
             meta = cell.get("metadata", {}).get("nbgrader", {})
@@ -136,6 +142,15 @@ class FeedbackSummary(NbGraderPreprocessor):
             nb.cells.insert(0, new_markdown_cell(table(found, [str(line) for line in mended]
                                                          if isinstance(mended, list) else ())))
         return nb, resources
+
+
+def _scored_by_hand(resources):
+    """The cells of this submission a person scored (the gradebook's manual scores)."""
+    from ..gradebook import scored_by_hand
+
+    meta = resources.get("nbgrader", {})
+    key = (meta.get("assignment"), meta.get("student"))
+    return scored_by_hand([key], db_url=meta.get("db_url")).get(key, {}) if None not in key else {}
 
 
 UNANSWERED = "Not answered: this cell is as it was handed out."
