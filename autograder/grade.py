@@ -11,6 +11,7 @@ import contextlib
 import csv
 import json
 import os
+import shlex
 import shutil
 from pathlib import Path
 
@@ -136,7 +137,19 @@ def grade(assignments=None, students=None, n_jobs=None, scheduler=None, left_out
     whose name is none of the course's, a notebook too large to read safely, an assignment that
     has no hidden checks yet."""
     submitted = course.Course().submitted
-    pairs = jobs.submitted_pairs(assignments, students)
+    left_out = [] if left_out is None else left_out
+    unworkable = []
+    pairs = jobs.submitted_pairs(assignments, students, unworkable=unworkable)
+    for folder in unworkable:
+        print(f"grade: not graded: {folder} (whitespace in its name: a student id or assignment name must be one "
+              f"word; rename it, e.g. mv {shlex.quote(str(folder))} "
+              f"{shlex.quote(str(folder.with_name('_'.join(folder.name.split()))))}, then grade it again)")
+        student_folder = folder.parent == submitted
+        left_out.append(("*" if student_folder else folder.name, folder.name if student_folder else folder.parent.name))
+    for path, hint, missing in jobs.stray_notebooks(assignments, students, submitted):
+        print(f"grade: not graded: {path} ({hint})")
+        if missing:  # a submission that is not graded: the exit status says so
+            left_out.append((path.stem, path.parent.name))
     if not pairs:
         why = jobs.empty_selection(assignments, students, submitted)
         if why.startswith("nothing in"):
@@ -145,7 +158,6 @@ def grade(assignments=None, students=None, n_jobs=None, scheduler=None, left_out
     missing = jobs.lacking(pairs, assignments, students)
     if missing:
         print(f"grade: {jobs.lacking_text(missing, submitted)}: not graded")
-    left_out = [] if left_out is None else left_out
     known_to_gradebook = set(roster()["assignments"])
     foreign = _not_the_courses(pairs, known_to_gradebook)
     for assignment, names in sorted(foreign.items()):

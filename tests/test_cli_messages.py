@@ -273,3 +273,25 @@ def test_a_command_run_outside_the_environment_says_to_source_env_sh(work, monke
     monkeypatch.setattr(cli.sys, "prefix", str(course.ROOT / ".venv"))
     with pytest.raises(ModuleNotFoundError):
         cli.main(["release", A1])
+
+
+def test_notebooks_no_grading_reads_are_named_with_what_to_do(work, ran, monkeypatch, capsys):
+    """A notebook straight in a student's folder, a folder named after an assignment with no
+    student's folder around it, and a second download beside the graded notebook: grade graded
+    the rest and said nothing of them."""
+    released(monkeypatch, A1)
+    submit(work, "alice", A1)
+    submit(work, "jo", A1)
+    (work / "submitted" / "jo" / A1 / f"{A1} (1).ipynb").write_text("{}")
+    (work / "submitted" / "erin").mkdir()
+    (work / "submitted" / "erin" / f"{A1}.ipynb").write_text("{}")
+    (work / "submitted" / A1).mkdir()
+    (work / "submitted" / A1 / f"{A1}.ipynb").write_text("{}")
+    status, out = command(["grade", A1], capsys)
+    assert graded(ran) == [(A1, "alice"), (A1, "jo")] and status == 1, (ran, status)
+    erin = work / "submitted" / "erin" / f"{A1}.ipynb"
+    assert f"grade: not graded: {erin} (not in its assignment's folder: mkdir -p" in out, out
+    assert f"mv {erin} {work / 'submitted' / 'erin' / A1 / f'{A1}.ipynb'}" in out, out
+    assert f"{A1}/ is named after an assignment, not a student" in out, out
+    assert f"{A1} (1).ipynb (beside {A1}.ipynb, which is the one graded" in out, out
+    assert "Traceback" not in out, out

@@ -6,6 +6,7 @@ submission from a shared queue, writes one log per submission, and caps the
 thread pools inside so that parallel graders do not oversubscribe the cores.
 """
 import contextlib
+import glob
 import json
 import os
 import queue
@@ -368,6 +369,58 @@ def misnamed(pairs, root=None):
     return found
 
 
+def stray_notebooks(assignments=None, students=None, root=None):
+    """[(path, what to do, whether a submission is missing for it)] of the notebooks in root
+    (default: submitted/) that no grading reads,
+    for the assignments and students selected: one straight in a student's folder (or in a folder
+    named after an assignment, no student's folder around it), and a second copy beside an
+    assignment's own notebook (a browser names a second download "<assignment> (1).ipynb"). grade says
+    so; it graded the others and said nothing of these."""
+    root = Path(root or course.Course().submitted)
+    known = set(course.assignments())
+    found = []
+    if not root.is_dir():
+        return found
+    for path in sorted(root.glob("*.ipynb")):
+        if students is None and (not assignments or path.stem in assignments):
+            found.append((path, "not in a student's folder: put it in submitted/<student id>/<assignment>/", True))
+    for folder in sorted(p for p in root.iterdir() if p.is_dir()):
+        if students is not None and folder.name not in students:
+            continue
+        for path in sorted(folder.glob("*.ipynb")):
+            if assignments and path.stem not in assignments:
+                continue
+            if folder.name in known:
+                hint = (f"{folder.name}/ is named after an assignment, not a student: move it to "
+                        f"submitted/<student id>/{folder.name}/")
+            elif path.stem in known and (folder / path.stem / path.name).is_file():
+                found.append((path, f"beside {path.stem}/, whose {path.name} is the one graded: if this is the "
+                                    f"newer, mv {shlex.quote(str(path))} {shlex.quote(str(folder / path.stem / path.name))}, "
+                                    "then grade again", False))
+                continue
+            elif path.stem in known:
+                target = folder / path.stem / path.name
+                hint = ("not in its assignment's folder: "
+                        f"mkdir -p {shlex.quote(str(target.parent))} && mv {shlex.quote(str(path))} "
+                        f"{shlex.quote(str(target))}, then grade again")
+            else:
+                hint = "not in an assignment's folder: put it in submitted/<student id>/<assignment>/<assignment>.ipynb"
+            found.append((path, hint, True))
+        for assignment_dir in sorted(p for p in folder.iterdir() if p.is_dir()):
+            if (assignments and assignment_dir.name not in assignments) or assignment_dir.name not in known:
+                continue
+            own = assignment_dir / f"{assignment_dir.name}.ipynb"
+            if not own.is_file():
+                continue  # misnamed(): grade says what it found there
+            # Another copy of the assignment's notebook (a scratch notebook beside it is no submission)
+            for path in sorted(assignment_dir.glob(f"{glob.escape(assignment_dir.name)}*.ipynb")):
+                if path != own:
+                    found.append((path, f"beside {own.name}, which is the one graded: if it is the newer, "
+                                        f"mv {shlex.quote(str(path))} {shlex.quote(str(own))}, then grade again",
+                                  False))
+    return found
+
+
 # nbgrader reads a notebook whole in the grading worker, outside the sandbox, before any step of
 # the course's runs: a 315 MB notebook (3 million lines of printed output) took the worker to 1.24 GB.
 # The course's notebooks with every output in them are about 0.5 MB. MAX_NOTEBOOK_MB by default:
@@ -412,13 +465,14 @@ def _unworkable(name):
     return None
 
 
-def submitted_pairs(assignments=None, students=None, root=None):
+def submitted_pairs(assignments=None, students=None, root=None, unworkable=None):
     """(assignment, student) for every submission in root (default: submitted/).
 
     `students`: None for every student there; else these names, each of which must have a
     folder in root (an empty list is refused: it would otherwise read as everyone). Raises
     SubmissionsError, naming them, for students named without a folder and for selected
-    folders whose names a worker cannot take (whitespace in them).
+    folders whose names a worker cannot take (whitespace in them), unless `unworkable`, a
+    list, is given: it then receives those folders, which are left out.
     """
     root = Path(root or course.Course().submitted)
     if students is not None:
@@ -447,7 +501,9 @@ def submitted_pairs(assignments=None, students=None, root=None):
                 bad.append(assignment_dir)
                 continue
             pairs.append((assignment_dir.name, student_dir.name))
-    if bad:
+    if bad and unworkable is not None:
+        unworkable.extend(bad)
+    elif bad:
         raise SubmissionsError("cannot grade folder(s) with whitespace in the name (a student id or "
                                "assignment name must be one word): "
                                + ", ".join(repr(str(p)) for p in bad)
