@@ -252,6 +252,10 @@ def run(assignments, start_method=None, out=None):
 def main(argv):
     if len(argv) == 3 and argv[0] == "build":
         src, dst = Path(argv[1]), Path(argv[2])
+        if not dst.is_file() and dst.parent.name != dst.stem:
+            print(f"author build: {dst} does not exist, and a course notebook is source/<a>/<a>.ipynb"
+                  f"{_did_you_mean(dst)}; nothing written (a new assignment: author new)", file=sys.stderr)
+            return 2
         previous = nbformat.read(str(dst), as_version=4) if dst.is_file() else None
         nb = from_text(src.read_text(encoding="utf-8"), previous, name=dst.stem)
         dst.parent.mkdir(parents=True, exist_ok=True)
@@ -276,6 +280,14 @@ def main(argv):
         return 0
     print(__doc__)
     return 2
+
+
+def _did_you_mean(path):
+    """': did you mean <the closest notebook beside it>?', or nothing."""
+    import difflib
+    near = [str(p) for p in path.parent.glob("*.ipynb")] if path.parent.is_dir() else []
+    close = difflib.get_close_matches(str(path), near, n=1, cutoff=0.8)
+    return f": did you mean {close[0]}?" if close else ""
 
 
 NEXT_STEPS = """Then, as the instructor guide's "Adding an exercise to the contract" says:

@@ -186,3 +186,24 @@ def test_run_exits_with_1_and_names_the_cell_when_one_raised(monkeypatch, capsys
     assert author.run([a], "forkserver") == 1
     said = capsys.readouterr().out
     assert f"{a} (forkserver): every cell in 2 s, 1 cell raised" in said and "cell 7 (test_x): ValueError: v" in said
+
+
+def test_a_mistyped_build_target_writes_nothing_and_release_names_a_stray_notebook(tmp_path, monkeypatch, capsys):
+    """`author build` to a misspelt path wrote a second notebook beside the assignment's; the next
+    release failed in nbgrader with a traceback that did not name it, and took the assignment's
+    release/ folder away. build refuses such a path now, naming the close one; release names a
+    notebook beside the assignment's before nbgrader runs."""
+    from autograder import release
+
+    a = course.assignments()[0]
+    folder = tmp_path / a
+    folder.mkdir()
+    shutil.copy(course.source_notebook(a), folder / f"{a}.ipynb")
+    assert author.main(["export", str(folder / f"{a}.ipynb"), str(tmp_path / "draft.py")]) == 0
+    typo = folder / f"{a[:-1]}.ipynb"
+    assert author.main(["build", str(tmp_path / "draft.py"), str(typo)]) == 2
+    assert f"did you mean {folder / f'{a}.ipynb'}?" in capsys.readouterr().err and not typo.exists()
+    typo.write_text("{}")  # as before the fix
+    monkeypatch.setattr(course, "SOURCE", tmp_path)
+    with pytest.raises(SystemExit, match=f"holds {typo.name} beside {a}.ipynb"):
+        release.generate([a], release_dir=tmp_path / "release")
