@@ -139,6 +139,29 @@ def left_out_samples(students, with_samples=False):
     return [] if with_samples or len(samples) == len(students) else samples
 
 
+def review_rows(work):
+    """(the rows of reports/manual_review.csv for cells no check could decide, those for scores
+    entered by hand over the autograde): the two kinds grade._write_review_list writes."""
+    review = work.reports / "manual_review.csv"
+    if not review.is_file():
+        return [], []
+    with review.open(newline="") as f:
+        rows = list(csv.DictReader(f))
+    by_hand = [r for r in rows if (r.get("why") or "").startswith("a score entered by hand")]
+    return [r for r in rows if r not in by_hand], by_hand
+
+
+def waiting_for_a_person(work):
+    """{(student, assignment): [test cells]} that no check could decide and no person has scored yet."""
+    undecided, _ = review_rows(work)
+    scored = gradebook.scored_by_hand({(r["assignment"], r["student"]) for r in undecided}, work)
+    waiting = defaultdict(list)
+    for r in undecided:
+        if r["cell"] not in scored.get((r["assignment"], r["student"]), {}):
+            waiting[(r["student"], r["assignment"])].append(r["cell"])
+    return dict(waiting)
+
+
 def write(assignments=None, out_dir=None, work=None, with_samples=False):
     """The grade tables and plots of `work` (a course.Course; default: this one) into out_dir
     (default: out_dir_for(assignments)), without the sample students (left_out_samples)."""
@@ -181,16 +204,19 @@ def write(assignments=None, out_dir=None, work=None, with_samples=False):
         total["score"] = after_penalty(total["raw_score"], total["late_penalty"])
     blank = {"score": "", "raw_score": "", "late_penalty": ""}
     late = gradebook.lateness(within, work)
+    waiting = waiting_for_a_person(work)
     grade_rows = [{"student": s, "assignment": a, "max_score": maxima[(s, a)],
-                   **totals.get((s, a), blank), "seconds_late": late.get((s, a), ""), "status": status[(s, a)]}
+                   **totals.get((s, a), blank), "seconds_late": late.get((s, a), ""),
+                   "status": (f"{status[(s, a)]}; {len(waiting[(s, a)])} test cell(s) wait for a person "
+                              "(manual_review.csv): the score is not final" if (s, a) in waiting else status[(s, a)])}
                   for s, a in submissions]
     # One line per student of the gradebook, one column per assignment: what an LMS imports.
-    # Blank: no graded submission; the total adds the graded ones.
+    # Blank: no graded submission, or one whose score waits for a person; the total adds the others.
     lms = []
     for student in names["students"]:
         line = {"student": student}
         for a in within:
-            line[a] = totals[(student, a)]["score"] if (student, a) in totals else ""
+            line[a] = totals[(student, a)]["score"] if (student, a) in totals and (student, a) not in waiting else ""
         line["total"] = sum(v for k, v in line.items() if k in within and v != "")
         lms.append(line)
     paths = {
@@ -249,20 +275,18 @@ def main(args):
               + ", ".join(f"{s}/{a}" for s, a in sorted(late)))
     review = work.reports / "manual_review.csv"
     if review.is_file():
-        with review.open(newline="") as f:
-            rows = list(csv.DictReader(f))
         # Two kinds of row (grade._write_review_list): a cell no check could decide (0 until a
         # person grades it), and a score entered by hand earlier that counts over this autograde.
-        by_hand = [r for r in rows if (r.get("why") or "").startswith("a score entered by hand")]
-        undecided = [r for r in rows if r not in by_hand]
-        scored = gradebook.scored_by_hand({(r["assignment"], r["student"]) for r in undecided}, work)
-        settled = [r for r in undecided if r["cell"] in scored.get((r["assignment"], r["student"]), {})]
-        if len(settled) < len(undecided):
-            print(f"report: {len(undecided) - len(settled)} test cell(s) need a person (a hidden check could not "
-                  f"decide twice; scored 0 until then; grade the submission again on a quiet machine, or "
-                  f"enter the cell's score in formgrader): {review}")
+        undecided, by_hand = review_rows(work)
+        waiting = waiting_for_a_person(work)
+        settled = len(undecided) - sum(map(len, waiting.values()))
+        if waiting:
+            print(f"report: {sum(map(len, waiting.values()))} test cell(s) need a person (a hidden check could not "
+                  f"decide twice; scored 0 until then, and the submission's score is left blank in "
+                  f"grades_lms.csv; grade the submission again on a quiet machine, or enter the cell's score "
+                  f"in formgrader): {review}")
         if settled:
-            print(f"report: {len(settled)} test cell(s) that no check could decide were scored by a person since "
+            print(f"report: {settled} test cell(s) that no check could decide were scored by a person since "
                   "(those scores count in these tables)")
         if by_hand:
             print(f"report: {len(by_hand)} test cell(s) keep a score entered by hand over the autograde "

@@ -95,6 +95,7 @@ def test_a_score_a_person_entered_settles_the_undecided_cell(graded, tmp_path):
 
     assert "grade it again on a quiet machine" in _review_list(graded)[0]["why"]
     assert "need a person" in graded["report"] and "score to follow" in _feedback_table(graded["work"])
+    assert _reported(graded["work"]) == ("", "wait for a person"), "a score not final stays out of the LMS file"
     work = tmp_path / "work"
     shutil.copytree(graded["work"], work)
     with Gradebook(f"sqlite:///{work / 'gradebook.db'}") as gb:
@@ -103,9 +104,21 @@ def test_a_score_a_person_entered_settles_the_undecided_cell(graded, tmp_path):
         gb.db.commit()
     said = graded["run_in"](work, "report", A)
     assert "need a person" not in said and "1 test cell(s) that no check could decide were scored by a person" in said
+    lms, status = _reported(work)
+    assert float(lms) > 0 and status == "graded", (lms, status)
     graded["run_in"](work, "feedback", A, "--students", STUDENT)
     table = _feedback_table(work)
     assert "score to follow" not in table and "a person graded it" in table
+
+
+def _reported(work):
+    """(the student's cell in grades_lms.csv, the status of the submission in grades.csv, or the
+    words 'wait for a person' where it says so)."""
+    with open(work / "reports" / "grades_lms.csv", newline="") as f:
+        lms = next(r for r in csv.DictReader(f) if r["student"] == STUDENT)[A]
+    with open(work / "reports" / "grades.csv", newline="") as f:
+        status = next(r for r in csv.DictReader(f) if r["student"] == STUDENT and r["assignment"] == A)["status"]
+    return lms, "wait for a person" if "wait for a person" in status else status
 
 
 def _feedback_table(work):
@@ -194,7 +207,7 @@ def test_a_score_entered_by_hand_that_outlives_an_autograde_is_listed(tmp_path, 
     monkeypatch.setattr(jobs, "run_all", lambda verb, pairs, **_: [
         jobs.JobResult(a, s, True, 0.1, tmp_path / f"{s}.log") for a, s in pairs])
     monkeypatch.setattr(course, "Course", lambda *_, **__: work)
-    monkeypatch.setattr(jobs, "submitted_pairs", lambda *_: graded)
+    monkeypatch.setattr(jobs, "submitted_pairs", lambda *_, **__: graded)
     assert grade.main(argparse.Namespace(assignments=["A1"], students=None, jobs=1)) == 0
     with open(tmp_path / "reports" / "manual_review.csv", newline="") as rows:
         listed = [(r["student"], r["assignment"], r["cell"], r["why"]) for r in csv.DictReader(rows)]
