@@ -412,10 +412,19 @@ def report(exercise, outcomes):
     it looks at (its description) and, on the lines below, what it found, wrapped to REPORT_WIDTH."""
     import textwrap
     failed = [o for o in outcomes if not o.passed]
-    lines = [f"{exercise}: {len(failed)} of {len(outcomes)} hidden checks failed"]
+    # A check that could not decide is no failure of the answer's: counted apart, marked ⏳.
+    undecided = sum(1 for o in failed if o.undecided)
+    wrong = len(failed) - undecided
+    if wrong and undecided:
+        head = f"{wrong} of {len(outcomes)} hidden checks failed, {undecided} could not decide"
+    elif wrong:
+        head = f"{wrong} of {len(outcomes)} hidden checks failed"
+    else:
+        head = f"{undecided} of {len(outcomes)} hidden checks could not decide (a person will look at it)"
+    lines = [f"{exercise}: {head}"]
     for o in failed:
-        lines += textwrap.wrap(f"✗ {o.description}", REPORT_WIDTH, initial_indent="  ", subsequent_indent="    ",
-                               break_on_hyphens=False, break_long_words=False)
+        lines += textwrap.wrap(f"{'⏳' if o.undecided else '✗'} {o.description}", REPORT_WIDTH, initial_indent="  ",
+                               subsequent_indent="    ", break_on_hyphens=False, break_long_words=False)
         lines += textwrap.wrap(o.message or "(no message)", REPORT_WIDTH, initial_indent="    ",
                                subsequent_indent="    ", break_on_hyphens=False, break_long_words=False)
     return "\n".join(lines)

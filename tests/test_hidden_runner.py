@@ -156,6 +156,17 @@ def test_a_long_message_is_wrapped_to_the_width_a_feedback_page_shows():
     assert " ".join(line.strip() for line in lines[1:]).endswith("the-advice-at-the-end")
 
 
+def test_a_check_that_could_not_decide_is_not_counted_as_failed():
+    """A feedback page said "1 of 4 hidden checks failed ✗ ... could not be decided" of a check that
+    could not decide: it is counted apart now, and marked ⏳, not ✗."""
+    wrong = hidden.Outcome("test_a", "a is right", False, "it is not")
+    unsure = hidden.Outcome("test_b", "b is fast", False, "too busy to time", undecided=True)
+    ok = hidden.Outcome("test_c", "c", True, "")
+    assert hidden.report("x", [unsure, ok]).split("\n")[:2] == [
+        "x: 1 of 2 hidden checks could not decide (a person will look at it)", "  ⏳ b is fast"]
+    assert hidden.report("x", [wrong, unsure, ok]).split("\n")[0] == "x: 1 of 3 hidden checks failed, 1 could not decide"
+
+
 def test_hang_fails_one_check_in_bounded_time(fake_assignment):
     def double(x):
         if x < 0:
