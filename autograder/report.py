@@ -69,7 +69,9 @@ def plot_points(table, path):
     for (student, assignment, exercise), (score, top) in table.items():
         grid[students.index(student), exercises.index((assignment, exercise))] = score / top if top else np.nan
     width = max(6, 0.35 * len(exercises) + 2)
-    fig, ax = plt.subplots(figsize=(width, 1.0 + 0.45 * len(students)))
+    # room for the title and the rotated exercise names, whatever the number of students (one
+    # student's map was 1.45 inches high: its title cut off, its labels a few pixels)
+    fig, ax = plt.subplots(figsize=(width, 2.4 + 0.45 * len(students)))
     image = ax.imshow(grid, cmap="RdYlGn", vmin=0, vmax=1, aspect="auto")
     ax.set_xticks(range(len(exercises)), [f"{a[:2]}·{e}" for a, e in exercises], rotation=75, fontsize=7)
     ax.set_yticks(range(len(students)), students, fontsize=8)
@@ -83,6 +85,7 @@ def plot_points(table, path):
 def plot_summary(table, totals, path):
     """Pass rate per exercise and the histogram of total scores (percent)."""
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
 
     by_exercise = defaultdict(list)
     for (student, assignment, exercise), (score, top) in table.items():
@@ -99,6 +102,7 @@ def plot_summary(table, totals, path):
     percents = [100 * t["score"] / t["max_score"] for t in totals if t["max_score"]]
     right.hist(percents, bins=range(0, 101, 10), color="tab:green", edgecolor="white")
     right.set_xlabel("score (%)")
+    right.yaxis.set_major_locator(MaxNLocator(integer=True))  # students are counted in whole numbers
     right.set_ylabel("submissions")
     right.set_title("Scores")
     fig.tight_layout()
