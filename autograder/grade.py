@@ -163,7 +163,7 @@ def grade(assignments=None, students=None, n_jobs=None, scheduler=None, left_out
     for assignment, names in sorted(foreign.items()):
         print(f"grade: not graded: {_folders(submitted, assignment, names)} ({assignment} is not an assignment "
               "of this course)")
-        print(f"       {_rename_hint(assignment, names)}")
+        print(f"       {_rename_hint(assignment, names, submitted)}")
         left_out.extend((assignment, student) for student in names)
     pairs = [pair for pair in pairs if pair[0] not in foreign]
     wrong_names = jobs.misnamed(pairs)
@@ -214,12 +214,20 @@ def _folders(submitted, assignment, students):
     return f"{assignment}/ of {', '.join(students)} in {submitted}/"
 
 
-def _rename_hint(assignment, students):
+def _rename_hint(assignment, students, submitted=None):
+    """What to rename, and the command to run then: the folder to the closest assignment (else
+    to the one its notebook is named after), and a notebook inside named as the folder was."""
     import difflib
+    folders = [submitted / student / assignment for student in students] if submitted is not None else []
     close = difflib.get_close_matches(assignment, course.assignments(), n=1)
+    if not close:  # assignment1/ holding 01_processes_threads.ipynb
+        named = sorted({p.stem for f in folders for p in f.glob("*.ipynb")} & set(course.assignments()))
+        close = named[:1] if len(named) == 1 else []
     them = "it" if len(students) == 1 else "each"
     if close:
-        return (f"rename {them} to {close[0]}, then run: python -m autograder grade {close[0]} "
+        inside = any((f / f"{assignment}.ipynb").is_file() for f in folders)
+        notebook = f" and the notebook {assignment}.ipynb in it to {close[0]}.ipynb" if inside else ""
+        return (f"rename {them} to {close[0]}{notebook}, then run: python -m autograder grade {close[0]} "
                 f"--students {' '.join(students)}")
     return (f"rename {them} to the assignment it holds (one of {', '.join(course.assignments())}), then grade "
             f"{' '.join(students)} again")

@@ -106,7 +106,8 @@ def test_a_misnamed_assignment_folder_is_named_and_the_rest_graded(work, ran, mo
     lines = out.splitlines()
     lines = lines[next(i for i, line in enumerate(lines) if "01_process_threads" in line):][:2]
     assert "carol, dave" in lines[0] and "not an assignment of this course" in lines[0], out
-    assert f"rename each to {A1}, then run: python -m autograder grade {A1} --students carol dave" in lines[1], out
+    assert (f"rename each to {A1} and the notebook 01_process_threads.ipynb in it to {A1}.ipynb, then run: "
+            f"python -m autograder grade {A1} --students carol dave") in lines[1], out
     assert "release 01_process_threads" not in out, out
     assert "left out" in out and "carol/01_process_threads" in out, out
 
@@ -295,3 +296,13 @@ def test_notebooks_no_grading_reads_are_named_with_what_to_do(work, ran, monkeyp
     assert f"{A1}/ is named after an assignment, not a student" in out, out
     assert f"{A1} (1).ipynb (beside {A1}.ipynb, which is the one graded" in out, out
     assert "Traceback" not in out, out
+
+
+def test_a_folder_named_after_nothing_close_is_named_by_its_notebook(work, ran, monkeypatch, capsys):
+    """hal/assignment1/ holding 01_processes_threads.ipynb: the hint named all twelve assignments."""
+    released(monkeypatch, A1)
+    folder = work / "submitted" / "hal" / "assignment1"
+    folder.mkdir(parents=True)
+    (folder / f"{A1}.ipynb").write_text("{}")
+    status, out = command(["grade", "--students", "hal"], capsys)
+    assert status == 1 and f"rename it to {A1}, then run: python -m autograder grade {A1} --students hal" in out, out
