@@ -265,8 +265,15 @@ def main(argv):
     if len(argv) in (2, 3) and argv[0] == "export":
         text = to_text(nbformat.read(argv[1], as_version=4))
         if len(argv) == 3:
-            Path(argv[2]).write_text(text, encoding="utf-8")
-            print(f"wrote {argv[2]}")
+            target = Path(argv[2])
+            kept = ""
+            if target.is_file() and target.read_text(encoding="utf-8") != text:
+                # a draft with edits not built back yet would be lost: kept beside it
+                backup = target.with_name(target.name + ".bak")
+                target.replace(backup)
+                kept = f" (the draft that was there, which differs, is now {backup})"
+            target.write_text(text, encoding="utf-8")
+            print(f"wrote {argv[2]}{kept}")
         else:
             sys.stdout.write(text)
         return 0

@@ -263,8 +263,9 @@ def main(args):
     gone = [(s, a) for s, a in unfinished if gradebook.status(s, a, work) == gradebook.GONE]
     failed = [key for key in unfinished if key not in gone]
     if failed:
-        print(f"report: {len(failed)} submission(s) could not be graded (grading failed; see reports/logs/; "
-              f"blank in grades_lms.csv): {', '.join(f'{s}/{a}' for s, a in failed)}")
+        print(f"report: {len(failed)} submission(s) could not be graded (grading failed; blank in grades_lms.csv; "
+              f"each one's log in reports/logs/ says why: a notebook that cannot be read is the student's to hand in "
+              f"again, then grade it again): {', '.join(f'{s}/{a}' for s, a in failed)}")
     if gone:
         names = sorted({a for _, a in gone})
         print(f"report: {len(gone)} submission(s) in the gradebook are gone from submitted/ (blank in "

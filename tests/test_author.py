@@ -207,3 +207,15 @@ def test_a_mistyped_build_target_writes_nothing_and_release_names_a_stray_notebo
     monkeypatch.setattr(course, "SOURCE", tmp_path)
     with pytest.raises(SystemExit, match=f"holds {typo.name} beside {a}.ipynb"):
         release.generate([a], release_dir=tmp_path / "release")
+
+
+def test_export_over_a_draft_with_edits_keeps_it(tmp_path, capsys):
+    """`author export` replaced a draft whose edits were not built back yet, without a word."""
+    a = course.assignments()[0]
+    draft = tmp_path / "draft.py"
+    draft.write_text("# my edits, not built back yet\n")
+    assert author.main(["export", str(course.source_notebook(a)), str(draft)]) == 0
+    assert (tmp_path / "draft.py.bak").read_text() == "# my edits, not built back yet\n"
+    assert "now " + str(tmp_path / "draft.py.bak") in capsys.readouterr().out
+    assert author.main(["export", str(course.source_notebook(a)), str(draft)]) == 0  # the same text: no backup
+    assert (tmp_path / "draft.py.bak").read_text() == "# my edits, not built back yet\n"
