@@ -5,6 +5,7 @@ measured side by side, in interleaved rounds, is far steadier. Every speed
 claim in the course is such a ratio.
 """
 import os
+import sys
 import time
 from contextlib import contextmanager
 
@@ -114,26 +115,29 @@ def _own_cpu(psutil):
 
 def _machine_busy(psutil):
     """(CPU seconds the cores this process may use spent on anything but idling so far, how many
-    cores): from Linux's /proc/stat (system.busy_cpu_seconds), else all cores through psutil."""
+    cores), from Linux's /proc/stat (system.busy_cpu_seconds)."""
     busy = system.busy_cpu_seconds()
-    if busy is not None:
-        return busy, len(os.sched_getaffinity(0))
-    t = psutil.cpu_times()
-    return t.user + t.system + getattr(t, "nice", 0.0), psutil.cpu_count() or 1
+    if busy is None:
+        raise OSError("no /proc/stat here")
+    return busy, len(os.sched_getaffinity(0))
 
 
 @contextmanager
 def others_load():
     """with others_load() as others: ...   then others.share: the fraction of the machine's CPU
     time that programs other than this one and the processes it started used while the block
-    ran (None for a block under half a second, whose clock ticks say too little, or without
-    psutil). A busy browser tab, a video call or another notebook all count: they take cores
-    a parallel run was counting on."""
+    ran (None for a block under half a second, whose clock ticks say too little, and off Linux:
+    macOS and Windows do not report the CPU time of a process's ended children, so the work of
+    a pool that ended within the block would count as others'). A busy browser tab, a video call
+    or another notebook all count: they take cores a parallel run was counting on."""
     others = OthersLoad()
+    if not sys.platform.startswith("linux"):
+        yield others
+        return
     try:
         import psutil
         start, (busy, cores), own = time.perf_counter(), _machine_busy(psutil), _own_cpu(psutil)
-    except Exception:  # noqa: BLE001 (no psutil, or a platform that hides the counters)
+    except Exception:  # noqa: BLE001 (no psutil, or a sandbox that hides the counters)
         yield others
         return
     yield others

@@ -122,6 +122,15 @@ def test_a_program_we_did_not_start_counts_as_others_load(monkeypatch, capsys):
     assert "note: other programs used" in capsys.readouterr().out
 
 
+def test_no_note_where_ended_workers_go_uncounted(monkeypatch):
+    """macOS and Windows report no CPU time of a process's ended children: a pool that ended
+    within the block would count as other programs' load, so no share is read there."""
+    monkeypatch.setattr(timing.sys, "platform", "darwin")
+    with timing.others_load() as others:
+        time.sleep(0.6)
+    assert others.share is None
+
+
 def test_compare_times_where_the_load_cannot_be_read(monkeypatch):
     """A machine whose counters cannot be read (no psutil, a sandbox's /proc) still gets its
     comparison, without a note: at the start of the block or at its end."""

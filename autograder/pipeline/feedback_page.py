@@ -150,7 +150,12 @@ def _scored_by_hand(resources):
 
     meta = resources.get("nbgrader", {})
     key = (meta.get("assignment"), meta.get("student"))
-    return scored_by_hand([key], db_url=meta.get("db_url")).get(key, {}) if None not in key else {}
+    try:
+        return scored_by_hand([key], db_url=meta.get("db_url")).get(key, {}) if None not in key else {}
+    except Exception as err:  # noqa: BLE001 (the page says "score to follow" rather than fail to be written)
+        import logging
+        logging.getLogger(__name__).warning("could not read the scores entered by hand: %s", err)
+        return {}
 
 
 UNANSWERED = "Not answered: this cell is as it was handed out."

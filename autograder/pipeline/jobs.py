@@ -371,11 +371,10 @@ def misnamed(pairs, root=None):
 
 def stray_notebooks(assignments=None, students=None, root=None):
     """[(path, what to do, whether a submission is missing for it)] of the notebooks in root
-    (default: submitted/) that no grading reads,
-    for the assignments and students selected: one straight in a student's folder (or in a folder
-    named after an assignment, no student's folder around it), and a second copy beside an
-    assignment's own notebook (a browser names a second download "<assignment> (1).ipynb"). grade says
-    so; it graded the others and said nothing of these."""
+    (default: submitted/) that no grading reads, for the assignments and students selected: one
+    straight in a student's folder (or in a folder named after an assignment, no student's folder
+    around it), and a second copy beside an assignment's own notebook (a browser names a second
+    download "<assignment> (1).ipynb"). grade names each; it used to grade the others in silence."""
     root = Path(root or course.Course().submitted)
     known = set(course.assignments())
     found = []
