@@ -58,10 +58,13 @@ def course_order(assignment, exercise):
     return assignment, order.index(exercise) if exercise in order else len(order), exercise
 
 
-def plot_points(table, path):
-    """Heat map: points per exercise (columns) and student (rows), as a fraction of the maximum."""
+def plot_points(table, path, waiting=()):
+    """Heat map: points per exercise (columns) and student (rows), as a fraction of the maximum;
+    `waiting`: the (student, assignment, exercise) whose score waits for a person, hatched (red
+    alone would read as failed)."""
     import matplotlib.pyplot as plt
     import numpy as np
+    from matplotlib.patches import Patch, Rectangle
 
     students = sorted({k[0] for k in table})
     exercises = sorted({(k[1], k[2]) for k in table}, key=lambda k: course_order(*k))
@@ -76,8 +79,16 @@ def plot_points(table, path):
     ax.set_xticks(range(len(exercises)), [f"{a[:2]}·{e}" for a, e in exercises], rotation=75, fontsize=7)
     ax.set_yticks(range(len(students)), students, fontsize=8)
     ax.set_title("Points per exercise (fraction of the maximum)")
+    for student, assignment, exercise in waiting:
+        if student in students and (assignment, exercise) in exercises:
+            ax.add_patch(Rectangle((exercises.index((assignment, exercise)) - 0.5, students.index(student) - 0.5),
+                                   1, 1, fill=False, hatch="///", edgecolor="black", linewidth=0))
+    legend = [Patch(facecolor="white", edgecolor="grey", label="not handed in")]
+    if waiting:
+        legend.append(Patch(facecolor="white", edgecolor="black", hatch="///", label="waits for a person"))
+    fig.legend(handles=legend, loc="lower left", ncol=2, fontsize=7, frameon=False)  # under the names
     fig.colorbar(image, ax=ax, fraction=0.02, pad=0.01)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.25 / fig.get_figheight(), 1, 1))  # a quarter inch for the legend
     fig.savefig(path, dpi=120)
     plt.close(fig)
 
@@ -244,7 +255,10 @@ def write(assignments=None, out_dir=None, work=None, with_samples=False):
                          + ", ".join(f"{s}/{a}" for s, a in failed) + "; see reports/logs/); "
                          f"{paths['grades (one row per submission)']} says so for each, and "
                          f"{paths['grades for the LMS'].name} has them blank")
-    plot_points(table, paths["points per exercise and student"])
+    exercises = {a: course.contract().get(a, []) for a in within}
+    plot_points(table, paths["points per exercise and student"],
+                {(st, a, gradebook._exercise_of(cell, exercises[a]))
+                 for (st, a), cells in waiting.items() if a in exercises for cell in cells})
     plot_summary(table, list(totals.values()), paths["pass rates and score histogram"])
     return paths
 

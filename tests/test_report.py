@@ -9,6 +9,7 @@ import csv
 import re
 import shutil
 import subprocess
+import warnings
 
 import pytest
 
@@ -296,3 +297,17 @@ def test_the_sample_students_never_reach_the_class_tables_beside_a_class(tmp_pat
     assert {r["student"] for r in _csv(out / "grades_lms.csv")} == {"ann", *STUDENTS}
     assert report.left_out_samples(["ann", *STUDENTS]) == list(STUDENTS)
     assert report.left_out_samples(list(STUDENTS)) == [] == report.left_out_samples(["ann"])
+
+
+def test_the_points_map_marks_what_waits_for_a_person(tmp_path, monkeypatch):
+    """A score that waits for a person was drawn red, like a failed one: it is hatched, with a
+    legend for that and for work not handed in (white); one student's map keeps its labels."""
+    import matplotlib.pyplot as plt
+    drawn = []
+    monkeypatch.setattr(plt.Axes, "add_patch", lambda self, patch: drawn.append(patch.get_hatch()))
+    table = {("ann", "01_processes_threads", "cpu_info"): (0.0, 2.0),
+             ("ann", "01_processes_threads", "run_in_child"): (2.0, 2.0)}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no "tight layout not applied"
+        report.plot_points(table, tmp_path / "map.png", {("ann", "01_processes_threads", "cpu_info")})
+    assert drawn == ["///"] and (tmp_path / "map.png").stat().st_size > 1000
