@@ -11,7 +11,6 @@ import contextlib
 import csv
 import json
 import os
-import shlex
 import shutil
 from pathlib import Path
 
@@ -141,13 +140,13 @@ def grade(assignments=None, students=None, n_jobs=None, scheduler=None, left_out
     unworkable = []
     pairs = jobs.submitted_pairs(assignments, students, unworkable=unworkable)
     for folder in unworkable:
-        print(f"grade: not graded: {folder} (whitespace in its name: a student id or assignment name must be one "
-              f"word; rename it, e.g. mv {shlex.quote(str(folder))} "
-              f"{shlex.quote(str(folder.with_name('_'.join(folder.name.split()))))}, then grade it again)")
+        print(f"grade: not graded: {jobs.shown(folder)} (whitespace in its name: a student id or assignment name "
+              f"must be one word; rename it, e.g. mv {jobs.shown(folder)} "
+              f"{jobs.shown(folder.with_name('_'.join(folder.name.split())))}, then grade it again)")
         student_folder = folder.parent == submitted
         left_out.append(("*" if student_folder else folder.name, folder.name if student_folder else folder.parent.name))
     for path, hint, missing in jobs.stray_notebooks(assignments, students, submitted):
-        print(f"grade: not graded: {path} ({hint})")
+        print(f"grade: not graded: {jobs.shown(path)} ({hint})")
         if missing:  # a submission that is not graded: the exit status says so
             left_out.append((path.stem, path.parent.name))
     if not pairs:

@@ -103,7 +103,8 @@ def test_a_folder_name_with_whitespace_is_named_and_left_out(bad, work, ran, cap
     with pytest.raises(SystemExit):  # alice's folder holds no notebook: nothing left to grade
         cli.main(["grade"])
     said = capsys.readouterr().out
-    assert f"grade: not graded: {bad_folder} (whitespace in its name" in said and "mv " in said, said
+    assert f"grade: not graded: {jobs.shown(bad_folder)} (whitespace in its name" in said and "mv " in said, said
+    assert "\t" not in said, "a tab (or any character a terminal acts on) is shown escaped"
     assert "alice" in said and ran == []
 
 

@@ -284,6 +284,7 @@ def test_notebooks_no_grading_reads_are_named_with_what_to_do(work, ran, monkeyp
     submit(work, "alice", A1)
     submit(work, "jo", A1)
     (work / "submitted" / "jo" / A1 / f"{A1} (1).ipynb").write_text("{}")
+    (work / "submitted" / "jo" / A1 / f"{A1}\x1b[2J.ipynb").write_text("{}")  # a name that clears a terminal
     (work / "submitted" / "erin").mkdir()
     (work / "submitted" / "erin" / f"{A1}.ipynb").write_text("{}")
     (work / "submitted" / A1).mkdir()
@@ -294,7 +295,8 @@ def test_notebooks_no_grading_reads_are_named_with_what_to_do(work, ran, monkeyp
     assert f"grade: not graded: {erin} (not in its assignment's folder: mkdir -p" in out, out
     assert f"mv {erin} {work / 'submitted' / 'erin' / A1 / f'{A1}.ipynb'}" in out, out
     assert f"{A1}/ is named after an assignment, not a student" in out, out
-    assert f"{A1} (1).ipynb (beside {A1}.ipynb, which is the one graded" in out, out
+    assert f"{A1} (1).ipynb' (beside {A1}.ipynb, which is the one graded" in out, out
+    assert "\\x1b[2J.ipynb'" in out and "\x1b" not in out, "shown escaped, never sent to the terminal"
     assert "Traceback" not in out, out
 
 

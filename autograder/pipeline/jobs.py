@@ -369,6 +369,13 @@ def misnamed(pairs, root=None):
     return found
 
 
+def shown(path):
+    """A path as a shell would take it (quoted where needed); repr() where it holds characters a
+    terminal would act on (a student names the files: an escape sequence could hide a line)."""
+    text = str(path)
+    return shlex.quote(text) if text.isprintable() else repr(text)
+
+
 def stray_notebooks(assignments=None, students=None, root=None):
     """[(path, what to do, whether a submission is missing for it)] of the notebooks in root
     (default: submitted/) that no grading reads, for the assignments and students selected: one
@@ -390,18 +397,18 @@ def stray_notebooks(assignments=None, students=None, root=None):
             if assignments and path.stem not in assignments:
                 continue
             if folder.name in known:
-                hint = (f"{folder.name}/ is named after an assignment, not a student: move it to "
+                hint = (f"{shown(folder.name)}/ is named after an assignment, not a student: move it to "
                         f"submitted/<student id>/{folder.name}/")
             elif path.stem in known and (folder / path.stem / path.name).is_file():
                 found.append((path, f"beside {path.stem}/, whose {path.name} is the one graded: if this is the "
-                                    f"newer, mv {shlex.quote(str(path))} {shlex.quote(str(folder / path.stem / path.name))}, "
+                                    f"newer, mv {shown(path)} {shown(folder / path.stem / path.name)}, "
                                     "then grade again", False))
                 continue
             elif path.stem in known:
                 target = folder / path.stem / path.name
                 hint = ("not in its assignment's folder: "
-                        f"mkdir -p {shlex.quote(str(target.parent))} && mv {shlex.quote(str(path))} "
-                        f"{shlex.quote(str(target))}, then grade again")
+                        f"mkdir -p {shown(target.parent)} && mv {shown(path)} "
+                        f"{shown(target)}, then grade again")
             else:
                 hint = "not in an assignment's folder: put it in submitted/<student id>/<assignment>/<assignment>.ipynb"
             found.append((path, hint, True))
@@ -415,7 +422,7 @@ def stray_notebooks(assignments=None, students=None, root=None):
             for path in sorted(assignment_dir.glob(f"{glob.escape(assignment_dir.name)}*.ipynb")):
                 if path != own:
                     found.append((path, f"beside {own.name}, which is the one graded: if it is the newer, "
-                                        f"mv {shlex.quote(str(path))} {shlex.quote(str(own))}, then grade again",
+                                        f"mv {shown(path)} {shown(own)}, then grade again",
                                   False))
     return found
 
