@@ -179,8 +179,9 @@ def _outside_the_environment(verb, missing):
     venv = course.ROOT / ".venv"
     if Path(sys.prefix).resolve() != venv.resolve():
         raise SystemExit(f"{verb}: this Python ({sys.executable}) has no `{missing.name}`: the course's commands "
-                         f"run in its environment, {venv}. Run `source bin/env.sh` first (it sets the "
-                         "environment up if needed and activates it), then the command again.")
+                         f"run in its own environment. Run `source bin/env.sh` first (it sets up {venv} if "
+                         "needed and activates it; with conda instead, `conda env update -f environment.yml` "
+                         "and `conda activate parallel-course`), then the command again.")
 
 
 def main(argv=None):
