@@ -28,12 +28,15 @@ def stopwatch():
 
 
 def measure(fn, *args, repeat=3, **kwargs):
-    """Best (minimum) wall time of fn(*args, **kwargs) over `repeat` runs."""
+    """Best (minimum) wall time of fn(*args, **kwargs) over `repeat` runs, with compare's note
+    where other programs kept the machine busy meanwhile (runs of half a second or more)."""
     best = float("inf")
-    for _ in range(max(1, repeat)):
-        start = time.perf_counter()
-        fn(*args, **kwargs)
-        best = min(best, time.perf_counter() - start)
+    with others_load() as others:
+        for _ in range(max(1, repeat)):
+            start = time.perf_counter()
+            fn(*args, **kwargs)
+            best = min(best, time.perf_counter() - start)
+    _note_busy(others.share)
     return best
 
 

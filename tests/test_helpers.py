@@ -103,7 +103,7 @@ def test_the_work_of_our_own_workers_is_not_counted_as_others_load(method):
 def test_a_program_we_did_not_start_counts_as_others_load(monkeypatch, capsys):
     """A busy process outside this process's tree (started by a shell that exits at once) makes
     compare() say that other programs were busy while it timed (the course says so above a
-    quarter of the machine: here, above one busy core's share)."""
+    quarter of the machine: here, above one busy core's share), and so does measure()."""
     cores = len(os.sched_getaffinity(0))
     monkeypatch.setattr(timing, "_last_note", [float("-inf")])
     monkeypatch.setattr(timing, "BUSY_SHARE", 0.6 / cores)  # one busy core of this machine's
@@ -115,11 +115,16 @@ def test_a_program_we_did_not_start_counts_as_others_load(monkeypatch, capsys):
         time.sleep(0.2)  # started
         with timing.others_load() as others:
             timing.compare({"a": lambda: time.sleep(0.3)}, repeat=3)
+        noted_by_compare = capsys.readouterr().out
+        timing._last_note[0] = float("-inf")  # a note at most every 10 s: this one is measure's
+        timing.measure(time.sleep, 0.3, repeat=3)
+        noted_by_measure = capsys.readouterr().out
     finally:
         os.kill(pid, signal.SIGKILL)
     # one core busy: 1 / cores alone, more with other load (scheduling noise: at most a few ticks)
     assert others.share is not None and others.share >= 0.6 / cores
-    assert "note: other programs used" in capsys.readouterr().out
+    assert "note: other programs used" in noted_by_compare
+    assert "note: other programs used" in noted_by_measure
 
 
 def test_no_note_where_ended_workers_go_uncounted(monkeypatch):
