@@ -66,17 +66,20 @@ def time_unit(seconds):
     return "ns", 1e9
 
 
-def compare(candidates, repeat=3, before=None):
+def compare(candidates, repeat=3, before=None, progress=None):
     """Time several zero-argument callables in interleaved rounds; best time of each.
 
     Interleaving (A, B, C, A, B, C, ...) means a burst of background load hits
     every candidate alike instead of spoiling one of them. `before(name)`, when
     given, runs untimed right before each timed call: a setting to apply (a
     thread count) or a warm-up that must not count (workers to restart).
+    `progress`, a short description, shows a progress bar of the timed calls
+    (for comparisons that take ten seconds or more).
     Where other programs kept the machine busy meanwhile, a note says so
     (others_load): no interleaving helps a parallel run whose cores are taken.
     """
     samples = {name: [] for name in candidates}
+    bar = _progress_bar(progress, max(1, repeat) * len(candidates))
     with others_load() as others:
         for _ in range(max(1, repeat)):
             for name, fn in candidates.items():
@@ -85,8 +88,20 @@ def compare(candidates, repeat=3, before=None):
                 start = time.perf_counter()
                 fn()
                 samples[name].append(time.perf_counter() - start)
+                if bar is not None:
+                    bar.update()
+    if bar is not None:
+        bar.close()
     _note_busy(others.share)
     return Comparison({name: min(values) for name, values in samples.items()})
+
+
+def _progress_bar(description, total):
+    """A text progress bar on stdout (under the cell, as print writes), or None when not asked for."""
+    if description is None:
+        return None
+    from tqdm import tqdm
+    return tqdm(total=total, desc=description, file=sys.stdout)
 
 
 # --- how busy other programs kept the machine ------------------------------------------------
@@ -157,5 +172,15 @@ def _note_busy(share):
     """Print a note where others used more than BUSY_SHARE (at most one every 10 s)."""
     if share is not None and share > BUSY_SHARE and time.monotonic() - _last_note[0] > 10:
         _last_note[0] = time.monotonic()
-        print(f"note: other programs used {share:.0%} of this machine's CPU while this was timed, so the "
-              "times and ratios may be off (parallel runs most). Close what you can and run the cell again.")
+        _say(f"note: other programs used {share:.0%} of this machine's CPU while this was timed, so the "
+             "times and ratios may be off (parallel runs most). Close what you can and run the cell again.")
+
+
+def _say(text):
+    """print(text), above any progress bar tqdm is showing (written into the bar's line, the note
+    would be overwritten by its next update, or garble it)."""
+    tqdm_module = sys.modules.get("tqdm")
+    if tqdm_module is not None and getattr(tqdm_module.tqdm, "_instances", None):
+        tqdm_module.tqdm.write(text, file=sys.stdout)
+    else:
+        print(text)

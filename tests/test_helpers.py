@@ -127,6 +127,24 @@ def test_a_program_we_did_not_start_counts_as_others_load(monkeypatch, capsys):
     assert "note: other programs used" in noted_by_measure
 
 
+def _as_shown(text):
+    """The lines a terminal or a notebook shows for `text`: each line as its last carriage return
+    left it (a progress bar redraws its line after one)."""
+    return [line.rsplit("\r", 1)[-1] for line in text.split("\n")]
+
+
+def test_the_busy_note_is_not_written_into_a_progress_bar(monkeypatch, capsys):
+    """A note printed while a progress bar shows (05's timed runs, compare's own bar) gets a line
+    of its own, above the bar, which then redraws below it."""
+    monkeypatch.setattr(timing, "_last_note", [float("-inf")])
+    rounds = {"a": lambda: timing._note_busy(0.9) if calls.append(1) or len(calls) == 2 else None}
+    calls = []
+    timing.compare(rounds, repeat=3, progress="timed runs")
+    shown = _as_shown(capsys.readouterr().out)
+    assert any(line.startswith("note: other programs used 90%") for line in shown), shown
+    assert any(line.startswith("timed runs: 100%") for line in shown), shown
+
+
 def test_no_note_where_ended_workers_go_uncounted(monkeypatch):
     """macOS and Windows report no CPU time of a process's ended children: a pool that ended
     within the block would count as other programs' load, so no share is read there."""
