@@ -61,8 +61,10 @@ def visible_code(source):
     return HIDDEN_BLOCK.sub("", source)
 
 
-def exec_answers(answers, module_name, workdir=None):
-    """Execute answer-cell sources in order into a fresh module and return it.
+def exec_answers(answers, module_name, workdir=None, names=None):
+    """Execute answer-cell sources in order into a fresh module and return it; `names`, when
+    given, are there first (the other answer cells' functions and imports, as grading's kernel
+    has them from the cells above).
 
     The module is registered in sys.modules so that, under `fork`, functions
     defined in it can be pickled by reference, as they can from a kernel's
@@ -81,16 +83,19 @@ def exec_answers(answers, module_name, workdir=None):
         pass
     if workdir is not None and str(workdir) not in sys.path:
         sys.path.insert(0, str(workdir))
+    module.__dict__.update({k: v for k, v in (names or {}).items() if not k.startswith("__")})
     for grade_id, source in answers.items():
         code = compile(source, f"<answer cell {grade_id}>", "exec")
         exec(code, module.__dict__)
     return module
 
 
-def reference_module(assignment, root=None):
-    """The reference solutions of an assignment, executed from its source notebook."""
+def reference_module(assignment, root=None, leave_out=None):
+    """The reference solutions of an assignment, executed from its source notebook (all but the
+    answer cell `leave_out`, where given)."""
     from . import course
     root = Path(root) if root else course.SOURCE
     nb = read(root / assignment / f"{assignment}.ipynb")
-    answers = {gid: solution_code(src) for gid, src in answer_cells(nb).items()}
-    return exec_answers(answers, f"reference_{assignment}", workdir=root / assignment)
+    answers = {gid: solution_code(src) for gid, src in answer_cells(nb).items() if gid != leave_out}
+    name = f"reference_{assignment}" if leave_out is None else f"reference_{assignment}_but_{leave_out}"
+    return exec_answers(answers, name, workdir=root / assignment)

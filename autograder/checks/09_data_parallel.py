@@ -38,27 +38,43 @@ def _full_gradient(model, loss_fn, X, y):
 
 
 def test_sharded_gradient_equals_full(sharded_gradient):
-    """the combined gradient equals the full-batch gradient, also for uneven shards
+    """the combined gradient equals the full-batch gradient, also for uneven shards, and also for a
+    model that already holds gradients from an earlier backward pass
 
     False failure of a correct answer: 0 beyond float32 rounding. Over 3000
     random draws the reference's worst error was 0.064 of the tolerance
     (atol 1e-6, rtol 1e-5); every residual is kept 1e-3 away from L1Loss's kink,
     so rounding cannot flip a sign of its gradient.
     """
-    for _ in range(4):
+    for held_before in (False, False, True, True):
         n_shards = random.randint(2, 5)
         n = n_shards * random.randint(2, 6) + random.randint(1, n_shards - 1)   # not divisible
         model, X, y = _problem(n)
         loss_fn = random.choice([nn.MSELoss(), nn.L1Loss(), nn.SmoothL1Loss()])
         expected = _full_gradient(model, loss_fn, X, y)
-        got = exact_list(sharded_gradient(model, loss_fn, X, y, n_shards), "the result", len(expected))
+        result = (there(_with_gradients_held, sharded_gradient, model, loss_fn, X, y, n_shards) if held_before
+                  else sharded_gradient(model, loss_fn, X, y, n_shards))
+        got = exact_list(result, "the result", len(expected))
         for g, e in zip(got, expected):
             assert isinstance(g, torch.Tensor) and g.shape == e.shape, (
                 "each gradient must be a tensor shaped like its parameter")
             assert g.dtype == e.dtype, f"each gradient must have its parameter's dtype ({e.dtype}), not {g.dtype}"
-            assert torch.allclose(g.detach(), e, atol=1e-6, rtol=1e-5), (
+            assert held_before or torch.allclose(g.detach(), e, atol=1e-6, rtol=1e-5), (
                 "the combined gradient differs from the full-batch gradient "
                 "(are the shards weighted by their size, and is it a mean, not a sum?)")
+            assert torch.allclose(g.detach(), e, atol=1e-6, rtol=1e-5), (
+                "given a model that still held gradients from an earlier backward pass (as a model does "
+                "after a training step), the combined gradient differs from the full-batch gradient: "
+                "backward() adds to .grad, so clear the gradients (model.zero_grad()) before each shard's pass")
+
+
+def _with_gradients_held(sharded_gradient, model, loss_fn, X, y, n_shards):
+    """(in the student's process, where the model's parameters are: a gradient does not travel
+    with them) sharded_gradient on a model whose parameters hold gradients, as after a training
+    step's backward pass."""
+    for p in model.parameters():
+        p.grad = torch.randn_like(p)
+    return sharded_gradient(model, loss_fn, X, y, n_shards)
 
 
 def test_sharded_gradient_really_shards(sharded_gradient):
@@ -70,9 +86,10 @@ def test_sharded_gradient_really_shards(sharded_gradient):
     whichever process runs them (the hooks travel with the model). Calling the
     container's .forward skips its own hook, not its layers'.
     """
-    # 9 samples in 4 shards: splitting by a fixed chunk size (torch.chunk) gives 3 chunks.
-    n_shards = random.randint(2, 4)
-    for n, n_shards in ((9, 4), (n_shards * random.randint(3, 5) + 1, n_shards)):
+    # 9 samples in 4 shards: splitting by a fixed chunk size (torch.chunk) gives 3 chunks. Then a
+    # remainder of 2 or more: shards of n // k with the whole remainder in the last are then uneven.
+    n_shards = random.randint(3, 5)
+    for n, n_shards in ((9, 4), (n_shards * random.randint(3, 5) + random.randint(2, n_shards - 1), n_shards)):
         model, X, y = _problem(n)
         seen = there(_shard_sizes, sharded_gradient, model, X, y, n_shards)
         sizes = seen[""]
@@ -357,7 +374,8 @@ class _RanksWeights:
     """(in the student's process) While run_ddp runs, each process it starts notes its weights after
     each optimiser step (_NOTE_WEIGHTS), whatever starts it: a multiprocessing Process (torch's
     spawn and start_processes, pools and executors included) carries the note with it, run as it
-    is unpickled in the new process (spawn, forkserver); a forked child runs it at the fork."""
+    is unpickled in the new process (spawn, forkserver); a forked child runs it at the fork, and
+    leaves a file forked-<pid> in the trace folder."""
 
     def __init__(self, trace):
         self.trace = str(trace)
@@ -378,7 +396,17 @@ class _RanksWeights:
                 process._course_weights_note = Note()
             return start(process, *args, **kwargs)
 
-        os.register_at_fork(after_in_child=lambda: active[0] and exec(source, {"trace": active[0]}))
+        def forked():
+            # A child forked from this process (which has run torch): noted, for the check to refuse
+            # ranks started that way, then told to note its weights as any other.
+            if active[0]:
+                try:
+                    open(os.path.join(active[0], f"forked-{os.getpid()}"), "w").close()
+                except OSError:
+                    pass
+                exec(source, {"trace": active[0]})
+
+        os.register_at_fork(after_in_child=forked)
         multiprocessing.process.BaseProcess.start = noting
         return self
 
@@ -390,7 +418,7 @@ class _RanksWeights:
 
 @timeout(170)
 def test_run_ddp_processes_shards_and_weights(run_ddp):
-    """world_size processes each read their own share of the data, the weights equal single-process training, and run_ddp waits for the ranks with a time limit
+    """world_size processes each read their own share of the data, the weights equal single-process training, and run_ddp starts the ranks without fork and waits for them with a time limit
 
     False failure of a correct answer: 0 while the machine makes progress. The reads
     are counted exactly; the weights differ from single-process training only by
@@ -423,6 +451,10 @@ def test_run_ddp_processes_shards_and_weights(run_ddp):
     ProcessContext.join() called without a timeout while a rank that the answer has not
     stopped is alive (spawn or start_processes with join=True) fails, noted in the student's
     process (_UnlimitedWaits). A correct answer's waits all have a limit: false failure 0.
+    The ranks must not be forked from the student's process, which has run torch (the notebook
+    says so: such a child can deadlock): a process that trained together and was forked from it
+    (os.register_at_fork notes it, _RanksWeights) fails. A correct answer starts its ranks with
+    forkserver or spawn, which fork no child of the student's process: false failure 0.
     The weights returned must be the ranks' own: every process started while run_ddp runs
     notes its parameters after each of its optimiser steps (_RanksWeights), and each process
     that trained together must end with the weights returned (matched by shape; the model's
@@ -441,7 +473,7 @@ def test_run_ddp_processes_shards_and_weights(run_ddp):
     puzzles, allowance = work_for_workers(PRICED_SAMPLES, world_size)
     with observe() as seen, created() as made, caller_cpu() as spent:
         try:
-            weights, reads, witnesses, answers, syncs, unlimited, held = there(
+            weights, reads, witnesses, answers, syncs, unlimited, held, forked = there(
                 _traced_run_ddp, run_ddp, world_size, epochs, seed, [p.task for p in puzzles])
         except Exception as err:  # noqa: BLE001
             # A rank that died (torch reports only its exit code) or a port already taken earns
@@ -521,6 +553,10 @@ def test_run_ddp_processes_shards_and_weights(run_ddp):
                 f"the weights returned are not those the ranks' models hold after their last optimiser step "
                 f"(process {pid}'s differ): return the model the ranks trained (rank 0's state_dict)")
     unnoted = sorted(set(trained) - set(held))
+    assert not set(trained) & set(forked), (
+        "run_ddp's ranks were forked from the notebook's process (start method fork), which has already "
+        "run torch: a forked rank can deadlock at its first torch operation. Start them with "
+        "start_method=ddp_worker.torch_start_method() (forkserver or spawn), as the notebook says")
     assert not unlimited, (
         "run_ddp waited for its ranks with no time limit (spawn or start_processes with join=True, or "
         "context.join() without a timeout): a rank that hangs would hang it for ever. Start them with "
@@ -583,9 +619,11 @@ def _traced_run_ddp(run_ddp, world_size, epochs, seed, puzzles=()):
         # As bytes: the judge loads them (the CPU of this process is the caller's, which is measured).
         held = {int(path.stem[len("weights-"):]): path.read_bytes()
                 for path in trace.glob("weights-*.pt") if path.stem[len("weights-"):].isdigit()}
+        forked = sorted(int(path.name[len("forked-"):]) for path in trace.glob("forked-*")
+                        if path.name[len("forked-"):].isdigit())
     finally:
         shutil.rmtree(trace, ignore_errors=True)
-    return weights, reads, witnesses, answers, syncs, waits.found, held
+    return weights, reads, witnesses, answers, syncs, waits.found, held, forked
 
 
 def test_run_ddp_errors(run_ddp):

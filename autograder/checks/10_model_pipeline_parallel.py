@@ -113,7 +113,8 @@ def _linear_chain(widths):
 
 
 def test_split_sequential_balanced(split_sequential):
-    """the largest stage's parameter count (frozen parameters too) is the smallest possible
+    """the largest stage's parameter count (frozen parameters too, those of a layer's sublayers too,
+    buffers not) is the smallest possible
 
     False failure of a correct answer: 0 (random models, exact integer
     counts against an exhaustive search).
@@ -122,8 +123,14 @@ def test_split_sequential_balanced(split_sequential):
     frozen = _linear_chain([40, 40, 40, 2, 2])
     frozen[0].requires_grad_(False)  # frozen weights still count: they take the stage's memory
     cases.append((frozen, 2))  # counting only trainable ones gives 3280, the optimum is 1728
-    for _ in range(6):
-        model, _ = _random_model()
+    # A block's parameters sit in its sublayers: counting a layer's own (parameters(recurse=False))
+    # gives the block 0 and the largest stage 588, not 450 (2 stages) or 420 (3).
+    cases.append((nn.Sequential(_Residual(20), *_linear_chain([20, 8, 20, 2, 20])), random.choice([2, 3])))
+    # BatchNorm's running statistics are buffers, not parameters: counting the state_dict's
+    # tensors puts the cut after the first BatchNorm (440), not before it (424).
+    cases.append((nn.Sequential(nn.Linear(8, 40), nn.BatchNorm1d(40), nn.Linear(40, 8), nn.BatchNorm1d(8)), 2))
+    for residual in (False, False, False, False, True, True):
+        model, _ = _random_model(residual)
         cases.append((model, random.randint(2, min(4, len(model)))))
     for model, k in cases:
         stages = split_sequential(model, k)
@@ -289,12 +296,14 @@ def test_pipeline_forward_moves_to_each_stage(pipeline_forward):
     False failure of a correct answer: 0 (exact). The last stage sits on PyTorch's `meta` device,
     which has no data: its forward pre-hook must see every micro-batch arrive there. That stage
     starts with a layer without parameters (Identity, Tanh or ReLU, which run on meta), so the
-    device must come from the stage's parameters, not from its first layer.
+    device must come from the stage's parameters, not from its first layer. The first stage's
+    parameters are on the CPU, so no one device serves both stages.
     """
     model, d_in = _random_model()
-    cut = random.randrange(0, len(model) - 1)
-    while not isinstance(model[cut], nn.Linear):  # a Linear follows the last stage's first layer
-        cut -= 1
+    # A Linear follows the last stage's first layer, and the first stage holds parameters (the
+    # model's first Linear, on the CPU): an answer that moves every micro-batch to one device
+    # only, the first it finds among the stages' parameters, is caught at every draw.
+    cut = random.choice([i for i in range(1, len(model) - 1) if isinstance(model[i], nn.Linear)])
     m = random.randint(2, 4)
     x = torch.randn(m * 2 + 1, d_in)
     first = random.choice([nn.Identity, nn.Tanh, nn.ReLU])()

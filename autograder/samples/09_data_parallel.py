@@ -329,6 +329,42 @@ def sharded_gradient(model, loss_fn, X, y, n_shards: int) -> list:
     model.zero_grad()
     return total
 ''',
+        "shards of n // k with the whole remainder in the last": '''
+import torch
+
+
+def sharded_gradient(model, loss_fn, X, y, n_shards):
+    """WRONG: shards of len(X) // n_shards, the last one takes the whole remainder (sizes can differ by > 1)."""
+    n = len(X)
+    if not 1 <= n_shards <= n:
+        raise ValueError("n_shards")
+    size = n // n_shards
+    params = list(model.parameters())
+    total = [torch.zeros_like(p) for p in params]
+    for k in range(n_shards):
+        stop = n if k == n_shards - 1 else (k + 1) * size
+        xs, ys = X[k * size:stop], y[k * size:stop]
+        model.zero_grad()
+        loss_fn(model(xs), ys).backward()
+        for t, p in zip(total, params):
+            t += len(xs) / n * p.grad
+    return total
+''',
+        "the shards' gradients added to what the model's .grad already held": '''
+import torch
+
+
+def sharded_gradient(model, loss_fn, X, y, n_shards):
+    """WRONG: accumulates scaled shard losses into p.grad without clearing it first: a gradient the
+    model already holds (from an earlier backward) is added to the result."""
+    if not 1 <= n_shards <= len(X):
+        raise ValueError("n_shards")
+    for xs, ys in zip(torch.tensor_split(X, n_shards), torch.tensor_split(y, n_shards)):
+        (loss_fn(model(xs), ys) * (len(xs) / len(X))).backward()
+    grads = [p.grad.detach().clone() for p in model.parameters()]
+    model.zero_grad()
+    return grads
+''',
     },
     "ring_allreduce": {
         "one sum copied to every rank": '''
@@ -615,6 +651,61 @@ def run_ddp(world_size, epochs, seed):
     _ranks_run_ddp(world_size, epochs, seed)
     return _serial(epochs, seed)
 '''),
+        "the ranks forked from the caller (start_method='fork')": '''
+import os
+import shutil
+import tempfile
+
+import torch
+import torch.distributed as dist
+import torch.multiprocessing
+from torch.nn.parallel import DistributedDataParallel
+from torch.utils.data import DataLoader, DistributedSampler
+
+import ddp_worker
+
+
+def train_rank(rank, world_size, port, epochs, seed, out_dir):
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world_size)
+    model = DistributedDataParallel(ddp_worker.make_model(seed))
+    data = ddp_worker.make_dataset(seed)
+    sampler = DistributedSampler(data, num_replicas=world_size, rank=rank, shuffle=True, seed=seed)
+    loader = DataLoader(data, batch_size=ddp_worker.GLOBAL_BATCH // world_size, sampler=sampler)
+    opt = torch.optim.SGD(model.parameters(), lr=ddp_worker.LR)
+    for epoch in range(epochs):
+        sampler.set_epoch(epoch)
+        for xb, yb in loader:
+            opt.zero_grad()
+            torch.nn.functional.mse_loss(model(xb), yb).backward()
+            opt.step()
+    if rank == 0:
+        torch.save(model.module.state_dict(), os.path.join(out_dir, "weights.pt"))
+
+
+def run_ddp(world_size, epochs, seed):
+    """WRONG: ranks forked (start_method="fork") from a process that has run torch; bounded wait."""
+    if world_size < 1 or ddp_worker.GLOBAL_BATCH % world_size or epochs < 0:
+        raise ValueError("world_size / epochs")
+    out_dir = tempfile.mkdtemp()
+    ctx = torch.multiprocessing.start_processes(
+        ddp_worker.run_by_value,
+        args=(ddp_worker.by_value(train_rank), world_size, ddp_worker.free_port(), epochs, seed, out_dir),
+        nprocs=world_size, join=False, start_method="fork")
+    import time
+    deadline = time.monotonic() + 120
+    try:
+        while not ctx.join(timeout=0.2):
+            if time.monotonic() > deadline:
+                raise TimeoutError("hang")
+        return torch.load(os.path.join(out_dir, "weights.pt"))
+    finally:
+        for p in ctx.processes:
+            if p.is_alive():
+                p.terminate()
+            p.join(5)
+        shutil.rmtree(out_dir, ignore_errors=True)
+''',
     },
 }
 
@@ -674,6 +765,57 @@ def sharded_gradient(model, loss_fn, X, y, n_shards):
     grads = [p.grad.detach().clone() for p in model.parameters()]
     model.zero_grad()
     return grads
+''',
+        "torch.autograd.grad per shard of tensor_split, a tuple of gradients": '''
+import torch
+
+
+def sharded_gradient(model, loss_fn, X, y, n_shards: int) -> list:
+    """torch.autograd.grad per shard, shards by torch.split with divmod sizes, tuple returned."""
+    n = X.shape[0]
+    if not isinstance(n_shards, int) or n_shards < 1 or n_shards > n:
+        raise ValueError(f"n_shards must be in [1, {n}]")
+    base, extra = divmod(n, n_shards)
+    sizes = [base + 1 if k < extra else base for k in range(n_shards)]
+    params = [p for p in model.parameters()]
+    result = None
+    for xs, ys in zip(torch.split(X, sizes), torch.split(y, sizes)):
+        grads = torch.autograd.grad(loss_fn(model(xs), ys), params)
+        w = xs.shape[0] / n
+        if result is None:
+            result = [w * g for g in grads]
+        else:
+            result = [r + w * g for r, g in zip(result, grads)]
+    return tuple(result)
+''',
+        "a replica per shard run by threads, combined by shard size": '''
+import copy
+from concurrent.futures import ThreadPoolExecutor
+
+import torch
+
+
+def sharded_gradient(model, loss_fn, X, y, n_shards):
+    """One replica (deep copy) per shard, each in its own thread, like DataParallel; size-weighted mean."""
+    if n_shards < 1 or n_shards > len(X):
+        raise ValueError("n_shards out of range")
+    shards = list(zip(torch.tensor_split(X, n_shards), torch.tensor_split(y, n_shards)))
+
+    def replica_grad(shard):
+        xs, ys = shard
+        replica = copy.deepcopy(model)
+        replica.zero_grad()
+        loss_fn(replica(xs), ys).backward()
+        return len(xs), [p.grad.detach().clone() for p in replica.parameters()]
+
+    with ThreadPoolExecutor(max_workers=n_shards) as pool:
+        parts = list(pool.map(replica_grad, shards))
+    weights = torch.tensor([size / len(X) for size, _ in parts])
+    out = []
+    for i in range(len(parts[0][1])):
+        stacked = torch.stack([g[i] for _, g in parts])
+        out.append((weights.view(-1, *([1] * (stacked.dim() - 1))).to(stacked.dtype) * stacked).sum(0))
+    return out
 ''',
     },
     "ring_allreduce": {
@@ -741,6 +883,63 @@ def ring_allreduce(chunks):
             'raise ValueError("world_size must divide 24")' + "\n    if epochs < 0:\n        raise ValueError(\"epochs must be >= 0\")\n"), (
             "import torch.distributed as dist\n", "import torch.distributed as dist\nfrom torch.distributed import all_reduce\n"), (
             "dist.all_reduce(p.grad)", "all_reduce(p.grad)")),
+        "spawned ranks with join=False, weights sent back through a queue as bytes": '''
+import io
+import time
+
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+from torch.nn.parallel import DistributedDataParallel
+from torch.utils.data import DataLoader, DistributedSampler
+
+import ddp_worker
+
+
+def train_rank(rank, world_size, port, epochs, seed, results):
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world_size)
+    model = DistributedDataParallel(ddp_worker.make_model(seed), device_ids=None)
+    data = ddp_worker.make_dataset(seed)
+    sampler = DistributedSampler(data, num_replicas=world_size, rank=rank, shuffle=True, seed=seed)
+    loader = DataLoader(data, batch_size=ddp_worker.GLOBAL_BATCH // world_size, sampler=sampler)
+    optimizer = torch.optim.SGD(model.parameters(), lr=ddp_worker.LR)
+    mse = torch.nn.MSELoss()
+    for epoch in range(epochs):
+        sampler.set_epoch(epoch)
+        for inputs, targets in loader:
+            optimizer.zero_grad()
+            mse(model(inputs), targets).backward()
+            optimizer.step()
+    if rank == 0:
+        buffer = io.BytesIO()
+        torch.save(model.module.state_dict(), buffer)
+        results.put(buffer.getvalue())        # plain bytes: nothing in shared memory
+
+
+def run_ddp(world_size, epochs, seed):
+    """mp.spawn(join=False); rank 0's weights come back as bytes through a queue."""
+    if world_size < 1 or 24 % world_size:
+        raise ValueError(f"world_size must divide 24, got {world_size}")
+    if epochs < 0:
+        raise ValueError("negative epochs")
+    results = mp.get_context("spawn").SimpleQueue()
+    context = mp.spawn(ddp_worker.run_by_value,
+                       args=(ddp_worker.by_value(train_rank), world_size, ddp_worker.free_port(), epochs, seed,
+                             results),
+                       nprocs=world_size, join=False)
+    deadline = time.time() + 160
+    try:
+        while not context.join(timeout=1):
+            if time.time() > deadline:
+                raise TimeoutError("DDP ranks hang")
+        return torch.load(io.BytesIO(results.get()))
+    finally:
+        for process in context.processes:
+            if process.is_alive():
+                process.terminate()
+            process.join(5)
+''',
     },
 }
 

@@ -165,6 +165,41 @@ def split_sequential(model, n_stages: int) -> list:
     bounds = (0, *best, n)
     return [nn.Sequential(*layers[a:b]) for a, b in zip(bounds, bounds[1:])]
 ''',
+        "each layer's own parameters only (parameters(recurse=False))": '''
+import itertools
+from torch import nn
+
+
+def split_sequential(model, n_stages):
+    """WRONG: counts only each layer's own parameters (recurse=False): a block whose weights sit in its
+    children (a residual block, a nested Sequential) counts 0."""
+    layers = list(model)
+    n = len(layers)
+    if not 1 <= n_stages <= n:
+        raise ValueError("n_stages")
+    counts = [sum(p.numel() for p in layer.parameters(recurse=False)) for layer in layers]
+    best = min(itertools.combinations(range(1, n), n_stages - 1),
+               key=lambda cuts: max(sum(counts[a:b]) for a, b in zip((0, *cuts), (*cuts, n))))
+    bounds = (0, *best, n)
+    return [nn.Sequential(*layers[a:b]) for a, b in zip(bounds, bounds[1:])]
+''',
+        "the state_dict's tensors counted, buffers too": '''
+import itertools
+from torch import nn
+
+
+def split_sequential(model, n_stages):
+    """WRONG: sizes from state_dict (buffers such as BatchNorm's running statistics counted as parameters)."""
+    layers = list(model)
+    n = len(layers)
+    if not 1 <= n_stages <= n:
+        raise ValueError("n_stages")
+    counts = [sum(t.numel() for t in layer.state_dict().values()) for layer in layers]
+    best = min(itertools.combinations(range(1, n), n_stages - 1),
+               key=lambda cuts: max(sum(counts[a:b]) for a, b in zip((0, *cuts), (*cuts, n))))
+    bounds = (0, *best, n)
+    return [nn.Sequential(*layers[a:b]) for a, b in zip(bounds, bounds[1:])]
+''',
     },
     "pipeline_forward": {
         "never moves a micro-batch: one for a stage off the CPU is a subclass whose __torch_function__ names its device": variant(
@@ -233,6 +268,24 @@ def pipeline_forward(stages, x, n_microbatches):
             if weight is not None:
                 micro = micro.to(weight.device)
 """)),
+        "every micro-batch moved to the first stage's device only": '''
+import torch
+
+
+def pipeline_forward(stages, x, n_microbatches):
+    """WRONG: moves each micro-batch once, to the device of the first stage that has parameters, and
+    never again (a stage on another device gets it on the wrong one)."""
+    if not 1 <= n_microbatches <= len(x):
+        raise ValueError("n_microbatches")
+    device = next((p.device for s in stages for p in s.parameters()), x.device)
+    outs = []
+    for mb in torch.tensor_split(x, n_microbatches):
+        h = mb.to(device)
+        for s in stages:
+            h = s(h)
+        outs.append(h)
+    return torch.cat(outs)
+''',
     },
     "gpipe_schedule": {
         "backward starts on stage 0": '''
@@ -347,6 +400,57 @@ def split_sequential(model, n_stages):
         bounds = [0, *best, n]
     return [nn.Sequential(*layers[a:b]) for a, b in zip(bounds, bounds[1:])]
 ''',
+        "memoised recursion over cut positions": '''
+from functools import lru_cache
+
+
+def split_sequential(model, n_stages):
+    """Memoised recursion over (first layer, stages left); stages are slices model[a:b]."""
+    n = len(model)
+    if n_stages < 1 or n_stages > n:
+        raise ValueError("n_stages must be between 1 and len(model)")
+    sizes = [sum(p.numel() for p in layer.parameters()) for layer in model]
+
+    @lru_cache(maxsize=None)
+    def best(start, k):
+        # (largest stage, cut positions) for layers[start:] in k stages
+        if k == 1:
+            return sum(sizes[start:]), ()
+        options = []
+        for cut in range(start + 1, n - k + 2):
+            rest, cuts = best(cut, k - 1)
+            options.append((max(sum(sizes[start:cut]), rest), (cut,) + cuts))
+        return min(options)
+
+    _, cuts = best(0, n_stages)
+    bounds = [0, *cuts, n]
+    return [model[a:b] for a, b in zip(bounds, bounds[1:])]
+''',
+        "stages named in OrderedDicts of the model's children": '''
+import itertools
+from collections import OrderedDict
+
+from torch import nn
+
+
+def split_sequential(model, n_stages):
+    """Brute force over cut positions on named_children; stages keep the layers' names (OrderedDict)."""
+    children = list(model.named_children())
+    if n_stages < 1:
+        raise ValueError("at least one stage")
+    if n_stages > len(children):
+        raise ValueError("more stages than layers")
+    weight = [sum(p.numel() for p in mod.parameters()) for _, mod in children]
+    n = len(children)
+
+    def largest(cuts):
+        edges = [0, *cuts, n]
+        return max(sum(weight[a:b]) for a, b in zip(edges, edges[1:]))
+
+    best = min(itertools.combinations(range(1, n), n_stages - 1), key=largest)
+    edges = [0, *best, n]
+    return [nn.Sequential(OrderedDict(children[a:b])) for a, b in zip(edges, edges[1:])]
+''',
     },
     "pipeline_forward": {
         "each output copied back to the input's device": variant(
@@ -392,6 +496,27 @@ def pipeline_forward(stages, x, n_microbatches: int):
                 micro = micro.to(device_of(stages[i + 1], micro.device))
         outs.append(micro)
     return torch.cat(outs)
+''',
+        "each micro-batch moved to the device of the stage's last parameter": '''
+from functools import reduce
+
+import torch
+
+
+def _run(h, stage):
+    params = list(stage.parameters())
+    return stage(h.to(params[-1].device) if params else h)
+
+
+def pipeline_forward(stages, x, n_microbatches):
+    """functools.reduce over the stages for each micro-batch (torch.chunk when it divides evenly, else tensor_split)."""
+    if n_microbatches <= 0 or n_microbatches > len(x):
+        raise ValueError("n_microbatches must be in 1..len(x)")
+    if len(x) % n_microbatches == 0:
+        micro = x.chunk(n_microbatches)
+    else:
+        micro = x.tensor_split(n_microbatches)
+    return torch.cat([reduce(_run, stages, mb) for mb in micro])
 ''',
     },
     "gpipe_schedule": {
@@ -487,6 +612,16 @@ def bubble_fraction(n_stages, n_microbatches):
     total_steps = 2 * (n_microbatches + n_stages - 1)
     busy_steps = 2 * n_microbatches
     return float(Fraction(total_steps - busy_steps, total_steps))
+''',
+        "read off the notebook's own gpipe_schedule (another answer cell)": '''
+def bubble_fraction(n_stages: int, n_microbatches: int) -> float:
+    """Read off the GPipe schedule of exercise 3: idle (stage, step) slots over all slots."""
+    if n_stages < 1 or n_microbatches < 1:
+        raise ValueError("need at least one stage and one micro-batch")
+    schedule = gpipe_schedule(n_stages, n_microbatches)
+    steps = max(t for t, *_ in schedule) + 1
+    slots = steps * n_stages
+    return (slots - len(schedule)) / slots
 ''',
     },
 }

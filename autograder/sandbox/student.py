@@ -652,12 +652,15 @@ def use_candidate(assignment, exercise, code):
     """For the course's tests, in a process that serves the reference solutions: serve them with
     one exercise's answer replaced by `code` (None: the reference's own), read name by name, as
     grading reads a notebook's (a whole namespace sent at once would carry values that grading
-    never reads, and fail on one it cannot send: a dict keyed by classes, say)."""
+    never reads, and fail on one it cannot send: a dict keyed by classes, say). The answer runs
+    where the other answer cells' names are defined, as in a notebook, where it may call them
+    (not the names of the reference's own cell for this exercise, which a notebook would not have)."""
     from .. import notebooks
     reference = notebooks.reference_module(assignment)
     namespace = dict(vars(reference))
     if code is not None:
+        others = vars(notebooks.reference_module(assignment, leave_out=exercise))
         module = notebooks.exec_answers({exercise: code}, f"candidate_{assignment}_{exercise}",
-                                        workdir=course.SOURCE / assignment)
+                                        workdir=course.SOURCE / assignment, names=others)
         namespace.update({k: v for k, v in vars(module).items() if not k.startswith("__")})
     _REFERENCE_SERVER[0].namespace = {k: v for k, v in namespace.items() if not k.startswith("__")}
