@@ -7,9 +7,14 @@ process cannot import; functions in this file can be imported by name.
 """
 
 
-def square(x):
-    """The first example task: x squared."""
-    return x * x
+def collatz_steps(n):
+    """The first example task: how many steps the Collatz rule (halve an even number, take an odd
+    one to 3n + 1) needs to bring n down to 1."""
+    steps = 0
+    while n != 1:
+        n = n // 2 if n % 2 == 0 else 3 * n + 1
+        steps += 1
+    return steps
 
 
 def box_volume(length, width, height):
