@@ -38,8 +38,11 @@ def test_cpu_info_counts(cpu_info):
     assert info["logical"] == os.cpu_count(), (
         f"logical is {info['logical']} but this machine has {os.cpu_count()} logical CPUs")
     expected_physical = psutil.cpu_count(logical=False)
-    assert info["physical"] in (None, expected_physical), (
-        f"physical is {info['physical']} but this machine has {expected_physical} physical cores")
+    # None only where the system does not tell (psutil, which the text names, says None there too).
+    assert info["physical"] == expected_physical, (
+        f"physical is {info['physical']} but this machine has {expected_physical} physical cores"
+        + (" (None is for a system that does not tell; this one does: psutil.cpu_count(logical=False))"
+           if info["physical"] is None else ""))
     allowed = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     assert 1 <= info["usable"] <= allowed, (
         f"usable must be between 1 and the {allowed} CPUs this process may run on, got {info['usable']}")
@@ -129,13 +132,19 @@ QUOTAS = [(50_000, 100_000), (100_000, 100_000), (120_000, 100_000), (150_000, 1
 
 
 def test_cpu_info_cgroup_v2_quota(cpu_info):
-    """a cgroup v2 quota (cpu.max under cgroup_root) caps usable, rounded up"""
+    """a cgroup v2 quota (cpu.max under cgroup_root) caps usable, rounded up, and is read before v1 files"""
     for quota, period in QUOTAS:
         got = _usable_on_fake(cpu_info, {"cpu.max": f"{quota} {period}"})
         expected = min(_affinity(), max(1, math.ceil(quota / period)))
         assert got == expected, (
             f"with cpu.max = '{quota} {period}' ({quota / period:g} CPUs of quota) and {_affinity()} CPUs "
             f"in the affinity mask, usable should be {expected}, got {got}")
+    # Both layouts in one folder: cpu.max exists, so the v1 files (no quota) are not read.
+    got = _usable_on_fake(cpu_info, {"cpu.max": "100000 100000", "cpu/cpu.cfs_quota_us": "-1",
+                                     "cpu/cpu.cfs_period_us": "100000"})
+    assert got == 1, (
+        "with cpu.max = '100000 100000' (1 CPU) beside v1 files that set no quota, usable should be 1, got "
+        f"{got}: where cpu.max exists, it decides (v1's files are read only if it does not exist)")
 
 
 def test_cpu_info_cgroup_v1_quota(cpu_info):
@@ -152,7 +161,10 @@ def test_cpu_info_cgroup_v1_quota(cpu_info):
 def test_cpu_info_no_quota(cpu_info):
     """no quota file, cpu.max = 'max', or a v1 quota of -1: usable is the affinity count"""
     cases = {"no cgroup files": {}, "cpu.max = 'max 100000'": {"cpu.max": "max 100000"},
-             "cpu.cfs_quota_us = -1": {"cpu/cpu.cfs_quota_us": "-1", "cpu/cpu.cfs_period_us": "100000"}}
+             "cpu.cfs_quota_us = -1": {"cpu/cpu.cfs_quota_us": "-1", "cpu/cpu.cfs_period_us": "100000"},
+             # cpu.max exists and says no quota: the v1 files beside it are not read
+             "cpu.max = 'max 100000' beside v1 files of 1 CPU (cpu.max decides where it exists)": {
+                 "cpu.max": "max 100000", "cpu/cpu.cfs_quota_us": "100000", "cpu/cpu.cfs_period_us": "100000"}}
     for what, files in cases.items():
         got = _usable_on_fake(cpu_info, files)
         assert got == _affinity(), (
@@ -225,9 +237,15 @@ def test_run_in_child_new_process(run_in_child):
     assert pid == ran_in, (
         f"the pid returned ({pid}) is not the pid of the process that ran fn ({ran_in})")
     assert_worked_outside([puzzle], [answer], spent, allowance, "run_in_child")
+    reused = ("fn ran in a process that was already running before the call (a pool's or an executor's worker "
+              "kept from an earlier call?): run_in_child starts a new process each time")
     if kernel_decides(made):
         assert witnessed_in(made, ran_in, witness), (
             "fn did not run in the process whose pid it reported: the result must be what fn returned")
+        assert ran_in in made.process_ids, reused
+    else:  # no kernel record: a second call must run in another process (a pid is not handed out again so soon)
+        again = exact_tuple(run_in_child(workers.whoami), "run_in_child's result, the tuple (child_pid, result),", 2)
+        assert type(again[1]) is tuple and again[1][0] != ran_in, reused
 
 
 @timeout(120)
@@ -284,8 +302,9 @@ def test_visible_appends_zero_and_errors(visible_appends):
     assert visible_appends("thread", 0) == 0, "with 0 workers the list stays empty"
     with raises_value_error("visible_appends('fiber', 2)"):
         visible_appends("fiber", 2)
-    with raises_value_error("visible_appends('thread', -1)"):
-        visible_appends("thread", -1)
+    for kind in ("thread", "process"):
+        with raises_value_error(f"visible_appends('{kind}', -1)"):
+            visible_appends(kind, -1)
 
 
 # --- creation_cost ----------------------------------------------------------------------

@@ -189,11 +189,13 @@ def _under_another_default(seed, forked_draws, *args):
 
 
 def test_forked_draws_errors(forked_draws):
-    """n_procs < 1 or a negative size raises ValueError"""
+    """n_procs < 1 or a negative size raises ValueError; a size of 0 gives empty arrays"""
     with raises_value_error("forked_draws(0, 3)"):
         forked_draws(0, 3)
     with raises_value_error("forked_draws(2, -1)"):
         forked_draws(2, -1)
+    if "fork" in multiprocessing.get_all_start_methods():
+        _arrays(forked_draws(2, 0), 2, 0, "forked_draws(2, 0) (a size of 0 is allowed: 2 empty arrays)")
 
 
 # --- independent_draws -----------------------------------------------------------------
@@ -366,11 +368,12 @@ def _drawn_case(fn, *args):
 
 
 def test_independent_draws_errors(independent_draws):
-    """n_workers < 1 or a negative size raises ValueError"""
+    """n_workers < 1 or a negative size raises ValueError; a size of 0 gives empty arrays"""
     with raises_value_error("independent_draws(0, 1, 3)"):
         independent_draws(0, 1, 3)
     with raises_value_error("independent_draws(2, 1, -3)"):
         independent_draws(2, 1, -3)
+    _arrays(independent_draws(2, 1, 0), 2, 0, "independent_draws(2, 1, 0) (a size of 0 is allowed: 2 empty arrays)")
 
 
 @timeout(120)
@@ -579,14 +582,18 @@ def test_seeded_loader_depends_on_seed(seeded_loader):
     data = GlobalNoise(n)
     seed = random.randrange(2**31)
     orders = []
-    for s in (seed, seed + 1, seed + 2):
-        out = _run(seeded_loader(data, 3, 0, s))
+    # All three made before any is used: a loader's randomness is its own from the moment it is made
+    # (one generator shared by every loader, seeded again by each call, is not).
+    loaders = [seeded_loader(data, 3, 0, s) for s in (seed, seed + 1, seed + 2)]
+    for loader in loaders:
+        out = _run(loader)
         assert out.shape == (n, 6), "every item of the dataset must come out exactly once"
         orders.append(tuple(out[:, 0].tolist()))
     assert all(sorted(o) == list(range(n)) for o in orders), "every item must come out exactly once"
     assert len(set(orders)) == 3, "the order does not change with the seed: is the loader shuffling?"
     assert orders[0] == tuple(_run(seeded_loader(data, 3, 0, seed))[:, 0].tolist()), (
-        "without workers too, the same seed must give the same order")
+        "without workers too, the same seed must give the same order, also for a loader made before "
+        "loaders of other seeds (each loader needs a generator of its own)")
     a = _run(seeded_loader(data, 2, 2, seed))
     b = _run(seeded_loader(data, 2, 2, seed + 1))
     assert not torch.equal(a[:, 3:], b[:, 3:]), "another seed gave the same random numbers in the workers"
@@ -608,3 +615,4 @@ def test_seeded_loader_batches_and_errors(seeded_loader):
     for bad in ((0, 0), (2, -1)):
         with raises_value_error(f"seeded_loader(data, {bad[0]}, {bad[1]}, 1)"):
             iter(seeded_loader(GlobalNoise(4), bad[0], bad[1], 1))
+    # batch_size=None (DataLoader's "no batching") is not graded: the text leaves it to the answer.

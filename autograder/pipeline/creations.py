@@ -41,7 +41,8 @@ PROBE_SECONDS = 2.0
 
 class Creations:
     """What the kernel reported while the block ran: `processes` and `threads` created by the
-    tree, `thread_owners` (each new thread's id -> the id of the process it was created in),
+    tree, `process_ids` (those processes' ids), `thread_owners` (each new thread's id -> the id
+    of the process it was created in),
     `available` (False: no events here, use the spy alone), `lost` (the socket overflowed:
     the counts are a lower bound), `ids_handed_out` (the process and thread ids the kernel
     handed out meanwhile, to anyone: an upper bound of the tree's creations; None if unknown)."""
@@ -49,6 +50,7 @@ class Creations:
     def __init__(self):
         self.available, self.lost = False, False
         self.processes, self.threads = 0, 0
+        self.process_ids = set()
         self.thread_owners = {}
         self.ids_handed_out = None
 
@@ -137,6 +139,7 @@ class watch_creations:
         elif parent_tgid in self.tree:
             self.tree.add(child_tgid)  # a new process: its own creations count too
             self.made.processes += 1
+            self.made.process_ids.add(child_tgid)
 
 
 def last_id():

@@ -285,6 +285,78 @@ def cpu_info(cgroup_root: str = "/sys/fs/cgroup") -> dict:
         usable = min(usable, max(1, math.ceil(quota)))
     return {"logical": logical, "physical": physical, "usable": usable}
 ''',
+        "cpu.max of 'max' falls through to the v1 files": '''
+import math, os
+import psutil
+
+def _v2(root):
+    try:
+        q, p = open(os.path.join(root, "cpu.max")).read().split()[:2]
+    except OSError:
+        return None
+    return None if q == "max" else int(q) / int(p)
+
+def _v1(root):
+    try:
+        q = int(open(os.path.join(root, "cpu", "cpu.cfs_quota_us")).read())
+        p = int(open(os.path.join(root, "cpu", "cpu.cfs_period_us")).read())
+    except OSError:
+        return None
+    return None if q <= 0 else q / p
+
+def cpu_info(cgroup_root="/sys/fs/cgroup"):
+    usable = len(os.sched_getaffinity(0))
+    quota = _v2(cgroup_root) or _v1(cgroup_root)   # v2 "max" falls through to v1
+    if quota is not None:
+        usable = min(usable, max(1, math.ceil(quota)))
+    return {"logical": os.cpu_count(), "physical": psutil.cpu_count(logical=False), "usable": usable}
+''',
+        "the v1 files read before cpu.max": '''
+import math, os
+import psutil
+
+def cpu_info(cgroup_root="/sys/fs/cgroup"):
+    usable = len(os.sched_getaffinity(0))
+    quota = None
+    v1q = os.path.join(cgroup_root, "cpu", "cpu.cfs_quota_us")
+    v1p = os.path.join(cgroup_root, "cpu", "cpu.cfs_period_us")
+    v2 = os.path.join(cgroup_root, "cpu.max")
+    if os.path.exists(v1q) and os.path.exists(v1p):      # v1 looked at first
+        q = int(open(v1q).read())
+        if q > 0:
+            quota = q / int(open(v1p).read())
+    elif os.path.exists(v2):
+        q, p = open(v2).read().split()[:2]
+        if q != "max":
+            quota = int(q) / int(p)
+    if quota is not None:
+        usable = min(usable, max(1, math.ceil(quota)))
+    return {"logical": os.cpu_count(), "physical": psutil.cpu_count(logical=False), "usable": usable}
+''',
+        "physical always None": '''
+import math, os
+
+def _quota(root):
+    try:
+        q, p = open(os.path.join(root, "cpu.max")).read().split()[:2]
+        return None if q == "max" else int(q) / int(p)
+    except (OSError, ValueError):
+        pass
+    try:
+        q = int(open(os.path.join(root, "cpu", "cpu.cfs_quota_us")).read())
+        p = int(open(os.path.join(root, "cpu", "cpu.cfs_period_us")).read())
+        return None if q <= 0 else q / p
+    except (OSError, ValueError):
+        return None
+
+def cpu_info(cgroup_root="/sys/fs/cgroup"):
+    usable = len(os.sched_getaffinity(0))
+    q = _quota(cgroup_root)
+    if q is not None:
+        usable = min(usable, max(1, math.ceil(q)))
+    # "None if the system does not tell": never asked
+    return {"logical": os.cpu_count(), "physical": None, "usable": usable}
+''',
     },
     "run_in_child": {
         "runs fn in a thread": '''
@@ -349,6 +421,20 @@ def pid_and_result(fn, args):
 def run_in_child(fn, *args):
     with ProcessPoolExecutor(max_workers=1, mp_context=mp_context()) as pool:
         return pool.submit(pid_and_result, fn, args).result()
+''',
+        "one executor's worker kept and reused by every call": '''
+import os
+from concurrent.futures import ProcessPoolExecutor
+from helpers.workers import mp_context
+
+_POOL = None
+
+def run_in_child(fn, *args):
+    global _POOL
+    if _POOL is None:              # one worker process kept for every call
+        _POOL = ProcessPoolExecutor(max_workers=1, mp_context=mp_context())
+    pid = _POOL.submit(os.getpid).result()
+    return pid, _POOL.submit(fn, *args).result()
 ''',
     },
     "visible_appends": {
@@ -471,6 +557,28 @@ def visible_appends(kind, n_workers):
             worker.join      # typo: never called
         else:
             worker.join()
+    return len(APPENDED)
+''',
+        "a negative count refused for threads only": '''
+import threading
+from helpers.workers import mp_context
+
+APPENDED = []
+
+def visible_appends(kind, n_workers):
+    APPENDED.clear()
+    if kind == "thread":
+        if n_workers < 0:
+            raise ValueError("n_workers must be >= 0")
+        ws = [threading.Thread(target=APPENDED.append, args=(i,)) for i in range(n_workers)]
+    elif kind == "process":
+        ws = [mp_context().Process(target=APPENDED.append, args=(i,)) for i in range(n_workers)]
+    else:
+        raise ValueError(f"unknown kind {kind!r}")
+    for w in ws:
+        w.start()
+    for w in ws:
+        w.join()
     return len(APPENDED)
 ''',
     },
@@ -630,6 +738,46 @@ def cpu_info(cgroup_root="/sys/fs/cgroup"):
     cpus = quota_cpus(cgroup_root)
     if cpus is not None:
         usable = min(usable, max(1, math.ceil(cpus)))
+    return {"logical": os.cpu_count(), "physical": psutil.cpu_count(logical=False), "usable": usable}
+''',
+        "the affinity read from /proc/self/status (Cpus_allowed_list)": '''
+import math
+import os
+
+import psutil
+
+
+def _allowed_cpus():
+    """Count the CPUs in Cpus_allowed_list of /proc/self/status ("0-3,6")."""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("Cpus_allowed_list:"):
+                count = 0
+                for part in line.split(":", 1)[1].strip().split(","):
+                    lo, _, hi = part.partition("-")
+                    count += int(hi or lo) - int(lo) + 1
+                return count
+    return os.cpu_count()
+
+
+def _quota(root):
+    v2 = os.path.join(root, "cpu.max")
+    if os.path.exists(v2):
+        quota, period = open(v2).read().split()[:2]
+        return None if quota == "max" else (int(quota), int(period))
+    q = os.path.join(root, "cpu", "cpu.cfs_quota_us")
+    p = os.path.join(root, "cpu", "cpu.cfs_period_us")
+    if os.path.exists(q) and os.path.exists(p):
+        quota = int(open(q).read())
+        return None if quota < 0 else (quota, int(open(p).read()))
+    return None
+
+
+def cpu_info(cgroup_root="/sys/fs/cgroup"):
+    usable = _allowed_cpus()
+    limit = _quota(cgroup_root)
+    if limit:
+        usable = min(usable, max(1, math.ceil(limit[0] / limit[1])))
     return {"logical": os.cpu_count(), "physical": psutil.cpu_count(logical=False), "usable": usable}
 ''',
     },

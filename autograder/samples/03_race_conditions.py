@@ -376,6 +376,13 @@ import dis
 def bytecode_ops(fn):
     return [str(i.argrepr) for i in dis.get_instructions(fn)]
 ''',
+        "the specialised opnames (adaptive=True)": '''
+import dis
+
+def bytecode_ops(fn):
+    # adaptive=True: the specialised instructions the interpreter actually runs
+    return [ins.opname for ins in dis.get_instructions(fn, adaptive=True)]
+''',
     },
     "process_safe_counter": {
         "no lock (v.value += 1 style)": _PSC_NO_LOCK,
@@ -624,6 +631,33 @@ def transfer_many(balances, transfers, n_threads):
     return acc
 ''',
         "n_threads checked but not given to the executor": _variant(_POOLED_TRANSFERS, ("ThreadPoolExecutor(max_workers=n_threads)", "ThreadPoolExecutor()")),
+        "slices of ceil(len / n_threads): no transfers raise": '''
+import math
+import threading
+
+def transfer_many(balances, transfers, n_threads):
+    if n_threads < 1:
+        raise ValueError("n_threads must be >= 1")
+    acc = list(balances)
+    locks = [threading.Lock() for _ in acc]
+    size = math.ceil(len(transfers) / n_threads)
+    slices = [transfers[i:i + size] for i in range(0, len(transfers), size)]   # size 0: range() raises
+
+    def run(part):
+        for src, dst, amount in part:
+            a, b = sorted((src, dst))
+            with locks[a]:
+                with locks[b]:
+                    acc[src] -= amount
+                    acc[dst] += amount
+
+    ts = [threading.Thread(target=run, args=(s,)) for s in slices]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    return acc
+''',
     },
     "parallel_sum": {
         "serial sum": '''
@@ -696,6 +730,17 @@ def parallel_sum(chunks, n_workers):
         raise ValueError("n_workers must be at least 1")
     with mp_context().Pool(n_workers) as pool:
         return float(sum(pool.map(partial_sum, chunks)))
+''',
+        "a pool of min(n_workers, len(chunks)): no chunks raise": '''
+from concurrent.futures import ProcessPoolExecutor
+from helpers.workers import mp_context
+
+def parallel_sum(chunks, n_workers):
+    if n_workers < 1:
+        raise ValueError("n_workers must be >= 1")
+    # no more workers than chunks: max_workers=0 raises for an empty list
+    with ProcessPoolExecutor(max_workers=min(n_workers, len(chunks)), mp_context=mp_context()) as pool:
+        return float(sum(pool.map(sum, chunks)))
 ''',
     },
 }
@@ -788,6 +833,31 @@ def safe_increment(n_threads, n):
     "bytecode_ops": {
         "dis.Bytecode": _BYTECODE_CLASS,
         "a tuple of opnames": _variant(_BYTECODE_CLASS, ("[ins.opname for ins in Bytecode(fn)]", "tuple(ins.opname for ins in Bytecode(fn))")),
+        "opcodes read from co_code with dis.opname, caches dropped": '''
+import dis
+
+
+def bytecode_ops(fn):
+    code = fn.__code__
+    raw = code.co_code
+    return [dis.opname[raw[i]] for i in range(0, len(raw), 2)]
+''',
+        "dis.dis(depth=0) printed into a string and parsed": '''
+import dis
+import io
+
+
+def bytecode_ops(fn):
+    out = io.StringIO()
+    dis.dis(fn, file=out, depth=0)       # fn's own code only, nothing nested
+    ops = []
+    for line in out.getvalue().splitlines():
+        for word in line.split():
+            if word.isupper() and word.replace("_", "").isalnum() and word[0].isalpha() and word in dis.opmap:
+                ops.append(word)
+                break
+    return ops
+''',
     },
     "process_safe_counter": {
         "one RLock shared by the Value and the workers": '''

@@ -189,6 +189,17 @@ def forked_draws(n_procs, size):
         "multiprocessing's default context for the fork context asked for": variant(
             _FORKED_COURSE_CONTEXT, ("from helpers.workers import mp_context\n", "import multiprocessing\n"),
             ("mp_context().Pool(", "multiprocessing.Pool(")),
+        "a size of 0 refused": '''
+import multiprocessing
+from helpers.rng import legacy_draws
+
+def forked_draws(n_procs, size):
+    if n_procs < 1 or size < 1:            # size 0 refused
+        raise ValueError("n_procs and size must be >= 1")
+    fork = multiprocessing.get_context("fork")
+    with fork.Pool(n_procs, maxtasksperchild=1) as pool:
+        return pool.map(legacy_draws, [size] * n_procs, chunksize=1)
+''',
     },
     "independent_draws": {
         "the draws stacked into one array (np.stack: a 2-D array, not a list)": variant(
@@ -288,6 +299,18 @@ def independent_draws(n_workers: int, seed: int, size: int) -> list:
         raise ValueError(f"size must be >= 0, got {size}")
     with mp_context().Pool(n_workers) as pool:
         return pool.starmap(uniform_draws, [(seed + i, size) for i in range(n_workers)])
+''',
+        "a size of 0 refused": '''
+import numpy as np
+from helpers.rng import uniform_draws
+from helpers.workers import mp_context
+
+def independent_draws(n_workers, seed, size):
+    if n_workers < 1 or size <= 0:         # size 0 refused
+        raise ValueError("bad arguments")
+    seeds = np.random.SeedSequence(seed).spawn(n_workers)
+    with mp_context().Pool(n_workers) as pool:
+        return pool.starmap(uniform_draws, [(s, size) for s in seeds])
 ''',
     },
     "set_seed": {
@@ -476,6 +499,21 @@ def seeded_loader(dataset, batch_size: int, num_workers: int, seed: int) -> Data
                           prefetch_factor=2, pin_memory=False, drop_last=False)
     return DataLoader(dataset, batch_size=batch_size, shuffle=True, num_workers=0, generator=gen)
 ''',
+        "one module-level generator, seeded again by every call": '''
+import torch
+from torch.utils.data import DataLoader
+from helpers.rng_data import seed_worker
+
+GEN = torch.Generator()          # one generator for all the loaders, reseeded per call
+
+def seeded_loader(dataset, batch_size, num_workers, seed):
+    GEN.manual_seed(seed)
+    extra = {}
+    if num_workers > 0:
+        extra = {"multiprocessing_context": "spawn", "worker_init_fn": seed_worker}
+    return DataLoader(dataset, batch_size=batch_size, shuffle=True, num_workers=num_workers,
+                      generator=GEN, **extra)
+''',
     },
 }
 
@@ -653,6 +691,28 @@ def seeded_loader(dataset, batch_size: int, num_workers: int, seed: int) -> Data
         options["worker_init_fn"] = seed_worker
     return DataLoader(dataset, batch_sampler=batches, num_workers=num_workers,
                       generator=generator, **options)
+''',
+        "arguments checked up front (None left alone), worker_init_fn by partial": '''
+import functools
+import multiprocessing
+
+import torch
+from torch.utils.data import DataLoader
+
+from helpers import rng_data
+
+
+def seeded_loader(dataset, batch_size, num_workers, seed):
+    if batch_size is not None and (isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1):
+        raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
+    if num_workers < 0:
+        raise ValueError(f"num_workers must be >= 0, got {num_workers}")
+    kwargs = dict(batch_size=batch_size, shuffle=True, num_workers=num_workers,
+                  generator=torch.Generator(device="cpu").manual_seed(int(seed)))
+    if num_workers:
+        method = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
+        kwargs.update(multiprocessing_context=method, worker_init_fn=functools.partial(rng_data.seed_worker))
+    return DataLoader(dataset, **kwargs)
 ''',
     },
 }
