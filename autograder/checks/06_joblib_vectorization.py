@@ -409,6 +409,12 @@ def test_cdist_vectorized_values(cdist_vectorized):
     Yi = np.random.default_rng(random.randrange(2**32)).integers(-50, 50, (7, 3))
     arrays_close(cdist_vectorized(Xi, Yi), scipy_cdist(Xi, Yi), "cdist_vectorized on integer arrays",
                  rtol=1e-6, atol=1e-6)
+    # Narrow integers wrap around in their own type (uint8: 0 - 20 is 236): scipy computes in floats.
+    Xu = np.random.default_rng(random.randrange(2**32)).integers(0, 256, (9, 2)).astype(np.uint8)
+    Yu = np.random.default_rng(random.randrange(2**32)).integers(0, 256, (5, 2)).astype(np.uint8)
+    arrays_close(cdist_vectorized(Xu, Yu), scipy_cdist(Xu, Yu),
+                 "cdist_vectorized on uint8 arrays (the differences wrap around unless converted to floats first)",
+                 rtol=1e-6, atol=1e-6)
 
 
 def test_cdist_vectorized_same_points(cdist_vectorized):
@@ -649,6 +655,10 @@ def test_bootstrap_ci_reproducible(bootstrap_ci):
                           "of resamples drawn with the seed, rather than of the data alone?")
     more = _interval(bootstrap_ci(data, 3000, 3, seed), "bootstrap_ci")
     assert one != more, "3000 resamples gave exactly the interval of 1000: are the batches all the same?"
+    # 1005 resamples are 1005 means, not the 1000 of whole batches: percentiles of more means move.
+    odd = _interval(bootstrap_ci(data, 1005, 3, seed), "bootstrap_ci")
+    assert one != odd, ("1005 resamples gave exactly the interval of 1000: are the n_boot % batch "
+                        "resamples left over after the whole batches drawn too?")
     # The default alpha: at alpha=0.5 an alpha not halved put both bounds at the median, and this
     # message then blamed the seeds for what the interval check reports (a student's walk-through).
     low, high = _interval(bootstrap_ci(data, 2, 2, seed), "bootstrap_ci with n_boot=2")

@@ -722,6 +722,14 @@ def test_layer_flops_errors(layer_flops):
         layer_flops(nn.Conv2d(3, 8, 3), (1, 4, 10, 10))
     with raises_value_error("layer_flops on a Conv2d with a 5 x 5 kernel and a 2 x 2 input"):
         layer_flops(nn.Conv2d(3, 8, 5), (1, 3, 2, 2))
+    with raises_value_error("layer_flops on a Conv2d with a 5 x 5 kernel and a 10 x 2 input (too small in one dimension)"):
+        layer_flops(nn.Conv2d(3, 8, 5), (1, 3, 10, 2))
+    with raises_value_error("layer_flops on a Conv2d whose dilated 3 x 3 kernel spans 9 x 9, on a 6 x 6 input"):
+        layer_flops(nn.Conv2d(3, 8, 3, dilation=4), (1, 3, 6, 6))
+    # Padding makes room: a 5 x 5 kernel with padding 2 fits a 2 x 2 input (a 2 x 2 output).
+    padded = nn.Conv2d(3, 8, 5, padding=2)
+    assert exact_int(layer_flops(padded, (1, 3, 2, 2)), "layer_flops") == _counted(padded, (1, 3, 2, 2)), (
+        "a 5 x 5 kernel with padding=2 fits a 2 x 2 input: count it (the padding is part of the input the kernel sees)")
 
 
 # --- gpu_env -------------------------------------------------------------------------------------
@@ -771,7 +779,7 @@ def test_gpu_env_leaves_environment(gpu_env):
 
 def test_gpu_env_errors(gpu_env):
     """negative, repeated or non-integer ids raise ValueError"""
-    for bad in ([-1], [0, 0], ["a"], [1.5]):
+    for bad in ([-1], [0, 0], [1, 2, 1], ["a"], [1.5]):
         with raises_value_error(f"gpu_env({bad})"):
             gpu_env(bad)
 
@@ -786,17 +794,18 @@ def _channels_last(to_channels_last, x):
 
 
 def test_to_channels_last_layout(to_channels_last):
-    """same shape and values, channels-last strides
+    """same shape, dtype and values, channels-last strides
 
     False failure of a correct answer: 0 (random shapes; the values are copied
     exactly, torch.equal).
     """
-    for _ in range(3):
+    for dtype in (torch.float32, torch.float64, torch.int64):
         shape = (random.randint(1, 3), random.randint(2, 6), random.randint(2, 7), random.randint(2, 7))
-        x = torch.randn(shape)
+        x = torch.randn(shape, dtype=dtype) if dtype.is_floating_point else torch.randint(-99, 99, shape)
         y, layout = there(_channels_last, to_channels_last, x)
         assert isinstance(y, torch.Tensor) and layout is not None, "to_channels_last must return a tensor"
         assert tuple(y.shape) == shape, "the shape must stay (N, C, H, W)"
+        assert y.dtype == x.dtype, f"the dtype must stay {x.dtype}, not become {y.dtype}"
         assert torch.equal(x, y), "the values must not change"
         assert layout["channels_last"], "the result is not stored channels last"
         assert layout["strides"][1] == 1, "channels must be adjacent in memory"

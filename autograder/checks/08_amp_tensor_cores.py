@@ -132,7 +132,7 @@ def test_tensor_core_issues_linear(tensor_core_issues):
 
 
 def test_tensor_core_issues_conv(tensor_core_issues):
-    """Conv2d channels count, other layers do not, and the batch size counts for convolutions too
+    """Conv2d channels count, other layers do not (a BatchNorm, a Conv1d), and the batch size counts for convolutions too
 
     The middle width is always a misfit. It is the first convolution's out_channels,
     the second's in_channels and the BatchNorm's width: an answer must report it
@@ -147,7 +147,9 @@ def test_tensor_core_issues_conv(tensor_core_issues):
     square = 8 * random.randint(1, 8) + random.randint(1, 7)
     model = nn.Sequential(nn.Conv2d(channels[0], channels[1], 3), nn.BatchNorm2d(channels[1]), nn.ReLU(),
                           nn.Conv2d(channels[1], channels[2], 1), nn.ReLU(), nn.Conv2d(channels[2], square, 1),
-                          nn.ReLU(), nn.Conv2d(square, square, 1))
+                          nn.ReLU(), nn.Conv2d(square, square, 1),
+                          # not an nn.Conv2d: its misfit channels are not the exercise's to report
+                          nn.Conv1d(square, 8 * random.randint(1, 4) + 3, 1))
     batch = 8 * random.randint(1, 8) + random.randint(1, 7)
     offending = [n for n in (channels[0], channels[1], channels[1], channels[2], channels[2], square, square, square,
                              batch) if n % 8]

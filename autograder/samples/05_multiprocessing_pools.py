@@ -170,6 +170,21 @@ def parallel_map(fn, items, n_workers: int, chunksize: int | None = None) -> lis
     with mp_context().Pool() as pool:
         return pool.map(fn, list(items), chunksize=chunksize)
 ''',
+        "one worker: the work done in the caller": '''
+from helpers.workers import mp_context
+
+
+def parallel_map(fn, items, n_workers: int, chunksize: int | None = None) -> list:
+    if n_workers < 1:
+        raise ValueError(f"n_workers must be at least 1, got {n_workers}")
+    if chunksize is not None and chunksize < 1:
+        raise ValueError(f"chunksize must be at least 1, got {chunksize}")
+    items = list(items)
+    if n_workers == 1:  # one worker: no point paying for a pool
+        return [fn(x) for x in items]
+    with mp_context().Pool(n_workers) as pool:
+        return pool.map(fn, items, chunksize=chunksize)
+''',
     },
     "parallel_starmap": {
         "serial": '''
@@ -239,6 +254,19 @@ def parallel_starmap(fn, arg_tuples, n_workers: int) -> list:
         raise ValueError("n_workers must be at least 1")
     with mp_context().Pool(n_workers) as pool:
         return list(pool.imap(_star, [(fn, args) for args in arg_tuples]))
+''',
+        "an empty input returned before n_workers is checked": '''
+from helpers.workers import mp_context
+
+
+def parallel_starmap(fn, arg_tuples, n_workers: int) -> list:
+    arg_tuples = list(arg_tuples)
+    if not arg_tuples:
+        return []
+    if n_workers < 1:
+        raise ValueError(f"n_workers must be at least 1, got {n_workers}")
+    with mp_context().Pool(n_workers) as pool:
+        return pool.starmap(fn, arg_tuples)
 ''',
     },
     "robust_map": {
@@ -387,6 +415,26 @@ def robust_map(fn, items, n_workers: int) -> list:
         for _ in as_completed(futs):
             pass
     return [f.result() for f in futs]
+''',
+        "results keyed by item (unhashable items fail, repeats share one)": '''
+from concurrent.futures import ProcessPoolExecutor, as_completed
+
+from helpers.workers import mp_context
+
+
+def robust_map(fn, items, n_workers: int) -> list:
+    if n_workers < 1:
+        raise ValueError(f"n_workers must be at least 1, got {n_workers}")
+    items = list(items)
+    with ProcessPoolExecutor(max_workers=n_workers, mp_context=mp_context()) as executor:
+        item_of = {executor.submit(fn, x): x for x in items}  # one future per item
+        done = {}
+        for future in as_completed(item_of):
+            try:
+                done[item_of[future]] = (True, future.result())
+            except Exception as err:
+                done[item_of[future]] = (False, err)
+    return [done[x] for x in items]
 ''',
     },
     "monte_carlo_pi": {
@@ -673,6 +721,25 @@ def fit_serial_fraction(workers: list, speedups: list) -> float:
         raise ValueError("need a point with more than one worker")
     a, b = 1 / s - 1 / n, 1 - 1 / n
     return float(np.clip(a @ b / (b @ b), 0.0, 1.0))
+''',
+        "only a worker count of 0 refused (a negative one taken)": '''
+import numpy as np
+
+
+def fit_serial_fraction(workers: list, speedups: list) -> float:
+    if len(workers) != len(speedups) or not workers:
+        raise ValueError("workers and speedups must be non-empty lists of the same length")
+    if 0 in workers:
+        raise ValueError("a worker count must be at least 1")
+    if min(speedups) <= 0:
+        raise ValueError("every speedup must be positive")
+    if max(workers) <= 1:
+        raise ValueError("need a point with more than one worker")
+    n = np.asarray(workers, dtype=float)
+    s = np.asarray(speedups, dtype=float)
+    a = 1.0 / s - 1.0 / n
+    b = 1.0 - 1.0 / n
+    return float(np.clip(np.dot(a, b) / np.dot(b, b), 0.0, 1.0))
 ''',
     },
     "generate_trajectories": {

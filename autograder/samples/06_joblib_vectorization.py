@@ -441,6 +441,18 @@ def cdist_vectorized(X, Y):
     pairs = itertools.starmap(math.dist, itertools.product(X.tolist(), Y.tolist()))
     return np.fromiter(pairs, float, len(X) * len(Y)).reshape(len(X), len(Y))
 ''',
+        "integer arrays broadcast in their own type (uint8 wraps around)": '''
+import numpy as np
+
+
+def cdist_vectorized(X, Y) -> np.ndarray:
+    X = np.asarray(X)
+    Y = np.asarray(Y)
+    if X.ndim != 2 or Y.ndim != 2 or X.shape[1] != Y.shape[1]:
+        raise ValueError(f"X and Y must be 2-D with rows of the same length, got {X.shape} and {Y.shape}")
+    diff = X[:, None, :] - Y[None, :, :]  # in the input's own dtype
+    return np.sqrt((diff * diff).sum(axis=-1))
+''',
     },
     "block_matmul": {
         "A @ B with no blocks": '''
@@ -665,6 +677,29 @@ def bootstrap_ci(data, n_boot, n_jobs, seed, alpha=0.05):
     rng = np.random.default_rng(seed)
     means = data[rng.integers(0, data.size, size=(n_boot, data.size))].mean(axis=1)
     low, high = np.percentile(means, [100 * alpha / 2, 100 * (1 - alpha / 2)])
+    return float(low), float(high)
+''',
+        "whole batches only: the n_boot remainder never drawn": '''
+import numpy as np
+from joblib import Parallel, delayed
+
+
+def bootstrap_ci(data, n_boot: int, n_jobs: int, seed: int, alpha: float = 0.05) -> tuple:
+    data = np.asarray(data, dtype=float).ravel()
+    if data.size == 0:
+        raise ValueError("data is empty")
+    if n_boot < 1 or n_jobs < 1:
+        raise ValueError(f"n_boot and n_jobs must be at least 1, got {n_boot} and {n_jobs}")
+    if not 0 < alpha < 1:
+        raise ValueError(f"alpha must be between 0 and 1, got {alpha}")
+    def batch_means(stream, size):
+        rng = np.random.default_rng(stream)
+        return data[rng.integers(0, data.size, size=(size, data.size))].mean(axis=1)
+    n_batches = min(n_boot, 10)
+    size = n_boot // n_batches  # the remainder n_boot % n_batches is never drawn
+    streams = np.random.SeedSequence(seed).spawn(n_batches)
+    means = Parallel(n_jobs=n_jobs)(delayed(batch_means)(s, size) for s in streams)
+    low, high = np.percentile(np.concatenate(means), [100 * alpha / 2, 100 * (1 - alpha / 2)])
     return float(low), float(high)
 ''',
     },
@@ -894,6 +929,19 @@ def cdist_vectorized(X, Y):
     if X.shape[1] != Y.shape[1]:
         raise ValueError("rows of different lengths")
     return np.linalg.norm(X[:, np.newaxis] - Y[np.newaxis], axis=2)
+''',
+        "torch.cdist on float64 tensors": '''
+import numpy as np
+import torch
+
+
+def cdist_vectorized(X, Y) -> np.ndarray:
+    X = np.asarray(X, dtype=np.float64)
+    Y = np.asarray(Y, dtype=np.float64)
+    if X.ndim != 2 or Y.ndim != 2 or X.shape[1] != Y.shape[1]:
+        raise ValueError("rows of X and Y must have the same length")
+    d = torch.cdist(torch.from_numpy(X), torch.from_numpy(Y), compute_mode="donot_use_mm_for_euclid_dist")
+    return d.numpy()
 ''',
     },
     "block_matmul": {

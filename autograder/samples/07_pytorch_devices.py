@@ -592,6 +592,67 @@ def layer_flops(layer, input_shape) -> int:
         raise ValueError(str(err)) from None
     return int(counter.get_total_flops())
 ''',
+        "too small only when both dimensions are": '''
+import math
+from torch import nn
+
+
+def layer_flops(layer, input_shape) -> int:
+    shape = tuple(int(s) for s in input_shape)
+    if isinstance(layer, nn.Linear):
+        if not shape or shape[-1] != layer.in_features:
+            raise ValueError("shape does not fit the Linear layer")
+        return 2 * math.prod(shape[:-1]) * layer.in_features * layer.out_features
+    if isinstance(layer, nn.Conv2d):
+        if len(shape) == 3:
+            shape = (1, *shape)
+        if len(shape) != 4 or shape[1] != layer.in_channels:
+            raise ValueError("shape does not fit the Conv2d layer")
+        n, _, h, w = shape
+        outs = []
+        for size, k, s, d, i in zip((h, w), layer.kernel_size, layer.stride, layer.dilation, (0, 1)):
+            if layer.padding == "same":
+                outs.append(size)
+            else:
+                p = 0 if layer.padding == "valid" else layer.padding[i]
+                outs.append((size + 2 * p - d * (k - 1) - 1) // s + 1)
+        if outs[0] < 1 and outs[1] < 1:
+            raise ValueError(f"input {shape} is too small for this convolution")
+        per_output = (layer.in_channels // layer.groups) * layer.kernel_size[0] * layer.kernel_size[1]
+        return 2 * n * layer.out_channels * outs[0] * outs[1] * per_output
+    raise ValueError(f"not a Linear or Conv2d: {type(layer).__name__}")
+''',
+        "the input compared with the bare kernel (dilation and padding ignored)": '''
+import math
+from torch import nn
+
+
+def layer_flops(layer, input_shape) -> int:
+    shape = tuple(int(s) for s in input_shape)
+    if isinstance(layer, nn.Linear):
+        if not shape or shape[-1] != layer.in_features:
+            raise ValueError("shape does not fit the Linear layer")
+        return 2 * math.prod(shape[:-1]) * layer.in_features * layer.out_features
+    if isinstance(layer, nn.Conv2d):
+        if len(shape) == 3:
+            shape = (1, *shape)
+        if len(shape) != 4 or shape[1] != layer.in_channels:
+            raise ValueError("shape does not fit the Conv2d layer")
+        n, _, h, w = shape
+        kh, kw = layer.kernel_size
+        if h < kh or w < kw:
+            raise ValueError(f"input {shape} is smaller than the kernel")
+        outs = []
+        for size, k, s, d, i in zip((h, w), layer.kernel_size, layer.stride, layer.dilation, (0, 1)):
+            if layer.padding == "same":
+                outs.append(size)
+            else:
+                p = 0 if layer.padding == "valid" else layer.padding[i]
+                outs.append((size + 2 * p - d * (k - 1) - 1) // s + 1)
+        per_output = (layer.in_channels // layer.groups) * kh * kw
+        return 2 * n * layer.out_channels * outs[0] * outs[1] * per_output
+    raise ValueError(f"not a Linear or Conv2d: {type(layer).__name__}")
+''',
     },
     "gpu_env": {
         "sets os.environ itself": '''
@@ -621,6 +682,17 @@ def gpu_env(device_ids):
     if any(type(i) is not int or i < 0 for i in ids) or len(set(ids)) != len(ids):
         raise ValueError(ids)
     return {"CUDA_VISIBLE_DEVICES": ", ".join(map(str, ids)), "CUDA_DEVICE_ORDER": "PCI_BUS_ID"}
+''',
+        "repeats found only between neighbours": '''
+def gpu_env(device_ids) -> dict:
+    ids = list(device_ids)
+    for i in ids:
+        if type(i) is not int or i < 0:
+            raise ValueError(f"GPU ids must be non-negative integers, got {i!r}")
+    for a, b in zip(ids, ids[1:]):
+        if a == b:
+            raise ValueError(f"GPU id {a} is repeated")
+    return {"CUDA_VISIBLE_DEVICES": ",".join(map(str, ids)), "CUDA_DEVICE_ORDER": "PCI_BUS_ID"}
 ''',
     },
     "to_channels_last": {
@@ -654,6 +726,15 @@ def to_channels_last(x):
     if x.dim() != 4:
         raise ValueError("to_channels_last needs a 4-D tensor")
     return x.contiguous(memory_format=torch.channels_last)
+''',
+        "the tensor cast to float32": '''
+import torch
+
+
+def to_channels_last(x) -> torch.Tensor:
+    if not isinstance(x, torch.Tensor) or x.dim() != 4:
+        raise ValueError("to_channels_last needs a 4-D tensor (N, C, H, W)")
+    return x.to(torch.float32, memory_format=torch.channels_last)
 ''',
     },
 }
@@ -919,6 +1000,33 @@ def layer_flops(layer, input_shape):
         return 2 * shape[0] * spatial[0] * spatial[1] * layer.weight.numel()
     raise ValueError("only Linear and Conv2d")
 ''',
+        "the output's shape from F.conv2d on meta tensors, the formula by hand": '''
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+def layer_flops(layer, input_shape) -> int:
+    shape = tuple(int(s) for s in input_shape)
+    if type(layer) is nn.Linear or isinstance(layer, nn.Linear):
+        if len(shape) < 1 or shape[-1] != layer.in_features:
+            raise ValueError("input does not fit the Linear layer")
+        return 2 * math.prod(shape) // layer.in_features * layer.in_features * layer.out_features
+    if isinstance(layer, nn.Conv2d):
+        if len(shape) not in (3, 4) or shape[-3] != layer.in_channels:
+            raise ValueError("input does not fit the Conv2d layer")
+        x = torch.empty(shape, device="meta")
+        w = torch.empty(layer.weight.shape, device="meta")
+        try:  # output shape only: meta tensors hold no data, nothing is computed
+            out = F.conv2d(x, w, None, layer.stride, layer.padding, layer.dilation, layer.groups)
+        except RuntimeError as err:
+            raise ValueError(f"input {shape} does not fit: {err}") from None
+        per_output = w.shape[1] * w.shape[2] * w.shape[3]
+        return 2 * out.numel() * per_output
+    raise ValueError("only nn.Linear and nn.Conv2d are counted")
+''',
     },
     "gpu_env": {
         "validation with all() and a comprehension": '''
@@ -959,6 +1067,19 @@ def to_channels_last(x):
     if not isinstance(x, torch.Tensor) or x.dim() != 4:
         raise ValueError(f"a 4-D tensor please, not {type(x).__name__}")
     return x.contiguous(memory_format=torch.channels_last).clone(memory_format=torch.channels_last)
+''',
+        "an empty_like tensor in channels-last format, copied into": '''
+import torch
+
+
+def to_channels_last(x) -> torch.Tensor:
+    if type(x) is not torch.Tensor and not isinstance(x, torch.Tensor):
+        raise ValueError("expected a torch.Tensor")
+    if x.dim() != 4:
+        raise ValueError(f"expected 4 dimensions (N, C, H, W), got {x.dim()}")
+    out = torch.empty_like(x, memory_format=torch.channels_last)
+    out.copy_(x)
+    return out
 ''',
     },
 }

@@ -269,6 +269,25 @@ def tensor_core_issues(model, batch_size, dtype):
     if k is None:
         raise ValueError(f"unsupported dtype {dtype}")
 """)),
+        "any layer with in/out channels reported (a Conv1d too)": '''
+import torch
+
+
+def tensor_core_issues(model, batch_size: int, dtype) -> list:
+    rules = {torch.float16: 8, torch.bfloat16: 8, torch.int8: 16}
+    if dtype not in rules:
+        raise ValueError(f"no Tensor Core rule for {dtype}")
+    k = rules[dtype]
+    issues = []
+    if batch_size % k:
+        issues.append(f"batch size {batch_size} is not a multiple of {k}")
+    for name, m in model.named_modules():
+        for attr in ("in_features", "out_features", "in_channels", "out_channels"):
+            n = getattr(m, attr, None)
+            if isinstance(n, int) and n % k:
+                issues.append(f"{name}: {type(m).__name__} {attr}={n} is not a multiple of {k}")
+    return issues
+''',
     },
     "fixed_case_1": {
         "a TensorDataset returned, not the data tensor or a DataLoader": '''
