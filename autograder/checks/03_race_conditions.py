@@ -918,7 +918,10 @@ def _opposing_transfers(n_accounts, count):
 
 
 def test_transfer_many_errors(transfer_many):
-    """n_threads < 1 raises ValueError; no transfers leave the balances as they were"""
+    """n_threads < 1 raises ValueError; no transfers leave the balances as they were
+
+    False failure of a correct answer: 0 (random balances, exact comparison).
+    """
     with raises_value_error("transfer_many([1, 2], [(0, 1, 1)], 0)"):
         transfer_many([1, 2], [(0, 1, 1)], 0)
     balances = [random.randint(0, 500) for _ in range(3)]

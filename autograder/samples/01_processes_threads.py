@@ -335,20 +335,7 @@ def cpu_info(cgroup_root="/sys/fs/cgroup"):
 ''',
         "physical always None": '''
 import math, os
-
-def _quota(root):
-    try:
-        q, p = open(os.path.join(root, "cpu.max")).read().split()[:2]
-        return None if q == "max" else int(q) / int(p)
-    except (OSError, ValueError):
-        pass
-    try:
-        q = int(open(os.path.join(root, "cpu", "cpu.cfs_quota_us")).read())
-        p = int(open(os.path.join(root, "cpu", "cpu.cfs_period_us")).read())
-        return None if q <= 0 else q / p
-    except (OSError, ValueError):
-        return None
-
+''' + _CGROUP_QUOTA + '''
 def cpu_info(cgroup_root="/sys/fs/cgroup"):
     usable = len(os.sched_getaffinity(0))
     q = _quota(cgroup_root)

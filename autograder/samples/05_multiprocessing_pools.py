@@ -109,6 +109,45 @@ def generate_trajectories(n, n_workers, seed):
         return pool.map(trajectory, children, chunksize=max(1, math.ceil(n / n_workers)))
 '''
 
+# A parallel_map that checks its arguments and maps with a pool of n_workers (correct): wrong
+# answers below change a line of it.
+# fit_serial_fraction by least squares that lets a speedup of 0 through (wrong); another wrong
+# answer changes its checks.
+_FIT_LETTING_ZERO_THROUGH = '''
+import numpy as np
+
+
+def fit_serial_fraction(workers: list, speedups: list) -> float:
+    """Least squares; rejects negative speedups but lets a speedup of 0 through (< instead of <=)."""
+    if len(workers) != len(speedups) or len(workers) == 0:
+        raise ValueError("workers and speedups must be non-empty lists of the same length")
+    if any(w < 1 for w in workers):
+        raise ValueError("every worker count must be at least 1")
+    if any(x < 0 for x in speedups):
+        raise ValueError("speedups must be positive")
+    if all(w == 1 for w in workers):
+        raise ValueError("need a point with more than one worker")
+    n = np.asarray(workers, dtype=float)
+    s = np.asarray(speedups, dtype=float)
+    a = 1.0 / s - 1.0 / n
+    b = 1.0 - 1.0 / n
+    return float(np.clip(np.dot(a, b) / np.dot(b, b), 0.0, 1.0))
+'''
+
+_CHECKED_POOL = '''
+from helpers.workers import mp_context
+
+
+def parallel_map(fn, items, n_workers: int, chunksize: int | None = None) -> list:
+    if n_workers < 1:
+        raise ValueError(f"n_workers must be at least 1, got {n_workers}")
+    if chunksize is not None and chunksize < 1:
+        raise ValueError(f"chunksize must be at least 1, got {chunksize}")
+    items = list(items)
+    with mp_context().Pool(n_workers) as pool:
+        return pool.map(fn, items, chunksize=chunksize)
+'''
+
 WRONG = {
     "parallel_map": {
         "serial list comprehension": '''
@@ -157,34 +196,13 @@ def parallel_map(fn, items, n_workers, chunksize=None):
             _APPLY_ONE_IN_THE_NOTEBOOK,
             ("from helpers.workers import mp_context\n", "from helpers.workers import mp_context\nctx = mp_context()\n"),
             ("with mp_context().Pool", "with ctx.Pool")),
-        "n_workers checked but not given to the pool (Pool() has one worker per core)": '''
-from helpers.workers import mp_context
-
-
-def parallel_map(fn, items, n_workers: int, chunksize: int | None = None) -> list:
-    """Validates n_workers but forgets to pass it to the pool: Pool() has os.cpu_count() workers."""
-    if n_workers < 1:
-        raise ValueError(f"n_workers must be at least 1, got {n_workers}")
-    if chunksize is not None and chunksize < 1:
-        raise ValueError(f"chunksize must be at least 1, got {chunksize}")
-    with mp_context().Pool() as pool:
-        return pool.map(fn, list(items), chunksize=chunksize)
-''',
-        "one worker: the work done in the caller": '''
-from helpers.workers import mp_context
-
-
-def parallel_map(fn, items, n_workers: int, chunksize: int | None = None) -> list:
-    if n_workers < 1:
-        raise ValueError(f"n_workers must be at least 1, got {n_workers}")
-    if chunksize is not None and chunksize < 1:
-        raise ValueError(f"chunksize must be at least 1, got {chunksize}")
-    items = list(items)
-    if n_workers == 1:  # one worker: no point paying for a pool
-        return [fn(x) for x in items]
-    with mp_context().Pool(n_workers) as pool:
-        return pool.map(fn, items, chunksize=chunksize)
-''',
+        "n_workers checked but not given to the pool (Pool() has one worker per core)": variant(
+            _CHECKED_POOL, ("mp_context().Pool(n_workers)", "mp_context().Pool()")),
+        "one worker: the work done in the caller": variant(
+            _CHECKED_POOL, ("    with mp_context().Pool(n_workers) as pool:",
+                            "    if n_workers == 1:  # one worker: no point paying for a pool\n"
+                            "        return [fn(x) for x in items]\n"
+                            "    with mp_context().Pool(n_workers) as pool:")),
     },
     "parallel_starmap": {
         "serial": '''
@@ -687,26 +705,7 @@ def fit_serial_fraction(workers: list, speedups: list) -> float:
     b = 1.0 - 1.0 / n
     return float(np.clip(np.dot(a, b) / np.dot(b, b), 0.0, 1.0))
 ''',
-        "a speedup of 0 accepted (< 0 instead of <= 0)": '''
-import numpy as np
-
-
-def fit_serial_fraction(workers: list, speedups: list) -> float:
-    """Least squares; rejects negative speedups but lets a speedup of 0 through (< instead of <=)."""
-    if len(workers) != len(speedups) or len(workers) == 0:
-        raise ValueError("workers and speedups must be non-empty lists of the same length")
-    if any(w < 1 for w in workers):
-        raise ValueError("every worker count must be at least 1")
-    if any(x < 0 for x in speedups):
-        raise ValueError("speedups must be positive")
-    if all(w == 1 for w in workers):
-        raise ValueError("need a point with more than one worker")
-    n = np.asarray(workers, dtype=float)
-    s = np.asarray(speedups, dtype=float)
-    a = 1.0 / s - 1.0 / n
-    b = 1.0 - 1.0 / n
-    return float(np.clip(np.dot(a, b) / np.dot(b, b), 0.0, 1.0))
-''',
+        "a speedup of 0 accepted (< 0 instead of <= 0)": _FIT_LETTING_ZERO_THROUGH,
         "one point with several workers refused": '''
 import numpy as np
 
@@ -722,25 +721,11 @@ def fit_serial_fraction(workers: list, speedups: list) -> float:
     a, b = 1 / s - 1 / n, 1 - 1 / n
     return float(np.clip(a @ b / (b @ b), 0.0, 1.0))
 ''',
-        "only a worker count of 0 refused (a negative one taken)": '''
-import numpy as np
-
-
-def fit_serial_fraction(workers: list, speedups: list) -> float:
-    if len(workers) != len(speedups) or not workers:
-        raise ValueError("workers and speedups must be non-empty lists of the same length")
-    if 0 in workers:
-        raise ValueError("a worker count must be at least 1")
-    if min(speedups) <= 0:
-        raise ValueError("every speedup must be positive")
-    if max(workers) <= 1:
-        raise ValueError("need a point with more than one worker")
-    n = np.asarray(workers, dtype=float)
-    s = np.asarray(speedups, dtype=float)
-    a = 1.0 / s - 1.0 / n
-    b = 1.0 - 1.0 / n
-    return float(np.clip(np.dot(a, b) / np.dot(b, b), 0.0, 1.0))
-''',
+        "only a worker count of 0 refused (a negative one taken)": variant(
+            _FIT_LETTING_ZERO_THROUGH, ("rejects negative speedups but lets a speedup of 0 through (< instead of <=)",
+                                        "refuses a worker count of 0 but not a negative one"),
+            ("if any(w < 1 for w in workers):", "if 0 in workers:"),
+            ("if any(x < 0 for x in speedups):", "if any(x <= 0 for x in speedups):")),
     },
     "generate_trajectories": {
         "the trajectories stacked into one array (np.array: a 3-D array, not a list)": variant(

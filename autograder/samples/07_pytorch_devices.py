@@ -87,6 +87,38 @@ def gpu_env(device_ids):
     return OrderedDict([("CUDA_VISIBLE_DEVICES", ",".join(map(str, ids))), ("CUDA_DEVICE_ORDER", "PCI_BUS_ID")])
 '''
 
+# layer_flops counted by hand (a correct answer): wrong answers below change a line or two of it.
+_CONV_BY_HAND = '''
+import math
+
+from torch import nn
+
+
+def layer_flops(layer, input_shape) -> int:
+    shape = tuple(int(s) for s in input_shape)
+    if isinstance(layer, nn.Linear):
+        if not shape or shape[-1] != layer.in_features:
+            raise ValueError("wrong feature size")
+        return 2 * math.prod(shape[:-1]) * layer.in_features * layer.out_features
+    if isinstance(layer, nn.Conv2d):
+        if len(shape) == 3:
+            shape = (1, *shape)
+        if len(shape) != 4 or shape[1] != layer.in_channels:
+            raise ValueError("wrong input shape")
+        n, _, h, w = shape
+        if layer.padding == "same":
+            outs = [h, w]
+        else:
+            padding = (0, 0) if layer.padding == "valid" else layer.padding
+            outs = [(size + 2 * p - d * (k - 1) - 1) // s + 1
+                    for size, k, s, d, p in zip((h, w), layer.kernel_size, layer.stride, layer.dilation, padding)]
+        if min(outs) < 1:
+            raise ValueError(f"input {shape} is too small for this convolution")
+        per_output = (layer.in_channels // layer.groups) * layer.kernel_size[0] * layer.kernel_size[1]
+        return 2 * n * layer.out_channels * outs[0] * outs[1] * per_output
+    raise ValueError("only Linear and Conv2d")
+'''
+
 WRONG = {
     "pick_device": {
         "ignores prefer": '''
@@ -508,37 +540,14 @@ def layer_flops(layer, input_shape):
         raise ValueError(str(error)) from None
     return int(sum(e.flops for e in prof.events() if e.flops and e.name in ("aten::conv2d", "aten::mm", "aten::addmm", "aten::matmul", "aten::linear")))
 ''',
-        "padding='same' taken as kernel // 2 on each side (wrong for an even kernel or a dilation)": '''
-import math
-
-from torch import nn
-
-
-def layer_flops(layer, input_shape) -> int:
-    shape = tuple(int(s) for s in input_shape)
-    if isinstance(layer, nn.Linear):
-        if not shape or shape[-1] != layer.in_features:
-            raise ValueError("wrong feature size")
-        return 2 * math.prod(shape[:-1]) * layer.in_features * layer.out_features
-    if isinstance(layer, nn.Conv2d):
-        if len(shape) == 3:
-            shape = (1, *shape)
-        if len(shape) != 4 or shape[1] != layer.in_channels:
-            raise ValueError("wrong input shape")
-        n, _, h, w = shape
-        if layer.padding == "same":
-            padding = (layer.kernel_size[0] // 2, layer.kernel_size[1] // 2)
-        elif layer.padding == "valid":
-            padding = (0, 0)
+        "padding='same' taken as kernel // 2 on each side (wrong for an even kernel or a dilation)": variant(
+            _CONV_BY_HAND, ("""        if layer.padding == "same":
+            outs = [h, w]
         else:
-            padding = layer.padding
-        outs = []
-        for size, k, s, d, p in zip((h, w), layer.kernel_size, layer.stride, layer.dilation, padding):
-            outs.append((size + 2 * p - d * (k - 1) - 1) // s + 1)
-        per_output = (layer.in_channels // layer.groups) * layer.kernel_size[0] * layer.kernel_size[1]
-        return 2 * n * layer.out_channels * outs[0] * outs[1] * per_output
-    raise ValueError("only Linear and Conv2d")
-''',
+            padding = (0, 0) if layer.padding == "valid" else layer.padding
+""", """        halves = (layer.kernel_size[0] // 2, layer.kernel_size[1] // 2)
+        padding = {"same": halves, "valid": (0, 0)}.get(layer.padding, layer.padding)
+"""), ("            outs = [(size", "        outs = [(size"), ("                    for size", "                for size")),
         "an input smaller than the kernel counted, not refused": '''
 import math
 
@@ -592,67 +601,10 @@ def layer_flops(layer, input_shape) -> int:
         raise ValueError(str(err)) from None
     return int(counter.get_total_flops())
 ''',
-        "too small only when both dimensions are": '''
-import math
-from torch import nn
-
-
-def layer_flops(layer, input_shape) -> int:
-    shape = tuple(int(s) for s in input_shape)
-    if isinstance(layer, nn.Linear):
-        if not shape or shape[-1] != layer.in_features:
-            raise ValueError("shape does not fit the Linear layer")
-        return 2 * math.prod(shape[:-1]) * layer.in_features * layer.out_features
-    if isinstance(layer, nn.Conv2d):
-        if len(shape) == 3:
-            shape = (1, *shape)
-        if len(shape) != 4 or shape[1] != layer.in_channels:
-            raise ValueError("shape does not fit the Conv2d layer")
-        n, _, h, w = shape
-        outs = []
-        for size, k, s, d, i in zip((h, w), layer.kernel_size, layer.stride, layer.dilation, (0, 1)):
-            if layer.padding == "same":
-                outs.append(size)
-            else:
-                p = 0 if layer.padding == "valid" else layer.padding[i]
-                outs.append((size + 2 * p - d * (k - 1) - 1) // s + 1)
-        if outs[0] < 1 and outs[1] < 1:
-            raise ValueError(f"input {shape} is too small for this convolution")
-        per_output = (layer.in_channels // layer.groups) * layer.kernel_size[0] * layer.kernel_size[1]
-        return 2 * n * layer.out_channels * outs[0] * outs[1] * per_output
-    raise ValueError(f"not a Linear or Conv2d: {type(layer).__name__}")
-''',
-        "the input compared with the bare kernel (dilation and padding ignored)": '''
-import math
-from torch import nn
-
-
-def layer_flops(layer, input_shape) -> int:
-    shape = tuple(int(s) for s in input_shape)
-    if isinstance(layer, nn.Linear):
-        if not shape or shape[-1] != layer.in_features:
-            raise ValueError("shape does not fit the Linear layer")
-        return 2 * math.prod(shape[:-1]) * layer.in_features * layer.out_features
-    if isinstance(layer, nn.Conv2d):
-        if len(shape) == 3:
-            shape = (1, *shape)
-        if len(shape) != 4 or shape[1] != layer.in_channels:
-            raise ValueError("shape does not fit the Conv2d layer")
-        n, _, h, w = shape
-        kh, kw = layer.kernel_size
-        if h < kh or w < kw:
-            raise ValueError(f"input {shape} is smaller than the kernel")
-        outs = []
-        for size, k, s, d, i in zip((h, w), layer.kernel_size, layer.stride, layer.dilation, (0, 1)):
-            if layer.padding == "same":
-                outs.append(size)
-            else:
-                p = 0 if layer.padding == "valid" else layer.padding[i]
-                outs.append((size + 2 * p - d * (k - 1) - 1) // s + 1)
-        per_output = (layer.in_channels // layer.groups) * kh * kw
-        return 2 * n * layer.out_channels * outs[0] * outs[1] * per_output
-    raise ValueError(f"not a Linear or Conv2d: {type(layer).__name__}")
-''',
+        "too small only when both dimensions are": variant(
+            _CONV_BY_HAND, ("if min(outs) < 1:", "if outs[0] < 1 and outs[1] < 1:")),
+        "the input compared with the bare kernel (dilation and padding ignored)": variant(
+            _CONV_BY_HAND, ("        if min(outs) < 1:\n", "        if h < layer.kernel_size[0] or w < layer.kernel_size[1]:\n")),
     },
     "gpu_env": {
         "sets os.environ itself": '''

@@ -651,61 +651,8 @@ def run_ddp(world_size, epochs, seed):
     _ranks_run_ddp(world_size, epochs, seed)
     return _serial(epochs, seed)
 '''),
-        "the ranks forked from the caller (start_method='fork')": '''
-import os
-import shutil
-import tempfile
-
-import torch
-import torch.distributed as dist
-import torch.multiprocessing
-from torch.nn.parallel import DistributedDataParallel
-from torch.utils.data import DataLoader, DistributedSampler
-
-import ddp_worker
-
-
-def train_rank(rank, world_size, port, epochs, seed, out_dir):
-    torch.set_num_threads(1)
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world_size)
-    model = DistributedDataParallel(ddp_worker.make_model(seed))
-    data = ddp_worker.make_dataset(seed)
-    sampler = DistributedSampler(data, num_replicas=world_size, rank=rank, shuffle=True, seed=seed)
-    loader = DataLoader(data, batch_size=ddp_worker.GLOBAL_BATCH // world_size, sampler=sampler)
-    opt = torch.optim.SGD(model.parameters(), lr=ddp_worker.LR)
-    for epoch in range(epochs):
-        sampler.set_epoch(epoch)
-        for xb, yb in loader:
-            opt.zero_grad()
-            torch.nn.functional.mse_loss(model(xb), yb).backward()
-            opt.step()
-    if rank == 0:
-        torch.save(model.module.state_dict(), os.path.join(out_dir, "weights.pt"))
-
-
-def run_ddp(world_size, epochs, seed):
-    """WRONG: ranks forked (start_method="fork") from a process that has run torch; bounded wait."""
-    if world_size < 1 or ddp_worker.GLOBAL_BATCH % world_size or epochs < 0:
-        raise ValueError("world_size / epochs")
-    out_dir = tempfile.mkdtemp()
-    ctx = torch.multiprocessing.start_processes(
-        ddp_worker.run_by_value,
-        args=(ddp_worker.by_value(train_rank), world_size, ddp_worker.free_port(), epochs, seed, out_dir),
-        nprocs=world_size, join=False, start_method="fork")
-    import time
-    deadline = time.monotonic() + 120
-    try:
-        while not ctx.join(timeout=0.2):
-            if time.monotonic() > deadline:
-                raise TimeoutError("hang")
-        return torch.load(os.path.join(out_dir, "weights.pt"))
-    finally:
-        for p in ctx.processes:
-            if p.is_alive():
-                p.terminate()
-            p.join(5)
-        shutil.rmtree(out_dir, ignore_errors=True)
-''',
+        "the ranks forked from the caller (start_method='fork')": variant(
+            _ddp(), ("start_method=ddp_worker.torch_start_method()", 'start_method="fork"')),
     },
 }
 
