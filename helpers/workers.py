@@ -85,6 +85,13 @@ def slow_square(x, delay=0.02):
     return x * x
 
 
+def square_and_token(x, delay=0.0):
+    """(x * x, a random token of this call), after `delay` seconds: two calls with the same
+    arguments give two tokens, so a caller that ran one call for both shows."""
+    time.sleep(delay)
+    return x * x, os.urandom(8).hex()
+
+
 def sleep_for(seconds):
     """An I/O-bound stand-in: waits, uses no CPU, returns what it waited."""
     time.sleep(seconds)

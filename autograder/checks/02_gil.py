@@ -31,7 +31,7 @@ from autograder.checks._support import (alone, assert_worked_outside, broken_whe
                                         exclusive, kernel_decides, machine_use, observe, raises_value_error,
                                         reused_workers, student_pid, there, timeout, witnessed_in,
                                         work_for_workers, works_under_spawn)
-from autograder.checks._support import how_many, type_name
+from autograder.checks._support import exact_tuple, how_many, type_name
 from helpers import gil, workers
 from helpers.system import usable_cores
 
@@ -276,10 +276,11 @@ class _BusyWatch:
 # --- run_threads ------------------------------------------------------------------
 @timeout(60)
 def test_run_threads_order(run_threads):
-    """results come back in the order of args_list, whatever order the calls finish in
+    """results come back in the order of args_list, whatever order the calls finish in, one per tuple
 
-    False failure of a correct answer: 0 (the order is checked exactly; the
-    sleeps only make a wrong answer's completion order differ).
+    False failure of a correct answer: < 1e-18 (the order is checked exactly; the
+    sleeps only make a wrong answer's completion order differ; four calls' random
+    64-bit tokens coincide with probability < 6 * 2**-64).
     """
     xs = [random.randint(-50, 50) for _ in range(5)]
     args = [(x, 0.05 * (len(xs) - i)) for i, x in enumerate(xs)]  # the first finishes last
@@ -289,6 +290,18 @@ def test_run_threads_order(run_threads):
     pairs = [(random.randint(0, 99), random.randint(0, 99)) for _ in range(3)]
     assert list(run_threads(workers.add, pairs)) == [a + b for a, b in pairs], (
         "the results are not fn(*args) for each tuple of args")
+    _each_tuple_called(run_threads, "run_threads")
+
+
+def _each_tuple_called(run, what):
+    """Repeated tuples in args_list are calls of their own: each call's result holds a random token
+    of that call (helpers.workers.square_and_token), and two calls share one with probability 2**-64."""
+    x = random.randint(2, 50)
+    out = exact_list(run(workers.square_and_token, [(x,), (x,), (x + 1,), (x,)]), f"{what}(fn, a list with repeats)", 4)
+    out = [exact_tuple(r, "each result", 2) for r in out]
+    assert [r[0] for r in out] == [x * x, x * x, (x + 1) ** 2, x * x] and len({r[1] for r in out}) == 4, (
+        f"{what}: args_list [({x},), ({x},), ({x + 1},), ({x},)] must make four calls, the repeated tuples "
+        "included, each result in its place (one call made for tuples that repeat?)")
 
 
 @timeout(30)
@@ -375,14 +388,16 @@ def _without_thread(made, tid):
 # --- run_processes ----------------------------------------------------------------
 @timeout(60)
 def test_run_processes_order(run_processes):
-    """results come back in the order of args_list, whatever order the calls finish in
+    """results come back in the order of args_list, whatever order the calls finish in, one per tuple
 
-    False failure of a correct answer: 0 (the order is checked exactly).
+    False failure of a correct answer: < 1e-18 (the order is checked exactly; four calls'
+    random 64-bit tokens coincide with probability < 6 * 2**-64).
     """
     xs = [random.randint(-50, 50) for _ in range(4)]
     args = [(x, 0.15 * (len(xs) - i)) for i, x in enumerate(xs)]  # the first finishes last
     out = exact_list(run_processes(workers.slow_square, args), "the result", len(xs))
     assert out == [x * x for x in xs], "the results are not fn(*args) in the order of args_list"
+    _each_tuple_called(run_processes, "run_processes")
 
 
 @timeout(30)
@@ -513,7 +528,7 @@ KEYS = {"serial", "threads", "processes", "io_serial", "io_threads"}
 
 def test_gil_experiment_errors(gil_experiment):
     """n_workers < 1 or work < 1 raises ValueError"""
-    for bad in ((0, 1000), (-2, 1000), (2, 0)):
+    for bad in ((0, 1000), (-2, 1000), (2, 0), (2, -5)):
         with raises_value_error(f"gil_experiment{bad}"):
             gil_experiment(*bad)
 
@@ -1068,6 +1083,7 @@ def test_fetch_all_results(fetch_all):
     """
     delays = [round(random.uniform(0.01, 0.12), 3) for _ in range(random.randint(3, 6))]
     delays.sort(reverse=True)  # the first request finishes last
+    delays.append(delays[1])  # a repeated delay is a request of its own
     out, _ = _run_coroutine_function(fetch_all, delays)
     out = exact_list(out, "the result", len(delays))
     assert out == delays, "the results are not the delays in the order given"

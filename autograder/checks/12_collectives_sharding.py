@@ -292,7 +292,7 @@ def test_zero_memory_formula(zero_memory):
 
 def test_zero_memory_errors(zero_memory):
     """another stage, world_size < 1 or n_params < 0 raise ValueError"""
-    for args in [(100, 4, 4), (100, 4, -1), (100, 0, 1), (-1, 4, 0)]:
+    for args in [(100, 4, 4), (100, 4, -1), (100, 0, 1), (100, -2, 1), (-1, 4, 0)]:
         with raises_value_error(f"zero_memory{args}"):
             zero_memory(*args)
 
@@ -373,8 +373,9 @@ def test_partition_parameters_edges(partition_parameters):
     assert _loads(partition_parameters([], 3), [], 3) == [0, 0, 0], "no parameters: three empty lists"
     sizes = [random.randint(0, 9) for _ in range(6)]
     assert _loads(partition_parameters(sizes, 1), sizes, 1) == [sum(sizes)], "one rank takes everything"
-    with raises_value_error("partition_parameters([1, 2], 0)"):
-        partition_parameters([1, 2], 0)
+    for world_size in (0, -2):
+        with raises_value_error(f"partition_parameters([1, 2], {world_size})"):
+            partition_parameters([1, 2], world_size)
     with raises_value_error("partition_parameters([1, -2], 2)"):
         partition_parameters([1, -2], 2)
 

@@ -143,6 +143,33 @@ def run_threads(fn, args_list) -> list:
         futures = [pool.submit(fn, *args) for args in args_list]
         return [f.result() for f in futures]
 ''',
+        "one call for tuples that repeat": '''
+import threading
+
+
+def run_threads(fn, args_list) -> list:
+    """[fn(*args) for args in args_list], each call in its own thread, all at once."""
+    ### BEGIN SOLUTION
+    uniq = list(dict.fromkeys(tuple(a) for a in args_list))
+    got = {}
+    def call1(a):
+        got[a] = fn(*a)
+    ts = [threading.Thread(target=call1, args=(a,)) for a in uniq]
+    [t.start() for t in ts]; [t.join() for t in ts]
+    return [got[tuple(a)] for a in args_list]
+    results = [None] * len(args_list)
+
+    def call(index, args):
+        results[index] = fn(*args)
+
+    threads = [threading.Thread(target=call, args=(i, tuple(args))) for i, args in enumerate(args_list)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return results
+    ### END SOLUTION
+''',
     },
     "run_processes": {
         # Read the checks, then forge: threads run the calls while idle processes are started
@@ -254,6 +281,23 @@ def run_processes(fn, args_list) -> list:
     with ProcessPoolExecutor(max_workers=len(args_list), mp_context=mp_context()) as pool:
         futures = [pool.submit(fn, *args) for args in args_list]
         return [future.result() for future in futures]
+''',
+        "one call for tuples that repeat": '''
+from concurrent.futures import ProcessPoolExecutor
+
+from helpers.workers import mp_context
+
+
+def run_processes(fn, args_list) -> list:
+    """[fn(*args) for args in args_list], each call in its own process, all at once."""
+    ### BEGIN SOLUTION
+    if not args_list:
+        return []
+    with ProcessPoolExecutor(max_workers=len(args_list), mp_context=mp_context()) as pool:
+        uniq = list(dict.fromkeys(tuple(a) for a in args_list))
+        futures = {a: pool.submit(fn, *a) for a in uniq}
+        return [futures[tuple(a)].result() for a in args_list]
+    ### END SOLUTION
 ''',
     },
     "gil_experiment": {
@@ -386,6 +430,48 @@ def share_in_process(n):
         p.join()
     seconds["processes"] = time.perf_counter() - start
 ''')),
+        "only a work of 0 refused (a negative one taken)": '''
+import threading
+import time
+
+from helpers.gil import draw_randoms, wait
+from helpers.workers import mp_context
+
+IO_DELAY = 0.05
+
+
+def gil_experiment(n_workers: int, work: int) -> dict:
+    """Seconds for serial/threads/processes on CPU work, and io_serial/io_threads on waits."""
+    ### BEGIN SOLUTION
+    if n_workers < 1:
+        raise ValueError(f"n_workers must be at least 1, got {n_workers}")
+    if work == 0:
+        raise ValueError(f"work must be at least 1, got {work}")
+    shares = [work // n_workers + (i < work % n_workers) for i in range(n_workers)]
+
+    def timed_workers(make, target, args_each):
+        start = time.perf_counter()
+        started = [make(target=target, args=args) for args in args_each]
+        for worker in started:
+            worker.start()
+        for worker in started:
+            worker.join()
+        return time.perf_counter() - start
+
+    seconds = {}
+    start = time.perf_counter()
+    draw_randoms(work)
+    seconds["serial"] = time.perf_counter() - start
+    seconds["threads"] = timed_workers(threading.Thread, draw_randoms, [(s,) for s in shares])
+    seconds["processes"] = timed_workers(mp_context().Process, draw_randoms, [(s,) for s in shares])
+    start = time.perf_counter()
+    for _ in range(n_workers):
+        wait(IO_DELAY)
+    seconds["io_serial"] = time.perf_counter() - start
+    seconds["io_threads"] = timed_workers(threading.Thread, wait, [(IO_DELAY,)] * n_workers)
+    return seconds
+    ### END SOLUTION
+''',
     },
     "numpy_threads_speedup": {
         "one lock around every chunk": '''
@@ -583,6 +669,21 @@ async def fetch_all(delays: list) -> list:
         return d
 
     return list(await asyncio.gather(*(fetch(d) for d in delays)))
+''',
+        "one request for delays that repeat": '''
+import asyncio
+
+
+async def fetch_all(delays: list) -> list:
+    """Simulate one request per delay, all at once; return the delays in input order."""
+    ### BEGIN SOLUTION
+    async def fetch(delay):
+        await asyncio.sleep(delay)
+        return delay
+
+    uniq = list(dict.fromkeys(delays))
+    return list(await asyncio.gather(*(fetch(d) for d in uniq)))
+    ### END SOLUTION
 ''',
     },
     "WORKLOAD_KIND": {

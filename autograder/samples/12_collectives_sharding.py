@@ -514,6 +514,26 @@ def zero_memory(n_params, world_size, stage):
              2 * n_params + 14 * n_params / world_size, 16 * n_params / world_size]
     return float(table[min(max(stage, 0), 3)])
 ''',
+        "only a world_size of 0 refused": '''
+def zero_memory(n_params: int, world_size: int, stage: int) -> float:
+    """Bytes per rank for mixed-precision Adam under ZeRO stage 0-3."""
+    ### BEGIN SOLUTION
+    if stage not in (0, 1, 2, 3):
+        raise ValueError(f"stage must be 0, 1, 2 or 3, got {stage!r}")
+    if world_size == 0:
+        raise ValueError(f"world_size must be at least 1, got {world_size}")
+    if n_params < 0:
+        raise ValueError(f"n_params must be >= 0, got {n_params}")
+    parameters, gradients, optimiser_states = 2.0 * n_params, 2.0 * n_params, 12.0 * n_params
+    if stage >= 1:
+        optimiser_states /= world_size
+    if stage >= 2:
+        gradients /= world_size
+    if stage >= 3:
+        parameters /= world_size
+    return parameters + gradients + optimiser_states
+    ### END SOLUTION
+''',
     },
     "partition_parameters": {
         "round-robin by index": '''
@@ -568,6 +588,26 @@ def partition_parameters(sizes, world_size):
         parts[r].append(i)
         loads[r] += sizes[i]
     return parts
+''',
+        "only a world_size of 0 refused": '''
+import heapq
+
+
+def partition_parameters(sizes: list, world_size: int) -> list:
+    """Indices of `sizes` per rank, largest first to the least-loaded rank."""
+    ### BEGIN SOLUTION
+    if world_size == 0:
+        raise ValueError(f"world_size must be at least 1, got {world_size}")
+    if any(size < 0 for size in sizes):
+        raise ValueError("parameter sizes cannot be negative")
+    assignment = [[] for _ in range(world_size)]
+    loads = [(0, rank) for rank in range(world_size)]     # a heap of (load, rank)
+    for index in sorted(range(len(sizes)), key=lambda i: -sizes[i]):
+        load, rank = heapq.heappop(loads)
+        assignment[rank].append(index)
+        heapq.heappush(loads, (load + sizes[index], rank))
+    return assignment
+    ### END SOLUTION
 ''',
     },
     "accumulate_gradients": {
