@@ -430,48 +430,8 @@ def share_in_process(n):
         p.join()
     seconds["processes"] = time.perf_counter() - start
 ''')),
-        "only a work of 0 refused (a negative one taken)": '''
-import threading
-import time
-
-from helpers.gil import draw_randoms, wait
-from helpers.workers import mp_context
-
-IO_DELAY = 0.05
-
-
-def gil_experiment(n_workers: int, work: int) -> dict:
-    """Seconds for serial/threads/processes on CPU work, and io_serial/io_threads on waits."""
-    ### BEGIN SOLUTION
-    if n_workers < 1:
-        raise ValueError(f"n_workers must be at least 1, got {n_workers}")
-    if work == 0:
-        raise ValueError(f"work must be at least 1, got {work}")
-    shares = [work // n_workers + (i < work % n_workers) for i in range(n_workers)]
-
-    def timed_workers(make, target, args_each):
-        start = time.perf_counter()
-        started = [make(target=target, args=args) for args in args_each]
-        for worker in started:
-            worker.start()
-        for worker in started:
-            worker.join()
-        return time.perf_counter() - start
-
-    seconds = {}
-    start = time.perf_counter()
-    draw_randoms(work)
-    seconds["serial"] = time.perf_counter() - start
-    seconds["threads"] = timed_workers(threading.Thread, draw_randoms, [(s,) for s in shares])
-    seconds["processes"] = timed_workers(mp_context().Process, draw_randoms, [(s,) for s in shares])
-    start = time.perf_counter()
-    for _ in range(n_workers):
-        wait(IO_DELAY)
-    seconds["io_serial"] = time.perf_counter() - start
-    seconds["io_threads"] = timed_workers(threading.Thread, wait, [(IO_DELAY,)] * n_workers)
-    return seconds
-    ### END SOLUTION
-''',
+        "only a work of 0 refused (a negative one taken)": variant(
+            _GIL_EXPERIMENT, ("if n_workers < 1 or work < 1:", "if n_workers < 1 or work == 0:")),
     },
     "numpy_threads_speedup": {
         "one lock around every chunk": '''
